@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Set up everything the test suite needs on a fresh machine, then run it.
+# Installs openssh-server (Debian) when missing, makes .venv with the package and its test extras,
+# and runs pytest. Real SGLang releases are downloaded once into ~/.cache/sgl-scan-tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x /usr/sbin/sshd ] || ! command -v git >/dev/null || ! command -v rsync >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq openssh-server git rsync >/dev/null
+  else
+    echo "test.sh: needs openssh-server, git and rsync (sudo apt-get install openssh-server git rsync)" >&2
+    exit 2
+  fi
+fi
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[test]"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

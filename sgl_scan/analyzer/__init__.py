@@ -1,0 +1,1 @@
+"""analyzer stage of sgl-scan."""

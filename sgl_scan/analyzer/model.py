@@ -1,0 +1,132 @@
+"""The analyzer's output contract: frozen values that rules, reports and codegen read.
+
+Everything later stages need about a snapshot is here or in the graph; nobody reads files again.
+Paths are relative to the snapshot tree (`sglang/srt/...`); lines and columns are 1-based.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import networkx as nx
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    path: str
+    line: int
+    column: int = 1
+    end_line: int | None = None
+    end_column: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class ParseError:
+    location: Location
+    message: str
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """A boolean method on the algorithm class (`is_eagle`, `supports_spec_v2`, ...)."""
+
+    name: str
+    members: tuple[str, ...]  # algorithms it is true for, resolved recursively, in member order
+    location: Location
+    owner: str  # qualified name of the class that defines it
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A speculative algorithm: an enum member or one registered at import time."""
+
+    name: str
+    kind: str  # "enum" | "registered"
+    location: Location
+    predicates: tuple[str, ...]  # predicates true for it
+    worker: str | None  # qualified name of the worker class it creates, if any dispatch path does
+    worker_location: Location | None = None  # where that worker is chosen (create_worker, factory, branch)
+
+
+@dataclass(frozen=True)
+class AlgorithmClass:
+    qualname: str  # e.g. "sglang.srt.speculative.spec_info.SpeculativeAlgorithm"
+    location: Location
+    form: str  # "IntEnum" | "Enum" | "registry"
+
+
+@dataclass(frozen=True)
+class DispatchSite:
+    """A place whose control flow depends on which algorithm is active."""
+
+    function: str  # qualified name of the enclosing function ("<module>" for module level)
+    location: Location
+    via: str  # "predicate" | "string" | "member" (== SpeculativeAlgorithm.X)
+    detail: str  # predicate name, or the literal(s)/member compared against
+    algorithms: tuple[str, ...]  # algorithms the branch selects
+    worker: str | None = None  # worker class the branch creates, if any
+
+
+@dataclass(frozen=True)
+class ChoiceHook:
+    """An extension point for CLI choices in server_args (or the algorithm option itself)."""
+
+    name: str  # e.g. "add_load_format_choices", or "--speculative-algorithm"
+    kind: str  # "function" | "alias" | "argument" | "config_field"
+    choices: str | None  # the choices list it extends/uses, e.g. "LOAD_FORMAT_CHOICES"
+    speculative: bool  # whether speculative algorithms can be added/selected there
+    location: Location
+    values: tuple[str, ...] = ()  # literal choices where known (argparse choices=[...])
+
+
+@dataclass(frozen=True)
+class D2tSite:
+    """A place that handles the drafter vocabulary mapping (d2t/t2d/hot_token_id)."""
+
+    kind: str  # see D2T_KINDS
+    location: Location
+    function: str
+    detail: str  # the source text of the expression, normalised to one line
+
+
+D2T_KINDS = (
+    "name_test_in",  # "d2t" in name
+    "name_test_eq",  # name == "d2t"
+    "name_test_endswith",  # name.endswith(".d2t")
+    "offset_conversion",  # hot_token_id = d2t + torch.arange(...)
+    "direct_map",  # hot_token_id (or another draft->target map) taken from d2t without arange
+    "load_token_map",  # load_token_map(...) call
+    "hot_token_use",  # hot_token_id[...], head.data[hot_token_id], .to(device), len(hot_token_id)
+)
+
+
+@dataclass(frozen=True)
+class SpecInventory:
+    """What the snapshot says about speculative decoding."""
+
+    algorithm_class: AlgorithmClass | None
+    algorithms: tuple[Algorithm, ...]
+    predicates: tuple[Predicate, ...]
+    dispatch_sites: tuple[DispatchSite, ...]
+    choice_hooks: tuple[ChoiceHook, ...]
+    algorithm_option: ChoiceHook | None  # the --speculative-algorithm definition
+    d2t_sites: tuple[D2tSite, ...]
+    plugin_base: str | None = None  # e.g. qualified name of CustomSpecAlgo where it exists
+    plugin_base_predicates: tuple[str, ...] = ()
+    aliases: Mapping[str, str] = field(default_factory=dict)  # accepted literal -> member ("NEXTN" -> "EAGLE")
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything the analyzer knows about one snapshot."""
+
+    snapshot_id: str
+    sglang_version: str | None
+    files: Mapping[str, Any]  # path -> per-file facts (analyzer/facts.py)
+    parse_errors: tuple[ParseError, ...]
+    inventory: SpecInventory
+    graph: nx.MultiDiGraph

@@ -1,0 +1,95 @@
+"""The click layer: wires the stages together and turns outcomes into exit codes.
+
+`sgl-scan [source options]` with no subcommand runs `scan`. Every failure the program anticipates
+is an `SglScanError` (or a click usage error) and prints one line; `-v` adds the traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+import traceback
+
+import click
+
+from sgl_scan import __version__
+from sgl_scan.cli.options import source_options
+from sgl_scan.errors import SglScanError
+from sgl_scan.exitcodes import FAILURE, USAGE
+
+# Each module defines `command` (a click command or group); listed here once.
+COMMAND_MODULES = (
+    "sgl_scan.cli.scan_cmd",
+    "sgl_scan.cli.snapshot_cmd",
+)
+
+_state = {"verbose": 0}
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="sgl-scan")
+@click.option("-v", "--verbose", count=True, help="More detail: -v logs steps and shows tracebacks, -vv debug.")
+@source_options
+@click.pass_context
+def cli(ctx: click.Context, verbose: int, **source) -> None:
+    """Answer speculative-decoding questions about an SGLang source tree.
+
+    Give a source (--host, --path, --git, --pip or --snapshot) and no command to pull a snapshot
+    and scan it. Examples:
+
+    \b
+      sgl-scan --pip sglang==0.5.23
+      sgl-scan --host gpu-box --remote-root /root/sglang/python/sglang
+      sgl-scan graph --snapshot latest --dispatch DFLASH
+    """
+    _state["verbose"] = verbose
+    logging.basicConfig(
+        level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING,
+        format="sgl-scan: %(message)s",
+        stream=sys.stderr,
+    )
+    ctx.ensure_object(dict)
+    if ctx.invoked_subcommand is None:
+        if not any(v for k, v in source.items() if k not in ("connect_timeout",)):
+            click.echo(ctx.get_help())
+            return
+        scan = cli.get_command(ctx, "scan")
+        ctx.invoke(scan, **{k: v for k, v in source.items()})
+
+
+def _register_commands() -> None:
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(name)
+        cli.add_command(module.command)
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: run the CLI, map failures to one line and an exit code."""
+    try:
+        rc = cli.main(args=argv, prog_name="sgl-scan", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        rc = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        rc = USAGE if exc.exit_code in (1, 2) else exc.exit_code
+    except click.Abort:
+        click.echo("sgl-scan: aborted", err=True)
+        rc = 130
+    except SglScanError as exc:
+        if _state["verbose"]:
+            traceback.print_exc()
+        click.echo(f"sgl-scan: error: {exc}", err=True)
+        rc = exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("sgl-scan: interrupted; nothing was written", err=True)
+        rc = 130
+    except Exception as exc:  # the last line of defence: never a bare traceback without -v
+        if _state["verbose"]:
+            traceback.print_exc()
+        click.echo(f"sgl-scan: internal error: {type(exc).__name__}: {exc} (run with -v for details)", err=True)
+        rc = FAILURE
+    sys.exit(rc if isinstance(rc, int) else 0)

@@ -1,0 +1,44 @@
+"""Options shared by several commands, defined once and stacked as decorators."""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+import click
+
+SOURCE_OPTIONS = (
+    click.option("--host", help="Pull from a remote host over SSH (name, address or ~/.ssh/config alias)."),
+    click.option("--port", type=int, help="SSH port (default: from ~/.ssh/config, else 22)."),
+    click.option("--user", help="SSH user (default: from ~/.ssh/config, else the current user)."),
+    click.option("--identity", "identity", type=click.Path(dir_okay=False), help="SSH private key file."),
+    click.option("--ssh-config", type=click.Path(dir_okay=False), help="SSH config file (default ~/.ssh/config)."),
+    click.option("--known-hosts", type=click.Path(dir_okay=False), help="Extra known_hosts file to trust."),
+    click.option("--accept-new-host-key", is_flag=True, help="Trust and record an unknown host key (a changed key is always refused)."),
+    click.option("--remote-root", help="Remote path of the sglang package (default: auto-detect)."),
+    click.option("--connect-timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for the SSH connection."),
+    click.option("--path", "local_path", type=click.Path(file_okay=False), help="Read a local folder: an SGLang checkout, an installed package or a snapshot copy."),
+    click.option("--git", "git_repo", help="Read a git repository (URL or local path) at --rev without touching its work tree."),
+    click.option("--rev", help="git revision for --git (default HEAD)."),
+    click.option("--pip", "pip_spec", help="Download an SGLang release from the package index, e.g. sglang==0.5.23."),
+    click.option("--snapshot", "snapshot_ref", help="Use a stored snapshot: its id, or 'latest'."),
+    click.option("--scope", type=click.Choice(["speculative", "full"]), default=None, help="Which files to take (default: speculative)."),
+)
+
+
+def source_options(func: Callable) -> Callable:
+    """Stack every source option on a command; the values arrive as keyword arguments."""
+    for option in reversed(SOURCE_OPTIONS):
+        func = option(func)
+    return func
+
+
+SOURCE_PARAM_NAMES = (
+    "host", "port", "user", "identity", "ssh_config", "known_hosts", "accept_new_host_key",
+    "remote_root", "connect_timeout", "local_path", "git_repo", "rev", "pip_spec", "snapshot_ref", "scope",
+)
+
+
+def pop_source_params(kwargs: dict) -> dict:
+    """Split the source options out of a command's keyword arguments."""
+    return {name: kwargs.pop(name, None) for name in SOURCE_PARAM_NAMES}

@@ -1,0 +1,29 @@
+"""Exception types shared by all stages; the CLI maps them to exit codes."""
+
+
+class SglScanError(Exception):
+    """Base class: a failure that the CLI reports as one line, without a traceback."""
+
+    exit_code = 3
+
+
+class ConfigError(SglScanError):
+    """Bad configuration or arguments discovered after click parsed them (exit 2)."""
+
+    exit_code = 2
+
+
+class SnapshotError(SglScanError):
+    """A snapshot could not be pulled, read or stored (exit 3)."""
+
+
+class RemoteError(SnapshotError):
+    """The remote host failed: connection, authentication, host key, remote command."""
+
+
+class AnalysisError(SglScanError):
+    """The analyzer could not produce facts for a snapshot (exit 3)."""
+
+
+class CodegenError(SglScanError):
+    """Code generation was refused or its validation failed (exit 3)."""

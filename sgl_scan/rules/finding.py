@@ -1,0 +1,24 @@
+"""A finding: one frozen record that rules produce and reporters print."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+SEVERITIES = ("info", "warning", "error")
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule_id: str  # e.g. "SGL301"
+    severity: str  # "info" | "warning" | "error"
+    message: str
+    path: str  # relative to the snapshot tree, e.g. "sglang/srt/speculative/spec_info.py"
+    line: int  # 1-based
+    column: int = 1
+    end_line: int | None = None
+    end_column: int | None = None
+    snapshot_id: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    hint: str | None = None
+    fingerprint: str | None = None  # stable across line moves (baselines, SARIF partialFingerprints)

@@ -1,0 +1,1 @@
+"""snapshots stage of sgl-scan."""

@@ -1,0 +1,90 @@
+"""The manifest: what a snapshot holds and exactly where it came from (frozen values, JSON on disk).
+
+A snapshot folder is `<store>/<id>/` with `manifest.json` and `tree/`; `tree/` mirrors the package
+layout, so every path in a manifest (and in every later stage) reads like
+`sglang/srt/speculative/spec_info.py` whatever the source was.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+MANIFEST_VERSION = 1
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str  # POSIX, relative to the tree root, e.g. "sglang/srt/server_args.py"
+    size: int
+    sha256: str
+    mtime: float | None = None  # remote mtime where known (incremental re-pull)
+
+
+@dataclass(frozen=True)
+class GitState:
+    commit: str
+    branch: str | None = None
+    dirty: bool = False
+    patch: str | None = None  # file name inside the snapshot folder holding `git diff` of local patches
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    id: str
+    source_kind: str  # "ssh" | "git" | "pip" | "local"
+    source: Mapping[str, Any]  # host/port/user, repo/rev, spec, or path; never credentials
+    root: str  # where the tree was read from (remote path, repo path, wheel file, folder)
+    sglang_version: str | None
+    scope: str  # "speculative" | "full"
+    created: str  # ISO 8601 UTC
+    files: tuple[FileEntry, ...]
+    git: GitState | None = None
+    skipped: tuple[SkippedFile, ...] = ()
+    manifest_version: int = MANIFEST_VERSION
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["source"] = dict(self.source)
+        return json.dumps(data, indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Manifest":
+        git = data.get("git")
+        return cls(
+            id=data["id"],
+            source_kind=data["source_kind"],
+            source=dict(data.get("source") or {}),
+            root=data["root"],
+            sglang_version=data.get("sglang_version"),
+            scope=data.get("scope", "speculative"),
+            created=data["created"],
+            files=tuple(FileEntry(**f) for f in data.get("files", ())),
+            git=GitState(**git) if git else None,
+            skipped=tuple(SkippedFile(**s) for s in data.get("skipped", ())),
+            manifest_version=data.get("manifest_version", MANIFEST_VERSION),
+        )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A stored snapshot: its manifest and the folder whose `tree/` holds the files."""
+
+    manifest: Manifest
+    folder: Path
+
+    @property
+    def id(self) -> str:
+        return self.manifest.id
+
+    @property
+    def tree(self) -> Path:
+        return self.folder / "tree"

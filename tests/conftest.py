@@ -1,0 +1,23 @@
+"""Fixtures shared by the whole suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.releases import release_tree
+
+
+@pytest.fixture(scope="session")
+def sglang_0_5_23():
+    return release_tree("0.5.23")
+
+
+@pytest.fixture(scope="session")
+def sglang_0_4_6():
+    return release_tree("0.4.6")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path, monkeypatch):
+    """Every test gets its own $SGL_SCAN_HOME so nothing touches the user's store."""
+    monkeypatch.setenv("SGL_SCAN_HOME", str(tmp_path / "sgl-scan-home"))

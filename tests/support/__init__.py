@@ -1,0 +1,1 @@
+"""Shared test helpers (real SGLang releases, a private sshd, git repositories)."""

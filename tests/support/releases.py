@@ -1,0 +1,75 @@
+"""Real SGLang releases from the package index, downloaded once and cached between test runs.
+
+`release_tree("0.5.23")` returns a folder holding `sglang/srt/...` exactly as the wheel ships it
+(Python files only). The cache lives in `$SGL_SCAN_TEST_CACHE` (default `~/.cache/sgl-scan-tests`)
+and is safe to fill from several pytest-xdist workers at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+
+def cache_root() -> Path:
+    root = Path(os.environ.get("SGL_SCAN_TEST_CACHE", Path.home() / ".cache" / "sgl-scan-tests"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@contextmanager
+def _locked(path: Path):
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def release_wheel(version: str) -> Path:
+    """The wheel file of `sglang==version`, downloaded with `pip download --no-deps` if missing."""
+    wheels = cache_root() / "wheels"
+    wheels.mkdir(exist_ok=True)
+    with _locked(cache_root() / f".wheel-{version}.lock"):
+        found = sorted(wheels.glob(f"sglang-{version}-*.whl"))
+        if found:
+            return found[0]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(wheels), f"sglang=={version}"]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        found = sorted(wheels.glob(f"sglang-{version}-*.whl"))
+        if result.returncode != 0 or not found:
+            pytest.fail(f"could not download sglang=={version}: {result.stderr.strip()[-500:]}")
+        return found[0]
+
+
+def release_tree(version: str) -> Path:
+    """A folder containing the `sglang/srt` Python files of release `version`."""
+    target = cache_root() / "trees" / version
+    with _locked(cache_root() / f".tree-{version}.lock"):
+        if (target / ".complete").exists():
+            return target
+        wheel = release_wheel(version)
+        staging = target.with_name(target.name + ".tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        with zipfile.ZipFile(wheel) as archive:
+            for name in archive.namelist():
+                if name.startswith("sglang/srt/") and name.endswith(".py"):
+                    archive.extract(name, staging)
+            version_file = "sglang/version.py"
+            if version_file in archive.namelist():
+                archive.extract(version_file, staging)
+            if "sglang/__init__.py" in archive.namelist():
+                archive.extract("sglang/__init__.py", staging)
+        (staging / ".complete").write_text(version)
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+        return target
