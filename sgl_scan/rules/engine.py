@@ -1,0 +1,54 @@
+"""Runs every loaded rule over one `Analysis` and returns all their findings, ordered and fingerprinted.
+
+The engine does not select, suppress or baseline anything: that happens once, afterwards, in
+`sgl_scan.rules.filtering`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections import Counter
+
+from sgl_scan.analyzer.model import Analysis
+from sgl_scan.errors import SglScanError
+from sgl_scan.rules.base import RuleSet
+from sgl_scan.rules.finding import Finding
+from sgl_scan.rules.registry import load_rules
+
+
+class RuleError(SglScanError):
+    """A rule raised while checking a snapshot (exit 3)."""
+
+
+def sort_key(finding: Finding) -> tuple:
+    return (finding.path, finding.line, finding.column, finding.rule_id, finding.message)
+
+
+def run_rules(analysis: Analysis, rules: RuleSet | None = None) -> tuple[Finding, ...]:
+    """All findings of `rules` (default: every rule) on `analysis`, sorted by path and line."""
+    ruleset = rules if rules is not None else load_rules()
+    findings: list[Finding] = []
+    for rule in ruleset.rules:
+        try:
+            findings.extend(rule.check(analysis))
+        except SglScanError:
+            raise
+        except Exception as exc:
+            raise RuleError(f"rule {rule.id} ({rule.name}) failed: {type(exc).__name__}: {exc}") from exc
+    return unique_fingerprints(sorted(findings, key=sort_key))
+
+
+def unique_fingerprints(findings: list[Finding]) -> tuple[Finding, ...]:
+    """Give repeated fingerprints an occurrence number (in line order), so each one is unique."""
+    seen: Counter[str] = Counter()
+    result = []
+    for finding in findings:
+        base = finding.fingerprint or ""
+        n = seen[base]
+        seen[base] += 1
+        if n:
+            again = hashlib.sha256(f"{base}#{n}".encode()).hexdigest()[:20]
+            finding = dataclasses.replace(finding, fingerprint=again)
+        result.append(finding)
+    return tuple(result)

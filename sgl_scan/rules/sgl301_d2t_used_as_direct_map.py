@@ -1,0 +1,84 @@
+"""SGL301 d2t-used-as-direct-map: a draft->target map taken from `d2t` without adding `arange`."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from sgl_scan.analyzer.model import Analysis
+from sgl_scan.rules.base import Example, Rule
+from sgl_scan.rules.finding import Finding
+
+
+class D2tUsedAsDirectMap(Rule):
+    """
+    ## What it does
+    Flags code that takes `hot_token_id` (or any draft->target token map) straight from a `d2t`
+    tensor, without adding `torch.arange(...)`.
+
+    ## Why it matters
+    EAGLE-3 drafters store `d2t` as offsets: `target = draft + d2t[draft]`. Used as a direct map,
+    almost every draft token maps to a wrong target token (the first hundreds of `d2t` entries are 0,
+    so draft tokens 0..n all become target token 0). Nothing crashes; the drafter simply never
+    gets a token accepted. This exact mismatch produced 0 % draft accuracy in a real deployment.
+
+    ## Example
+    ```python
+    if name == "d2t":
+        self.hot_token_id = loaded_weight          # SGL301: offsets used as target ids
+    ```
+
+    ## Use instead
+    ```python
+    if name == "d2t":
+        # d2t stores diffs between draft id and target id
+        self.hot_token_id = loaded_weight + torch.arange(loaded_weight.shape[0])
+    ```
+    """
+
+    id = "SGL301"
+    name = "d2t-used-as-direct-map"
+    severity = "error"
+    message = "d2t offsets used as a direct draft->target map"
+
+    examples = (
+        Example(
+            {
+                "sglang/srt/models/llama_eagle3.py": """\
+class LlamaForCausalLMEagle3:
+    def load_weights(self, weights):
+        for name, loaded_weight in weights:
+            if name == "d2t" or name.endswith(".d2t"):
+                self.hot_token_id = loaded_weight  # expect
+                continue
+""",
+            }
+        ),
+        Example(
+            {
+                "sglang/srt/models/llama_eagle3.py": """\
+import torch
+
+
+class LlamaForCausalLMEagle3:
+    def load_weights(self, weights):
+        for name, loaded_weight in weights:
+            if name == "d2t" or name.endswith(".d2t"):
+                self.hot_token_id = loaded_weight + torch.arange(loaded_weight.shape[0])
+                continue
+""",
+            }
+        ),
+    )
+
+    def check(self, analysis: Analysis) -> Iterable[Finding]:
+        for site in analysis.inventory.d2t_sites:
+            if site.kind != "direct_map":
+                continue
+            yield self.finding(
+                analysis,
+                site.location,
+                f"d2t holds offsets (target = draft + d2t[draft]) but is used as a direct map: {site.detail}",
+                symbol=f"{site.function}:{site.detail}",
+                data={"kind": site.kind, "function": site.function, "detail": site.detail},
+                hint="add torch.arange(d2t.shape[0]) to d2t before using it as hot_token_id",
+            )
