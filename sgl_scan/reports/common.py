@@ -1,0 +1,145 @@
+"""Small helpers every reporter shares: ordering, counts, the snapshot header, source excerpts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from sgl_scan.analyzer.model import SpecInventory
+from sgl_scan.rules.finding import SEVERITIES, Finding
+from sgl_scan.snapshots.manifest import Manifest
+
+SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
+# Highest first, the order summaries and tables list severities in.
+SEVERITIES_DESC = tuple(reversed(SEVERITIES))
+
+
+def loc_key(loc) -> tuple:
+    """A total order on locations (the dataclass order breaks on a None end position)."""
+    return (loc.path, loc.line, loc.column)
+
+
+def finding_sort_key(finding: Finding) -> tuple:
+    return (finding.path, finding.line, finding.column, finding.rule_id, finding.message)
+
+
+def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
+    return sorted(findings, key=finding_sort_key)
+
+
+def severity_counts(findings: Iterable[Finding]) -> dict[str, int]:
+    """Count per severity, highest first, every severity present (zero included)."""
+    counts = Counter(f.severity for f in findings)
+    ordered = {name: counts.pop(name, 0) for name in SEVERITIES_DESC}
+    ordered.update(sorted(counts.items()))  # unknown severities are shown, never dropped
+    return ordered
+
+
+def findings_by_file(findings: Iterable[Finding]) -> list[tuple[str, list[Finding]]]:
+    """Findings grouped by path, paths sorted, findings in line order."""
+    groups: dict[str, list[Finding]] = {}
+    for finding in sorted_findings(findings):
+        groups.setdefault(finding.path, []).append(finding)
+    return list(groups.items())
+
+
+def describe_source(manifest: Manifest) -> str:
+    """One line naming where a snapshot came from: `ssh root@gpu-box:/root/sglang/...`, `pip sglang==0.5.23`."""
+    source = dict(manifest.source)
+    kind = manifest.source_kind
+    if kind == "ssh":
+        host = source.get("host") or source.get("hostname") or "?"
+        user = source.get("user")
+        port = source.get("port")
+        where = f"{user}@{host}" if user else str(host)
+        port_note = f" (port {port})" if port and str(port) != "22" else ""
+        return f"ssh {where}:{manifest.root}{port_note}"
+    if kind == "pip":
+        spec = source.get("spec") or source.get("requirement") or manifest.root
+        return f"pip {spec}"
+    if kind == "git":
+        repo = source.get("repo") or source.get("url") or manifest.root
+        rev = source.get("rev")
+        return f"git {repo}@{rev}" if rev else f"git {repo}"
+    if kind == "local":
+        return f"path {source.get('path') or manifest.root}"
+    details = " ".join(f"{k}={source[k]}" for k in sorted(source))
+    return f"{kind} {details}".strip()
+
+
+def git_label(manifest: Manifest) -> str | None:
+    """`1a2b3c4d5e6f (main, dirty)`, or None when the snapshot has no git state."""
+    git = manifest.git
+    if git is None:
+        return None
+    notes = [n for n in (git.branch, "dirty" if git.dirty else "clean") if n]
+    return f"{git.commit[:12]} ({', '.join(notes)})"
+
+
+@dataclass(frozen=True)
+class ExcerptLine:
+    number: int
+    text: str
+    focus: bool
+
+
+def excerpt(sources: Mapping[str, Sequence[str]] | None, path: str, line: int,
+            end_line: int | None = None, context: int = 2) -> tuple[ExcerptLine, ...]:
+    """Source lines around `line` (focus lines marked); empty when the source is not available."""
+    if not sources or path not in sources:
+        return ()
+    lines = sources[path]
+    last_focus = max(line, end_line or line)
+    first = max(1, line - context)
+    last = min(len(lines), last_focus + context)
+    return tuple(
+        ExcerptLine(n, lines[n - 1].rstrip("\r\n"), line <= n <= last_focus) for n in range(first, last + 1)
+    )
+
+
+def source_line(sources: Mapping[str, Sequence[str]] | None, path: str, line: int) -> str | None:
+    """The one source line a finding points at, without its newline; None when unavailable."""
+    if not sources or path not in sources:
+        return None
+    lines = sources[path]
+    if not 1 <= line <= len(lines):
+        return None
+    return lines[line - 1].rstrip("\r\n")
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 finding`, `2 findings`."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def algorithm_matrix(inventory: SpecInventory) -> list[tuple[str, list[bool]]]:
+    """Rows `(predicate, [true for algorithm i])` with columns in the inventory's algorithm order.
+
+    A predicate's member set is the authority; an algorithm's own `predicates` tuple fills in
+    predicates the inventory lists only on the algorithm side.
+    """
+    names = [a.name for a in inventory.algorithms]
+    rows: dict[str, set[str]] = {p.name: set(p.members) for p in inventory.predicates}
+    for algorithm in inventory.algorithms:
+        for predicate in algorithm.predicates:
+            rows.setdefault(predicate, set()).add(algorithm.name)
+    return [(pred, [name in members for name in names]) for pred, members in rows.items()]
+
+
+def d2t_by_kind(inventory: SpecInventory) -> list[tuple[str, list]]:
+    """d2t sites grouped by kind, kinds in the analyzer's documented order, sites by location."""
+    from sgl_scan.analyzer.model import D2T_KINDS
+
+    order = {kind: i for i, kind in enumerate(D2T_KINDS)}
+    groups: dict[str, list] = {}
+    for site in sorted(inventory.d2t_sites, key=lambda s: loc_key(s.location)):
+        groups.setdefault(site.kind, []).append(site)
+    return sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
+
+
+def short_name(qualname: str | None) -> str:
+    """The last component of a dotted name (`sglang.srt...EAGLEWorker` -> `EAGLEWorker`)."""
+    if not qualname:
+        return ""
+    return qualname.rsplit(".", 1)[-1]

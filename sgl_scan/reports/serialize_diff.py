@@ -1,0 +1,39 @@
+"""Plain-dict forms of an `InventoryDiff` (the JSON diff document; SARIF diff run properties)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sgl_scan.reports import serialize
+from sgl_scan.reports.diff import Change, InventoryDiff, Side
+
+SCHEMA_VERSION = 1
+
+
+def side(s: Side) -> dict[str, Any]:
+    return {"snapshot_id": s.snapshot_id, "sglang_version": s.sglang_version, "label": s.label, "git": s.git}
+
+
+def change(c: Change) -> dict[str, Any]:
+    return {
+        "category": c.category,
+        "status": c.status,
+        "key": c.key,
+        "before": serialize.location(c.before),
+        "after": serialize.location(c.after),
+        "details": list(c.details),
+    }
+
+
+def document(diff: InventoryDiff, tool_version: str) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "sgl-scan/diff",
+        "tool": {"name": "sgl-scan", "version": tool_version},
+        "a": side(diff.a),
+        "b": side(diff.b),
+        "summary": {**diff.counts(), "unchanged_findings": diff.unchanged_findings, "shifted": diff.shifted},
+        "changes": [change(c) for c in diff.changes],
+        "new_findings": [serialize.finding(f) for f in diff.new_findings],
+        "resolved_findings": [serialize.finding(f) for f in diff.resolved_findings],
+    }
