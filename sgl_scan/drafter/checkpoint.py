@@ -1,0 +1,226 @@
+"""Read a drafter checkpoint: tensor metadata of every shard, the d2t/t2d values, and config.json.
+
+Accepts a folder (sharded with `*.safetensors.index.json`, or plain `*.safetensors` files), a
+`.safetensors` file, or an index file. Only the mapping tensors are loaded (numpy backend of
+safetensors); every other tensor is known by its header entry alone, so a multi-GB drafter costs a
+few header reads. Unreadable input raises `CheckpointError` with one line saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from sgl_scan.drafter.errors import CheckpointError, MissingBackendError
+
+MAPPING_KINDS = ("d2t", "t2d")
+INDEX_SUFFIX = ".safetensors.index.json"
+INTEGER_DTYPES = frozenset({"I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64"})
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+_MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit on the JSON header
+
+
+def backend():
+    """(numpy, safetensors.safe_open), or MissingBackendError saying how to install them."""
+    try:
+        import numpy
+        from safetensors import safe_open
+    except ImportError as exc:
+        raise MissingBackendError(
+            f"drafter checks need numpy and safetensors ({exc.name or exc} is missing): "
+            "pip install 'sgl-scan[drafter]'"
+        ) from None
+    return numpy, safe_open
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor as its safetensors header describes it."""
+
+    name: str
+    dtype: str  # safetensors dtype code: "I64", "I32", "BOOL", "BF16", ...
+    shape: tuple[int, ...]
+    file: str  # the shard file that holds it
+
+
+@dataclass(frozen=True)
+class MappingTensor:
+    """A loaded d2t or t2d tensor (values is a read-only numpy array, or None if numpy can't hold it)."""
+
+    info: TensorInfo
+    values: Any = None
+    error: str | None = None  # why values is None
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    path: str  # what the user named
+    files: tuple[str, ...]  # safetensors files read
+    index: str | None  # the index file of a sharded checkpoint
+    tensors: Mapping[str, TensorInfo]
+    config: Mapping[str, Any] | None
+    config_path: str | None
+    candidates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # "d2t" -> names found
+    d2t: MappingTensor | None = None
+    t2d: MappingTensor | None = None
+
+    def mapping(self, kind: str) -> MappingTensor | None:
+        return self.d2t if kind == "d2t" else self.t2d
+
+    @property
+    def head_rows(self) -> int | None:
+        """Rows of the draft `lm_head.weight` (the draft vocabulary the head predicts over)."""
+        for name, info in self.tensors.items():
+            if (name == "lm_head.weight" or name.endswith(".lm_head.weight")) and len(info.shape) == 2:
+                return info.shape[0]
+        return None
+
+
+def is_mapping_name(name: str, kind: str) -> bool:
+    """`d2t`, or `d2t` behind a dotted prefix (`model.d2t`); never `d2t_proj` or `x.d2t.weight`."""
+    return name == kind or name.endswith("." + kind)
+
+
+def read_header(file: Path) -> dict[str, TensorInfo]:
+    """The tensor table of one safetensors file, after checking it is whole."""
+    try:
+        size = file.stat().st_size
+        with open(file, "rb") as handle:
+            prefix = handle.read(8)
+            if len(prefix) < 8:
+                raise CheckpointError(f"{file}: not a safetensors file ({size} bytes, too short for a header)")
+            (length,) = struct.unpack("<Q", prefix)
+            if length > _MAX_HEADER or length > size - 8:
+                raise CheckpointError(f"{file}: {_not_safetensors_or_truncated(prefix, length, size)}")
+            raw = handle.read(length)
+    except OSError as exc:
+        raise CheckpointError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    try:
+        header = json.loads(raw)
+        if not isinstance(header, dict):
+            raise ValueError("header is not a JSON object")
+        tensors, data_end = {}, 0
+        for name, entry in header.items():
+            if name == "__metadata__":
+                continue
+            begin, end = entry["data_offsets"]
+            tensors[name] = TensorInfo(name, str(entry["dtype"]), tuple(int(d) for d in entry["shape"]), file.name)
+            data_end = max(data_end, int(end))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{file}: not a safetensors file (unreadable header: {exc})") from None
+    if 8 + length + data_end > size:
+        raise CheckpointError(
+            f"{file}: truncated: the header places tensor data up to byte {8 + length + data_end:,}, "
+            f"the file has {size:,} bytes"
+        )
+    return tensors
+
+
+def _not_safetensors_or_truncated(prefix: bytes, length: int, size: int) -> str:
+    if prefix.startswith(b"PK\x03\x04"):
+        return "not a safetensors file (a zip archive: torch.save's format; convert it to safetensors)"
+    if prefix[:1] == b"\x80":
+        return "not a safetensors file (a Python pickle, e.g. pytorch_model.bin; convert it to safetensors)"
+    if length <= _MAX_HEADER:
+        return f"truncated: the header alone needs {length + 8:,} bytes, the file has {size:,}"
+    return "not a safetensors file (its first 8 bytes are not a plausible header length)"
+
+
+def _resolve_files(path: Path) -> tuple[list[Path], Path | None, Path]:
+    """(safetensors files, index file or None, folder holding config.json)."""
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such file or folder")
+    if path.is_dir():
+        indexes = sorted(path.glob("*" + INDEX_SUFFIX))
+        if indexes:
+            preferred = [p for p in indexes if p.name == "model" + INDEX_SUFFIX]
+            return _index_shards(preferred[0] if preferred else indexes[0]), (preferred or indexes)[0], path
+        files = sorted(path.glob("*.safetensors"))
+        if not files:
+            pickles = sorted(p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES)
+            found = f" (found {', '.join(pickles)}: a PyTorch pickle checkpoint; convert it to safetensors)" if pickles else ""
+            raise CheckpointError(f"{path}: no .safetensors files in this folder{found}")
+        return files, None, path
+    if path.name.endswith(INDEX_SUFFIX):
+        return _index_shards(path), path, path.parent
+    return [path], None, path.parent
+
+
+def _index_shards(index: Path) -> list[Path]:
+    try:
+        weight_map = json.loads(index.read_text())["weight_map"]
+        shards = sorted(set(weight_map.values()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CheckpointError(f"{index}: not a safetensors index (no readable weight_map: {exc})") from None
+    missing = [s for s in shards if not (index.parent / s).is_file()]
+    if missing:
+        raise CheckpointError(f"{index}: shard {missing[0]} listed in the index is missing")
+    return [index.parent / s for s in shards]
+
+
+def _check_index(index: Path, headers: Mapping[str, Mapping[str, TensorInfo]]) -> None:
+    weight_map = json.loads(index.read_text())["weight_map"]
+    for name, shard in weight_map.items():
+        if name not in headers.get(Path(shard).name, {}):
+            raise CheckpointError(f"{index.parent / shard}: tensor {name} listed in {index.name} is missing from it")
+
+
+def _read_config(folder: Path) -> tuple[Mapping[str, Any] | None, Path | None]:
+    config_path = folder / "config.json"
+    if not config_path.is_file():
+        return None, None
+    try:
+        config = json.loads(config_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{config_path}: not readable JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{config_path}: not a JSON object")
+    return config, config_path
+
+
+def _load_mapping(file: Path, info: TensorInfo, safe_open) -> MappingTensor:
+    try:
+        with safe_open(str(file), framework="numpy") as handle:
+            values = handle.get_tensor(info.name)
+    except (TypeError, ValueError) as exc:  # a dtype numpy cannot hold (BF16, F8)
+        return MappingTensor(info, None, f"numpy cannot load {info.dtype}: {exc}")
+    except Exception as exc:  # SafetensorError has no importable base class across versions
+        raise CheckpointError(f"{file}: cannot read tensor {info.name}: {exc}") from None
+    values.flags.writeable = False
+    return MappingTensor(info, values)
+
+
+def read_checkpoint(path: str | Path) -> Checkpoint:
+    """Read a drafter checkpoint: a folder, a `.safetensors` file, or a `*.safetensors.index.json`."""
+    _, safe_open = backend()
+    given = Path(path)
+    files, index, folder = _resolve_files(given)
+    headers = {file.name: read_header(file) for file in files}
+    if index is not None:
+        _check_index(index, headers)
+    tensors: dict[str, TensorInfo] = {}
+    for header in headers.values():
+        for name, info in header.items():
+            tensors.setdefault(name, info)
+    config, config_path = _read_config(folder)
+    candidates = {kind: tuple(n for n in tensors if is_mapping_name(n, kind)) for kind in MAPPING_KINDS}
+    by_name = {f.name: f for f in files}
+    loaded = {
+        kind: _load_mapping(by_name[tensors[names[0]].file], tensors[names[0]], safe_open)
+        for kind, names in candidates.items()
+        if len(names) == 1
+    }
+    return Checkpoint(
+        path=str(given),
+        files=tuple(str(f) for f in files),
+        index=str(index) if index else None,
+        tensors=tensors,
+        config=config,
+        config_path=str(config_path) if config_path else None,
+        candidates=candidates,
+        d2t=loaded.get("d2t"),
+        t2d=loaded.get("t2d"),
+    )

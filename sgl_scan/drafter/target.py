@@ -1,0 +1,69 @@
+"""The target model the drafter serves: vocabulary size and layer count, and where each came from."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from sgl_scan.drafter.errors import CheckpointError
+
+# Multimodal targets (Kimi-K2.5, Qwen-VL, ...) keep the language model's fields in a sub-config.
+_TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config")
+
+
+@dataclass(frozen=True)
+class Target:
+    vocab_size: int | None = None
+    vocab_source: str = "unknown"  # "--target-vocab", "--target-config FILE", "t2d length", ...
+    num_layers: int | None = None
+    config_path: str | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether the vocabulary came from the user (option or target config), not the drafter itself."""
+        return self.vocab_source.startswith("--")
+
+
+def config_field(config: Mapping[str, Any], key: str) -> Any:
+    """`config[key]`, else the same key in a text/language sub-config."""
+    if key in config:
+        return config[key]
+    for sub in _TEXT_CONFIG_KEYS:
+        nested = config.get(sub)
+        if isinstance(nested, Mapping) and key in nested:
+            return nested[key]
+    return None
+
+
+def read_target_config(path: str | Path) -> Target:
+    """The target's `vocab_size` and `num_hidden_layers` from its config.json."""
+    path = Path(path)
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{path}: cannot read the target config: {exc}") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{path}: the target config is not a JSON object")
+    vocab, layers = config_field(config, "vocab_size"), config_field(config, "num_hidden_layers")
+    if not isinstance(vocab, int) or vocab <= 0:
+        raise CheckpointError(f"{path}: the target config has no positive integer vocab_size")
+    return Target(
+        vocab_size=vocab,
+        vocab_source=f"--target-config {path}",
+        num_layers=layers if isinstance(layers, int) and layers > 0 else None,
+        config_path=str(path),
+    )
+
+
+def complete_target(target: Target, t2d_length: int | None, drafter_config: Mapping[str, Any] | None) -> Target:
+    """Fill an unknown target vocabulary from the drafter itself: t2d's length, else its config's vocab_size."""
+    if target.vocab_size is not None:
+        return target
+    if t2d_length:
+        return replace(target, vocab_size=t2d_length, vocab_source="t2d length")
+    vocab = config_field(drafter_config or {}, "vocab_size")
+    if isinstance(vocab, int) and vocab > 0:
+        return replace(target, vocab_size=vocab, vocab_source="drafter config.json vocab_size")
+    return target
