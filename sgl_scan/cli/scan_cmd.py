@@ -1,18 +1,185 @@
-"""`sgl-scan scan`: pull or open a snapshot and report on it."""
+"""`sgl-scan scan`: obtain a snapshot, analyse it, run the rules, filter, report, exit code.
+
+The finding options and `report_findings` are shared with `sgl-scan check`, which only adds the
+changed-lines filter.
+"""
 
 from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
 
 import click
 
 from sgl_scan.cli.options import pop_source_params, source_options
+from sgl_scan.errors import ConfigError
+from sgl_scan.exitcodes import exit_code_for
+
+log = logging.getLogger(__name__)
+
+FORMAT_CHOICES = ("text", "json", "sarif", "markdown", "html")
+
+FINDING_OPTIONS = (
+    click.option("--select", multiple=True, metavar="IDS", help="Report only these rules: ids, prefixes or names, comma-separated (default: all)."),
+    click.option("--ignore", multiple=True, metavar="IDS", help="Do not report these rules (ids, prefixes or names)."),
+    click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), default="error", show_default=True,
+                 help="Exit 1 when a reported finding has at least this severity."),
+    click.option("--baseline", type=click.Path(dir_okay=False), help="Hide findings recorded in this baseline file."),
+    click.option("--write-baseline", type=click.Path(dir_okay=False), help="Record the current findings as a baseline (exit 0)."),
+    click.option("--format", "fmt", type=click.Choice(FORMAT_CHOICES), default=None,
+                 help="Report format (default: from --output's extension, else text)."),
+    click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to this file instead of stdout."),
+)
+
+FINDING_PARAM_NAMES = ("select", "ignore", "fail_on", "baseline", "write_baseline", "fmt", "output")
+
+
+def finding_options(func: Callable) -> Callable:
+    """Stack the selection, threshold, baseline and output options on a command."""
+    for option in reversed(FINDING_OPTIONS):
+        func = option(func)
+    return func
+
+
+@dataclass(frozen=True)
+class FindingOptions:
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fail_on: str = "error"
+    baseline: str | None = None
+    write_baseline: str | None = None
+    fmt: str | None = None
+    output: str | None = None
+
+    @classmethod
+    def pop(cls, kwargs: dict) -> "FindingOptions":
+        values = {name: kwargs.pop(name, None) for name in FINDING_PARAM_NAMES}
+        values["select"] = tuple(values["select"] or ())
+        values["ignore"] = tuple(values["ignore"] or ())
+        values["fail_on"] = values["fail_on"] or "error"
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What can be checked before any expensive work: rules load, selectors and baseline are valid."""
+
+    rules: object  # RuleSet
+    selection: object  # Selection
+    baseline: object | None  # Baseline
+
+
+def prepare(options: FindingOptions) -> Prepared:
+    from sgl_scan.rules.baseline import read_baseline
+    from sgl_scan.rules.registry import load_rules
+    from sgl_scan.rules.selection import Selection
+
+    rules = load_rules()
+    selection = Selection.build(rules, options.select, options.ignore)
+    baseline = read_baseline(options.baseline) if options.baseline else None
+    return Prepared(rules, selection, baseline)
+
+
+def read_sources(tree: Path, paths) -> dict[str, list[str]]:
+    """Source lines of `paths` inside the snapshot tree (files that cannot be read are left out)."""
+    sources = {}
+    for path in sorted(set(paths)):
+        try:
+            text = (tree / path).read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        sources[path] = text.splitlines()
+    return sources
+
+
+def report_findings(
+    ctx: click.Context,
+    snapshot,
+    analysis,
+    options: FindingOptions,
+    prepared: Prepared,
+    *,
+    changed_lines: Mapping[str, frozenset[int]] | None = None,
+) -> int:
+    """Run the rules, filter once, render, write; return the exit code."""
+    from sgl_scan import __version__
+    from sgl_scan.reports import format_for_path, render
+    from sgl_scan.reports.model import Report
+    from sgl_scan.rules.baseline import write_baseline
+    from sgl_scan.rules.engine import run_rules
+    from sgl_scan.rules.filtering import FilterOptions, apply_filters
+    from sgl_scan.rules.suppression import suppressions_in
+
+    findings = run_rules(analysis, prepared.rules)
+    sources = read_sources(snapshot.tree, (f.path for f in findings))
+    suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
+    filtered = apply_filters(
+        findings,
+        FilterOptions(
+            selection=prepared.selection,
+            suppressions=suppressions,
+            baseline=prepared.baseline,
+            changed_lines=changed_lines,
+        ),
+    )
+    log.info("findings: %s", ", ".join(f"{k} {v}" for k, v in filtered.counts().items()))
+
+    selected_ids = set(prepared.selection.rule_ids(prepared.rules))
+    report = Report(
+        manifest=snapshot.manifest,
+        inventory=analysis.inventory,
+        findings=filtered.kept,
+        parse_errors=analysis.parse_errors,
+        rules=tuple(doc for doc in prepared.rules.docs() if doc.id in selected_ids),
+        tool_version=__version__,
+        graph=analysis.graph,
+        sources={path: sources[path] for path in {f.path for f in filtered.kept} if path in sources},
+    )
+    fmt = options.fmt or (format_for_path(options.output) if options.output else None) or "text"
+    color = options.output is None and fmt == "text" and sys.stdout.isatty()
+    document = render(report, fmt, color=color)
+    if options.output:
+        try:
+            Path(options.output).write_text(document, encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot write {options.output}: {exc.strerror or exc}") from None
+    else:
+        click.echo(document, nl=not document.endswith("\n"))
+
+    if options.write_baseline:
+        recorded = filtered.kept + filtered.baselined
+        write_baseline(options.write_baseline, recorded)
+        click.echo(f"sgl-scan: wrote {len(recorded)} findings to baseline {options.write_baseline}", err=True)
+        return 0
+    return exit_code_for((f.severity for f in filtered.kept), options.fail_on)
 
 
 @click.command("scan")
 @source_options
-def command(**kwargs) -> None:
-    """Scan an SGLang tree (until the analyzer lands: print the snapshot summary)."""
-    from sgl_scan.snapshots.resolve import obtain_snapshot
-    from sgl_scan.snapshots.summary import format_summary
+@finding_options
+@click.pass_context
+def command(ctx: click.Context, **kwargs) -> None:
+    """Scan an SGLang tree: inventory (SGL1xx) and checks (SGL2xx dispatch, SGL3xx d2t).
 
-    snapshot = obtain_snapshot(pop_source_params(kwargs))
-    click.echo(format_summary(snapshot))
+    Exit status: 0 clean, 1 findings at or above --fail-on, 2 usage or configuration error,
+    3 snapshot or analysis failure. Examples:
+
+    \b
+      sgl-scan scan --pip sglang==0.5.23
+      sgl-scan scan --path ~/sglang/python --select SGL3 --fail-on warning
+      sgl-scan scan --snapshot latest --format sarif -o sgl-scan.sarif
+    """
+    from sgl_scan.analyzer.pipeline import analyze
+    from sgl_scan.snapshots.resolve import obtain_snapshot
+
+    options = FindingOptions.pop(kwargs)
+    prepared = prepare(options)  # usage errors before any download or parse
+    source = pop_source_params(kwargs)
+    if not any(v for k, v in source.items() if k not in ("connect_timeout", "scope")):
+        raise click.UsageError("give a source: --path, --git, --pip, --host or --snapshot")
+    snapshot = obtain_snapshot(source)
+    analysis = analyze(snapshot)
+    ctx.exit(report_findings(ctx, snapshot, analysis, options, prepared))

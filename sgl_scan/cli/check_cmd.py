@@ -1,0 +1,151 @@
+"""`sgl-scan check [PATHS] --diff-base REV`: code review — only findings on lines changed since REV.
+
+Run inside an SGLang git checkout (a fork, or a pull request's head). The whole tree is analysed
+(whole-program rules need it); findings are then kept only where they touch a line that differs
+between the merge base of REV and HEAD and the working tree (committed, staged, unstaged or
+untracked), as `git diff <merge-base>` shows them.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import re
+from pathlib import Path
+
+import click
+
+from sgl_scan.cli.scan_cmd import FindingOptions, finding_options, prepare, report_findings
+from sgl_scan.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+def open_repo(start: Path):
+    """The git repository containing `start` (a usage error when there is none)."""
+    import git
+
+    try:
+        return git.Repo(start, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise ConfigError(f"{start} is not inside a git checkout (check needs one; use scan otherwise)") from None
+
+
+def diff_base_commit(repo, rev: str) -> str:
+    """The merge base of `rev` and HEAD (or `rev` itself when HEAD is unborn or unrelated)."""
+    import git
+
+    try:
+        base = repo.commit(rev)
+    except (git.BadName, ValueError, git.GitCommandError):
+        raise ConfigError(f"--diff-base {rev}: no such revision in {repo.working_dir}") from None
+    try:
+        bases = repo.merge_base(base, repo.head.commit)
+    except (ValueError, git.GitCommandError):
+        bases = []
+    return (bases[0] if bases else base).hexsha
+
+
+def parse_unified_diff(text: str) -> dict[str, set[int]]:
+    """Added or changed lines per new-side path from `git diff --unified=0` output."""
+    changed: dict[str, set[int]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        if line.startswith("+++ "):
+            target = line[4:]
+            if target.startswith('"') and target.endswith('"'):
+                target = codecs.escape_decode(target[1:-1].encode("utf-8"))[0].decode("utf-8", "replace")
+            current = None if target == "/dev/null" else target[2:] if target.startswith("b/") else target
+            if current is not None:
+                changed.setdefault(current, set())
+            continue
+        match = _HUNK.match(line)
+        if match and current is not None:
+            start, count = int(match.group(1)), int(match.group(2) if match.group(2) is not None else 1)
+            changed[current].update(range(start, start + count))
+    return changed
+
+
+def changed_lines(repo, base: str, pathspecs: list[str]) -> dict[str, set[int]]:
+    """Repo-relative path -> changed line numbers, working tree against `base`, untracked files whole."""
+    text = repo.git.execute(
+        ["git", "-c", "core.quotePath=false", "diff", base, "--unified=0", "--no-color", "--no-ext-diff", "--", *pathspecs]
+    )
+    changed = parse_unified_diff(text)
+    root = Path(repo.working_dir)
+    untracked = repo.git.ls_files("--others", "--exclude-standard", "--", *pathspecs).splitlines()
+    for path in untracked:
+        try:
+            count = len((root / path).read_bytes().splitlines())
+        except OSError:
+            continue
+        changed[path] = set(range(1, count + 1))
+    return {path: lines for path, lines in changed.items() if lines}
+
+
+def package_parent(root: Path) -> Path:
+    """The folder holding `sglang/srt` in a checkout: the root, `python/`, or one found below."""
+    for candidate in (root, root / "python"):
+        if (candidate / "sglang" / "srt").is_dir():
+            return candidate
+    for depth in ("*", "*/*", "*/*/*"):
+        for found in sorted(root.glob(f"{depth}/sglang/srt")):
+            if ".git" not in found.parts and found.is_dir():
+                return found.parent.parent
+    raise ConfigError(f"no sglang/srt package found in {root}")
+
+
+def to_snapshot_paths(changed: dict[str, set[int]], prefix: str) -> dict[str, frozenset[int]]:
+    """Repo-relative paths under `prefix` (e.g. "python/") -> snapshot-relative paths."""
+    result = {}
+    for path, lines in changed.items():
+        if prefix and not path.startswith(prefix):
+            continue
+        result[path[len(prefix):]] = frozenset(lines)
+    return result
+
+
+@click.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--diff-base", default="HEAD", show_default=True, metavar="REV",
+              help="Report only findings on lines changed since the merge base of REV and HEAD.")
+@click.option("--scope", type=click.Choice(["speculative", "full"]), default=None, help="Which files to analyse (default: speculative).")
+@finding_options
+@click.pass_context
+def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, scope: str | None, **kwargs) -> None:
+    """Review a change in an SGLang git checkout: findings on changed lines only.
+
+    PATHS (default: the whole checkout) limit which changed files count. Exit status as for scan.
+    Examples:
+
+    \b
+      sgl-scan check --diff-base origin/main
+      sgl-scan check python/sglang/srt/models --diff-base HEAD~3 --format sarif -o review.sarif
+    """
+    from sgl_scan.analyzer.pipeline import analyze
+    from sgl_scan.snapshots.resolve import obtain_snapshot
+
+    options = FindingOptions.pop(kwargs)
+    prepared = prepare(options)
+    starts = [Path(p).resolve() for p in paths] or [Path.cwd()]
+    repo = open_repo(starts[0] if starts[0].is_dir() else starts[0].parent)
+    root = Path(repo.working_dir).resolve()
+    pathspecs = []
+    for start in starts:
+        try:
+            relative = start.relative_to(root)
+        except ValueError:
+            raise ConfigError(f"{start} is outside the checkout {root}") from None
+        pathspecs.append(relative.as_posix() if str(relative) != "." else ".")
+    base = diff_base_commit(repo, diff_base)
+    changed = changed_lines(repo, base, pathspecs)
+    parent = package_parent(root)
+    prefix = "" if parent == root else parent.relative_to(root).as_posix() + "/"
+    wanted = to_snapshot_paths(changed, prefix)
+    log.info("check: %d changed files since %s (%s)", len(wanted), diff_base, base[:12])
+
+    snapshot = obtain_snapshot({"local_path": str(parent), "scope": scope})
+    analysis = analyze(snapshot)
+    ctx.exit(report_findings(ctx, snapshot, analysis, options, prepared, changed_lines=wanted))

@@ -1,0 +1,121 @@
+"""Selection, suppression comments, baselines and the one filter step."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from sgl_scan.errors import ConfigError
+from sgl_scan.rules.baseline import read_baseline, write_baseline
+from sgl_scan.rules.engine import run_rules
+from sgl_scan.rules.filtering import FilterOptions, apply_filters
+from sgl_scan.rules.registry import load_rules
+from sgl_scan.rules.selection import Selection
+from sgl_scan.rules.suppression import is_suppressed, suppressions_in
+from tests.rules.inventories import EAGLE3, analysis, inventory, loc
+
+
+@pytest.mark.parametrize(
+    "select, ignore, expected",
+    [
+        ((), (), {"SGL101", "SGL102", "SGL103", "SGL201", "SGL202", "SGL203", "SGL204", "SGL205", "SGL301", "SGL302"}),
+        (("SGL3",), (), {"SGL301", "SGL302"}),
+        (("SGL3",), ("SGL302",), {"SGL301"}),
+        (("SGL301",), ("SGL3",), {"SGL301"}),
+        (("SGL1,SGL205",), (), {"SGL101", "SGL102", "SGL103", "SGL205"}),
+        (("d2t-site",), (), {"SGL103"}),
+        ((), ("SGL1", "SGL2"), {"SGL301", "SGL302"}),
+        (("sgl3",), ("sgl3",), set()),
+    ],
+)
+def test_selection_most_specific_wins(select, ignore, expected):
+    rules = load_rules()
+    assert set(Selection.build(rules, select, ignore).rule_ids(rules)) == expected
+
+
+def test_unknown_selector_is_a_usage_error():
+    with pytest.raises(ConfigError, match="--ignore SGL9: no rule"):
+        Selection.build(load_rules(), (), ("SGL9",))
+
+
+def test_suppression_comments_are_real_comments_only():
+    lines = [
+        'if "d2t" in name:  # sgl-scan: ignore[SGL302]',
+        'x = "# sgl-scan: ignore[SGL301]"',
+        "y = 1  # SGL-SCAN: ignore[sgl301, SGL1]",
+        "z = 2  # sgl-scan: ignore",
+        "w = 3  # sgl-scan ignore[SGL301]",
+    ]
+    found = suppressions_in(lines)
+    assert found == {1: frozenset({"SGL302"}), 3: frozenset({"SGL301", "SGL1"}), 4: frozenset({"*"})}
+    assert is_suppressed("SGL302", 1, found)
+    assert not is_suppressed("SGL301", 1, found)
+    assert is_suppressed("SGL103", 3, found)
+    assert is_suppressed("SGL205", 4, found)
+    assert not is_suppressed("SGL301", 2, found)
+
+
+def test_suppression_survives_a_file_that_does_not_tokenize():
+    found = suppressions_in(['s = """never closed  # sgl-scan: ignore[SGL302]', "def f(:  # sgl-scan: ignore[SGL301]"])
+    assert found[2] == frozenset({"SGL301"})
+
+
+def test_filter_order_and_counts(tmp_path):
+    findings = run_rules(analysis())
+    baseline_file = write_baseline(tmp_path / "b.json", [f for f in findings if f.rule_id == "SGL202"][:1])
+    options = FilterOptions(
+        selection=Selection.build(load_rules(), ("SGL2", "SGL3"), ()),
+        suppressions={EAGLE3: {182: frozenset({"SGL302"})}},
+        baseline=read_baseline(baseline_file),
+    )
+    result = apply_filters(findings, options)
+    assert result.counts() == {"reported": 1, "deselected": 6, "unchanged": 0, "suppressed": 1, "baselined": 1}
+    assert [(f.rule_id, f.line) for f in result.kept] == [("SGL202", 321)]
+
+
+def test_changed_lines_keep_findings_that_touch_them():
+    findings = run_rules(analysis())
+    member = next(f for f in findings if f.rule_id == "SGL101")
+    spanning = dataclasses.replace(member, line=10, end_line=14)
+    options = FilterOptions(changed_lines={member.path: frozenset({12}), EAGLE3: frozenset({184})})
+    result = apply_filters([spanning] + [f for f in findings if f.path == EAGLE3], options)
+    assert [(f.rule_id, f.line) for f in result.kept] == [("SGL101", 10), ("SGL103", 184)]
+    assert len(result.unchanged) == 2
+
+
+def test_baseline_round_trip_survives_a_line_move(tmp_path):
+    before = run_rules(analysis())
+    path = write_baseline(tmp_path / "nested" / "baseline.json", before)
+    data = json.loads(path.read_text())
+    assert data["baseline_version"] == 1 and len(data["findings"]) == len(before)
+
+    inv = inventory()
+    shifted = dataclasses.replace(
+        inv,
+        d2t_sites=tuple(dataclasses.replace(s, location=loc(EAGLE3, s.location.line + 30)) for s in inv.d2t_sites)
+        + (dataclasses.replace(inv.d2t_sites[0], location=loc(EAGLE3, 500), detail='"t2d" in name'),),
+    )
+    after = run_rules(analysis(shifted))
+    result = apply_filters(after, FilterOptions(baseline=read_baseline(path)))
+    assert [(f.rule_id, f.line) for f in result.kept] == [("SGL103", 500), ("SGL302", 500)]
+    assert len(result.baselined) == len(before)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "does not exist"),
+        ("{not json", "not readable JSON"),
+        ('{"baseline_version": 7, "findings": []}', "expected baseline_version 1"),
+        ('{"baseline_version": 1, "findings": [{"rule_id": "SGL101"}]}', "must be a list of objects with a 'fingerprint'"),
+    ],
+)
+def test_bad_baselines_are_configuration_errors(tmp_path, content, message):
+    path = tmp_path / "baseline.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ConfigError, match=message) as info:
+        read_baseline(path)
+    assert info.value.exit_code == 2
