@@ -15,6 +15,7 @@ import click
 
 from sgl_scan import __version__
 from sgl_scan.cli.options import source_options
+from sgl_scan.config import config_callback
 from sgl_scan.errors import SglScanError
 from sgl_scan.exitcodes import FAILURE, USAGE
 
@@ -22,6 +23,8 @@ from sgl_scan.exitcodes import FAILURE, USAGE
 COMMAND_MODULES = (
     "sgl_scan.cli.scan_cmd",
     "sgl_scan.cli.snapshot_cmd",
+    "sgl_scan.cli.check_cmd",
+    "sgl_scan.cli.rules_cmd",
 )
 
 _state = {"verbose": 0}
@@ -30,6 +33,8 @@ _state = {"verbose": 0}
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="sgl-scan")
 @click.option("-v", "--verbose", count=True, help="More detail: -v logs steps and shows tracebacks, -vv debug.")
+@click.option("--config", type=click.Path(dir_okay=False), is_eager=True, expose_value=False, callback=config_callback,
+              help="Settings file (default: .sgl-scan.toml or [tool.sgl-scan] in pyproject.toml, found upwards).")
 @source_options
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, **source) -> None:
