@@ -23,6 +23,7 @@ from sgl_scan.exitcodes import FAILURE, USAGE
 COMMAND_MODULES = (
     "sgl_scan.cli.scan_cmd",
     "sgl_scan.cli.snapshot_cmd",
+    "sgl_scan.cli.drafter_cmd",
     "sgl_scan.cli.check_cmd",
     "sgl_scan.cli.rules_cmd",
 )
