@@ -32,7 +32,10 @@ def anchor(value) -> str:
 
 
 def _common_globals(env: jinja2.Environment) -> None:
-    env.filters.update(md_cell=md_cell, md_code=md_code, anchor=anchor, short_name=common.short_name)
+    from sgl_scan.reports.dispatch_graph import function_label
+
+    env.filters.update(md_cell=md_cell, md_code=md_code, anchor=anchor, short_name=common.short_name,
+                       function_label=function_label)
     env.globals.update(plural=common.plural)
 
 

@@ -211,3 +211,49 @@ def _summary(out: _Out, report: Report) -> None:
     out.heading(
         "Summary: " + ", ".join(parts) + f" - {plural(len(report.findings), 'finding')}, {plural(len(report.parse_errors), 'parse error')}"
     )
+
+
+DIFF_MARKS = {"added": "+", "removed": "-", "changed": "~", "moved": ">"}
+DIFF_COLOURS = {"added": "green", "removed": "red", "changed": "yellow", "moved": "blue"}
+
+
+def render_diff(diff, *, color: bool = False) -> str:
+    from sgl_scan.reports.diff import CATEGORIES
+
+    out = _Out(color)
+    out.add(out.style("sgl-scan diff: what changed from A to B", bold=True))
+    for name, side in (("A", diff.a), ("B", diff.b)):
+        extra = ", ".join(x for x in (f"SGLang {side.sglang_version or '?'}", f"snapshot {side.snapshot_id}",
+                                     f"git {side.git}" if side.git else "") if x)
+        out.add(f"  {name}  {side.label}  ({extra})")
+    if diff.empty:
+        out.heading("No differences in the inventory or the findings.")
+    for category, changes in diff.by_category():
+        out.heading(f"{CATEGORIES[category]} ({len(changes)})")
+        width = min(max(len(c.key) for c in changes), 60)
+        for c in changes:
+            mark = out.style(DIFF_MARKS[c.status], fg=DIFF_COLOURS[c.status], bold=True)
+            where = str(c.after or c.before)
+            if c.status in ("changed", "moved") and c.before and c.after and str(c.before) != str(c.after):
+                where = f"{c.before} -> {c.after}"
+            out.add(f"  {mark} {c.key.ljust(width)}  {c.status.ljust(7)}  {where}")
+            for detail in c.details:
+                out.add(f"      {detail}")
+    for title, findings, mark, colour in (
+        ("New findings", diff.new_findings, "+", "red"),
+        ("Resolved findings", diff.resolved_findings, "-", "green"),
+    ):
+        if not findings:
+            continue
+        out.heading(f"{title} ({len(findings)})")
+        for f in findings:
+            sev = severity_label(out, f.severity)
+            out.add(f"  {out.style(mark, fg=colour, bold=True)} {sev}  {f.rule_id}  {f.path}:{f.line}  {f.message}")
+    counts = diff.counts()
+    out.heading(
+        "Summary: "
+        + ", ".join(f"{counts[s]} {s}" for s in ("added", "removed", "changed", "moved"))
+        + f"; {plural(counts['new_findings'], 'new finding')}, {counts['resolved_findings']} resolved, "
+        + f"{diff.unchanged_findings} unchanged; {plural(diff.shifted, 'item')} only shifted lines"
+    )
+    return out.text()

@@ -1,0 +1,253 @@
+"""The dispatch picture: algorithms -> dispatch sites (by enclosing function) -> worker classes.
+
+`dispatch_view` builds a three-layer networkx graph from the inventory; `layout` orders each layer
+to reduce crossings (barycentre sweeps) and places it with networkx's multipartite layout;
+`to_svg` draws it as inline SVG, through Graphviz `dot` when installed, else in pure Python.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+import networkx as nx
+
+from sgl_scan.analyzer.model import SpecInventory
+from sgl_scan.reports.common import loc_key, short_name
+
+LAYERS = ("algorithm", "site", "worker")
+# Functions that choose no worker are drawn only up to this many (busiest first), so the picture
+# stays readable; the HTML tables list every site.
+MAX_OTHER_FUNCTIONS = 10
+
+
+@dataclass(frozen=True)
+class GraphNote:
+    functions_total: int
+    functions_drawn: int
+
+
+def function_label(function: str) -> str:
+    """`pkg.module.Class.method` -> `Class.method`; module-level code keeps its module name."""
+    parts = function.split(".")
+    return ".".join(parts[-2:]) if len(parts) > 1 else function
+
+
+def dispatch_view(inventory: SpecInventory, max_other: int = MAX_OTHER_FUNCTIONS) -> tuple[nx.DiGraph, GraphNote]:
+    """The graph to draw and a note on how many dispatching functions it leaves out."""
+    g = nx.DiGraph()
+    names = [a.name for a in inventory.algorithms]
+    for a in inventory.algorithms:
+        g.add_node(f"alg:{a.name}", layer=0, label=a.name, kind="algorithm", title=f"{a.name} ({a.kind}) at {a.location}")
+
+    per_function: dict[str, list] = {}
+    for site in sorted(inventory.dispatch_sites, key=lambda s: loc_key(s.location)):
+        per_function.setdefault(site.function, []).append(site)
+    choosing = [fn for fn, sites in per_function.items() if any(s.worker for s in sites)]
+    others = sorted(
+        (fn for fn in per_function if fn not in choosing),
+        key=lambda fn: (-len(per_function[fn]), fn),
+    )[:max_other]
+
+    def add_function(fn: str) -> str:
+        node = f"fn:{fn}"
+        sites = per_function[fn]
+        first = sites[0].location
+        g.add_node(node, layer=1, label=function_label(fn), kind="site",
+                   title=f"{fn} - {len(sites)} dispatch site(s), first at {first}", anchor=str(first))
+        return node
+
+    for fn in choosing + others:
+        node = add_function(fn)
+        for site in per_function[fn]:
+            for alg in site.algorithms:
+                if alg in names:
+                    _add_edge(g, f"alg:{alg}", node, site.detail)
+            if site.worker:
+                worker = f"wk:{site.worker}"
+                g.add_node(worker, layer=2, label=short_name(site.worker), kind="worker", title=site.worker)
+                _add_edge(g, node, worker, "creates")
+
+    # An algorithm whose worker no drawn site leads to: draw the place that chooses it.
+    for a in inventory.algorithms:
+        if not a.worker:
+            continue
+        worker = f"wk:{a.worker}"
+        if g.has_node(worker) and any(g.has_edge(f"alg:{a.name}", mid) and g.has_edge(mid, worker)
+                                      for mid in g.successors(f"alg:{a.name}")):
+            continue
+        g.add_node(worker, layer=2, label=short_name(a.worker), kind="worker", title=a.worker)
+        where = a.worker_location or a.location
+        mid = f"at:{where.path}:{where.line}"
+        g.add_node(mid, layer=1, label=f"{where.path.rsplit('/', 1)[-1]}:{where.line}", kind="site",
+                   title=f"worker chosen at {where}", anchor=str(where))
+        _add_edge(g, f"alg:{a.name}", mid, "worker")
+        _add_edge(g, mid, worker, "creates")
+    return g, GraphNote(functions_total=len(per_function), functions_drawn=len(choosing) + len(others))
+
+
+def _add_edge(g: nx.DiGraph, u: str, v: str, label: str) -> None:
+    if g.has_edge(u, v):
+        g[u][v]["count"] += 1
+        if label not in g[u][v]["labels"]:
+            g[u][v]["labels"].append(label)
+    else:
+        g.add_edge(u, v, count=1, labels=[label])
+
+
+def order_layers(g: nx.DiGraph, sweeps: int = 4) -> list[list[str]]:
+    """Node order per layer: layer 0 as inserted, the others by barycentre of their neighbours."""
+    layers: list[list[str]] = [[n for n, d in g.nodes(data=True) if d["layer"] == i] for i in range(len(LAYERS))]
+    for _ in range(sweeps):
+        for i in range(1, len(layers)):  # down: by predecessors in the layer above
+            pos = {n: k for k, n in enumerate(layers[i - 1])}
+            layers[i] = _by_barycentre(layers[i], lambda n: [pos[p] for p in g.predecessors(n) if p in pos])
+        for i in range(len(layers) - 2, 0, -1):  # up: middle layers by successors below
+            pos = {n: k for k, n in enumerate(layers[i + 1])}
+            layers[i] = _by_barycentre(layers[i], lambda n: [pos[s] for s in g.successors(n) if s in pos])
+    return layers
+
+
+def _by_barycentre(nodes: list[str], neighbour_positions) -> list[str]:
+    def key(item):
+        index, node = item
+        positions = neighbour_positions(node)
+        return (sum(positions) / len(positions) if positions else index, index)
+
+    return [node for _, node in sorted(enumerate(nodes), key=key)]
+
+
+@dataclass(frozen=True)
+class PlacedNode:
+    id: str
+    label: str
+    title: str
+    kind: str
+    x: float  # left edge
+    y: float  # top edge
+    width: float
+    height: float
+    anchor: str | None
+
+
+@dataclass(frozen=True)
+class PlacedEdge:
+    path: str  # SVG path data
+    title: str
+    weight: int
+    kind: str  # kind of the source node
+
+
+@dataclass(frozen=True)
+class Drawing:
+    width: float
+    height: float
+    nodes: tuple[PlacedNode, ...]
+    edges: tuple[PlacedEdge, ...]
+    columns: tuple[tuple[str, float], ...]  # (layer title, x centre)
+
+
+CHAR_W = 7.0  # px per character of the 12px monospace label font
+NODE_H = 26.0
+ROW_GAP = 12.0
+PAD = 20.0
+COL_GAP = 150.0
+TITLE_H = 28.0
+
+
+def layout(g: nx.DiGraph) -> Drawing:
+    """Pixel positions: columns left to right, each as wide as its longest label."""
+    layers = order_layers(g)
+    if g.number_of_nodes() == 0:
+        return Drawing(2 * PAD, 2 * PAD, (), (), ())
+    # A dict of ordered lists keeps each layer in our crossing-reduced order.
+    raw = nx.multipartite_layout(g, subset_key={i: layer for i, layer in enumerate(layers) if layer}, align="vertical")
+
+    widths = [max((len(g.nodes[n]["label"]) * CHAR_W + 20 for n in layer), default=80.0) for layer in layers]
+    lefts, x = [], PAD
+    for w in widths:
+        lefts.append(x)
+        x += w + COL_GAP
+    total_w = x - COL_GAP + PAD
+    rows = max(len(layer) for layer in layers)
+    total_h = TITLE_H + PAD + rows * (NODE_H + ROW_GAP) - ROW_GAP + PAD
+
+    placed: dict[str, PlacedNode] = {}
+    for i, layer in enumerate(layers):
+        if not layer:
+            continue
+        ys = sorted(raw[n][1] for n in layer)
+        lo, hi = ys[0], ys[-1]
+        span = (len(layer) - 1) * (NODE_H + ROW_GAP)
+        offset = TITLE_H + PAD + ((rows - 1) * (NODE_H + ROW_GAP) - span) / 2
+        for n in layer:
+            # networkx spreads a layer evenly, in list order; map that onto pixel rows, top to bottom.
+            frac = 0.0 if hi == lo else (raw[n][1] - lo) / (hi - lo)
+            y = offset + frac * span
+            d = g.nodes[n]
+            placed[n] = PlacedNode(n, d["label"], d["title"], d["kind"], lefts[i], y, widths[i], NODE_H, d.get("anchor"))
+
+    edges = []
+    for u, v, d in g.edges(data=True):
+        a, b = placed[u], placed[v]
+        x1, y1 = a.x + a.width, a.y + a.height / 2
+        x2, y2 = b.x, b.y + b.height / 2
+        bend = (x2 - x1) / 2
+        path = f"M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
+        title = f"{a.label} -> {b.label}: " + ", ".join(d["labels"]) + (f" ({d['count']} sites)" if d["count"] > 1 else "")
+        edges.append(PlacedEdge(path, title, d["count"], a.kind))
+    columns = tuple(
+        (title, lefts[i] + widths[i] / 2)
+        for i, title in enumerate(("Algorithms", "Dispatch sites (by function)", "Worker classes"))
+        if layers[i]
+    )
+    return Drawing(total_w, total_h, tuple(placed[n] for layer in layers for n in layer), tuple(edges), columns)
+
+
+def graphviz_available() -> bool:
+    return shutil.which("dot") is not None
+
+
+def to_svg(inventory: SpecInventory, *, use_graphviz: bool | None = None) -> tuple[str, GraphNote]:
+    """Inline SVG markup of the dispatch graph (no XML prolog) and the note on what was left out."""
+    from sgl_scan.reports.templating import html_env
+
+    g, note = dispatch_view(inventory)
+    if use_graphviz is None:
+        use_graphviz = graphviz_available()
+    if use_graphviz and g.number_of_nodes():
+        svg = _graphviz_svg(g)
+        if svg is not None:
+            return svg, note
+    drawing = layout(g)
+    return html_env().get_template("dispatch_graph.svg.j2").render(d=drawing), note
+
+
+def _graphviz_svg(g: nx.DiGraph) -> str | None:
+    """Lay out and draw with `dot`; None if it fails (the caller falls back to the Python drawing)."""
+    lines = ["digraph dispatch {", "rankdir=LR; nodesep=0.15; ranksep=1.2;",
+             'node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10, height=0.3];']
+    fills = {"algorithm": "#dbeafe", "site": "#fef3c7", "worker": "#dcfce7"}
+    ids = {n: f"n{i}" for i, n in enumerate(g.nodes)}
+    for i, layer in enumerate(order_layers(g)):
+        lines.append("{ rank=same; " + " ".join(ids[n] for n in layer) + " }" if layer else "")
+        for n in layer:
+            d = g.nodes[n]
+            lines.append(f'{ids[n]} [label={_dot_quote(d["label"])}, tooltip={_dot_quote(d["title"])}, '
+                         f'fillcolor="{fills[d["kind"]]}"];')
+    for u, v, d in g.edges(data=True):
+        lines.append(f'{ids[u]} -> {ids[v]} [penwidth={min(1 + d["count"] * 0.5, 4):.1f}, tooltip={_dot_quote(", ".join(d["labels"]))}];')
+    lines.append("}")
+    try:
+        result = subprocess.run(["dot", "-Tsvg"], input="\n".join(lines), capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if result.returncode != 0 or "<svg" not in result.stdout:
+        return None
+    svg = result.stdout[result.stdout.index("<svg"):]
+    return svg
+
+
+def _dot_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,130 @@
+"""The HTML report: one self-contained page (inline CSS and SVG, no scripts, no network).
+
+Inventory tables, the dispatch graph, findings with code excerpts and anchors to their lines, and
+the documentation of every rule that ran. Rendered by jinja2 with autoescaping.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from markupsafe import Markup
+
+from sgl_scan.reports.common import (
+    algorithm_matrix,
+    d2t_by_kind,
+    describe_source,
+    excerpt,
+    findings_by_file,
+    git_label,
+    loc_key,
+    severity_counts,
+)
+from sgl_scan.reports.dispatch_graph import to_svg
+from sgl_scan.reports.model import Report
+from sgl_scan.reports.templating import anchor, html_env
+
+
+@dataclass(frozen=True)
+class DocBlock:
+    kind: str  # "heading" | "code" | "para"
+    text: str = ""
+    parts: tuple[tuple[bool, str], ...] = ()  # (is_code, text) for paragraphs
+
+
+def doc_blocks(markdown: str) -> tuple[DocBlock, ...]:
+    """A rule's Markdown docs as blocks the template renders (headings, fenced code, paragraphs)."""
+    blocks: list[DocBlock] = []
+    lines = markdown.strip().splitlines()
+    i = 0
+    para: list[str] = []
+
+    def flush():
+        if para:
+            text = " ".join(s.strip() for s in para)
+            pieces = re.split(r"(`[^`]+`)", text)
+            parts = tuple((p.startswith("`") and p.endswith("`") and len(p) > 1, p.strip("`") if p.startswith("`") else p)
+                          for p in pieces if p)
+            blocks.append(DocBlock("para", parts=parts))
+            para.clear()
+
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            flush()
+            code = []
+            i += 1
+            while i < len(lines) and not lines[i].startswith("```"):
+                code.append(lines[i])
+                i += 1
+            blocks.append(DocBlock("code", "\n".join(code)))
+        elif line.lstrip().startswith("#"):
+            flush()
+            blocks.append(DocBlock("heading", line.lstrip("# ").strip()))
+        elif not line.strip():
+            flush()
+        else:
+            para.append(line)
+        i += 1
+    flush()
+    return tuple(blocks)
+
+
+def _site_rows(inventory):
+    """Dispatch sites in location order; the first row at each location carries the anchor id."""
+    seen = set()
+    rows = []
+    for site in sorted(inventory.dispatch_sites, key=lambda s: (loc_key(s.location), s.detail)):
+        key = anchor(f"site-{site.location}")
+        rows.append((site, None if key in seen else key))
+        seen.add(key)
+    return rows
+
+
+def render(report: Report, *, color: bool = False) -> str:
+    del color
+    inv = report.inventory
+    svg, note = to_svg(inv)
+    findings = []
+    counter = 0
+    for path, group in findings_by_file(report.findings):
+        items = []
+        for f in group:
+            counter += 1
+            items.append((counter, f, excerpt(report.sources, f.path, f.line, f.end_line, context=3)))
+        findings.append((path, items))
+    rules = sorted(report.rules, key=lambda r: r.id)
+    known = {r.id for r in rules}
+    return html_env().get_template("report.html.j2").render(
+        report=report,
+        m=report.manifest,
+        inv=inv,
+        source=describe_source(report.manifest),
+        git=git_label(report.manifest),
+        counts=severity_counts(report.findings),
+        matrix=algorithm_matrix(inv),
+        d2t=d2t_by_kind(inv),
+        site_rows=_site_rows(inv),
+        svg=Markup(svg),  # built from an autoescaped template (or Graphviz's own escaped output)
+        graph_note=note,
+        findings=findings,
+        rules=[(r, doc_blocks(r.docs)) for r in rules],
+        unknown_rules=sorted({f.rule_id for f in report.findings} - known),
+        tool_version=report.tool_version,
+    )
+
+
+def render_diff(diff, *, color: bool = False) -> str:
+    del color
+    from sgl_scan import __version__
+    from sgl_scan.reports.diff import CATEGORIES
+
+    return html_env().get_template("diff.html.j2").render(
+        diff=diff,
+        groups=diff.by_category(),
+        titles=CATEGORIES,
+        counts=diff.counts(),
+        tool_version=__version__,
+        rules={r.id: r for r in diff.rules},
+    )
