@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "sgl_scan.cli.drafter_cmd",
     "sgl_scan.cli.check_cmd",
     "sgl_scan.cli.rules_cmd",
+    "sgl_scan.cli.diff_cmd",
 )
 
 _state = {"verbose": 0}
