@@ -60,6 +60,10 @@ def _n(value: int | None) -> str:
     return "unknown" if value is None else f"{value:,}"
 
 
+def _count(value: int, noun: str) -> str:
+    return f"{value:,} {noun}{'' if value == 1 else 's'}"
+
+
 def _positive_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
@@ -180,7 +184,7 @@ def _describe(reading) -> str:
         parts.append(f"{reading.out_of_range:,} out of range (first: draft {draft:,} -> {tid:,})")
     if reading.collisions:
         earlier, draft, tid = reading.first_collision
-        parts.append(f"{reading.collisions:,} collisions (first: draft {earlier:,} and {draft:,} -> {tid:,})")
+        parts.append(f"{_count(reading.collisions, 'collision')} (first: draft {earlier:,} and {draft:,} -> {tid:,})")
     return ", ".join(parts) or "valid"
 
 
@@ -207,7 +211,7 @@ def _check_d2t_values(facts: D2tFacts | None, target: Target, draft_vocab: int |
         earlier, draft, tid = off.first_collision
         results.append(CheckResult(
             names[1], "fail",
-            f"{off.collisions:,} draft ids share a target id under i + d2t[i] (first: draft {earlier:,} and {draft:,} -> {tid:,})",
+            f"{_count(off.collisions, 'draft id')} {'shares' if off.collisions == 1 else 'share'} an earlier draft id's target under i + d2t[i] (first: draft {earlier:,} and {draft:,} -> {tid:,})",
             {"count": off.collisions, "first": list(off.first_collision)},
         ))
     else:
