@@ -19,8 +19,8 @@ class UnknownAlgorithmLiteral(Rule):
     engine maps to `EAGLE`), nor one of the `--speculative-algorithm` choices.
 
     ## Why it matters
-    A misspelt or lower-case literal (`"EAGEL"`, `"eagle3"`) makes the branch dead code: the
-    condition is never true, and nothing fails. Renamed or removed algorithms leave the same trace.
+    A misspelt literal (`"EAGEL"`, `"EAGLE_3"`) makes the branch dead code: the condition is never
+    true, and nothing fails. (Case is ignored: names are upper-cased by `from_string`.) Renamed or removed algorithms leave the same trace.
 
     ## Example
     ```python
@@ -101,8 +101,8 @@ class ServerArgs:
             if site.via != "string":
                 continue
             for literal in literals_of(site):
-                if literal in known:
-                    continue
+                if literal in known or literal.upper() in known:
+                    continue  # from_string upper-cases names, so "eagle" after .lower() is fine
                 close = difflib.get_close_matches(literal.upper(), sorted(known), n=1, cutoff=0.6)
                 suggestion = close[0] if close else None
                 yield self.finding(
