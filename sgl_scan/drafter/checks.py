@@ -134,8 +134,8 @@ def _check_mapping_tensors(ckpt: Checkpoint, draft_vocab: int | None, target: Ta
     if not missing:
         return CheckResult(name, "pass", f"d2t ({found['d2t'][0]}) and t2d ({found['t2d'][0]}) found", details)
     reduced = draft_vocab is not None and target.vocab_size is not None and draft_vocab < target.vocab_size
-    if draft_vocab is not None and draft_vocab == target.vocab_size and len(missing) == 2:
-        return CheckResult(name, "pass", f"no d2t/t2d, none needed: draft and target share one vocabulary ({_n(draft_vocab)})", details)
+    if draft_vocab is not None and draft_vocab == target.vocab_size:
+        return CheckResult(name, "pass", f"no {' or '.join(missing)}, none needed: draft and target share one vocabulary ({_n(draft_vocab)})", details)
     if not reduced:
         return CheckResult(
             name, "warn",
@@ -161,7 +161,7 @@ def _check_d2t_format(ckpt: Checkpoint, draft_vocab: int | None, draft_source: s
     name = "d2t-format"
     tensor = ckpt.d2t
     if tensor is None:
-        return CheckResult(name, "skip", "no d2t tensor")
+        return CheckResult(name, "skip", "several d2t tensors (see mapping-tensors)" if ckpt.candidates.get("d2t") else "no d2t tensor")
     info = tensor.info
     details = {"name": info.name, "dtype": info.dtype, "shape": list(info.shape), "file": info.file}
     if info.dtype not in INTEGER_DTYPES:

@@ -71,6 +71,9 @@ def judge(report: CheckReport, inventory: SpecInventory, snapshot_id: str, sglan
     draft, target = report.draft_vocab, report.target.vocab_size
     d2t = report.checkpoint.d2t
     if d2t is None:
+        several = report.checkpoint.candidates.get("d2t") or ()
+        if several:
+            return verdict("fail", "incompatible", f"several d2t tensors ({', '.join(several)}): the release would keep whichever it loads last")
         if draft is not None and draft == target:
             return verdict("pass", "compatible", "no d2t and none needed: draft and target share one vocabulary")
         return verdict(

@@ -259,3 +259,17 @@ def test_target_vocab_from_option_and_from_the_drafter(tmp_path, ids):
 def test_nested_target_config(tmp_path):
     target = read_target_config(factory.target_config(tmp_path / "k25", nested=True))
     assert (target.vocab_size, target.num_layers) == (TARGET, 61)
+
+
+def test_several_d2t_tensors_fail(tmp_path, ids):
+    weights = factory.tensors(factory.offsets(ids), factory.mask(ids))
+    weights["draft.d2t"] = factory.offsets(ids)
+    report = _run(tmp_path, weights)
+    assert _check(report, "mapping-tensors").message.startswith("several tensors named d2t: d2t, draft.d2t")
+    assert _check(report, "d2t-format").message == "several d2t tensors (see mapping-tensors)"
+
+
+def test_full_vocabulary_drafter_with_only_t2d(tmp_path):
+    cfg = factory.config(draft_vocab_size=TARGET)
+    report = _run(tmp_path, factory.tensors(None, np.ones(TARGET, dtype=bool), draft=TARGET), cfg)
+    assert _check(report, "mapping-tensors").message == "no d2t, none needed: draft and target share one vocabulary (163,840)"

@@ -113,3 +113,10 @@ def test_unusable_d2t(report_for, ids):
     report = report_for(factory.tensors(factory.offsets(ids).astype(np.float32), factory.mask(ids)))
     verdict = judge(report, inventory(OFFSET_RELEASE), "s", None)
     assert verdict.verdict == "incompatible" and "unusable" in verdict.reason
+
+
+def test_several_d2t_tensors_are_incompatible(report_for, ids):
+    weights = factory.tensors(factory.offsets(ids), factory.mask(ids))
+    weights["model.d2t"] = factory.offsets(ids)
+    verdict = judge(report_for(weights), inventory(OFFSET_RELEASE), "s", None)
+    assert verdict.verdict == "incompatible" and verdict.reason.startswith("several d2t tensors (d2t, model.d2t)")
