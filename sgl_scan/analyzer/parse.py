@@ -1,0 +1,486 @@
+"""Parse one file into `FileFacts`: decoding, the two walkers (stdlib `ast`, libcst), extractors.
+
+`ast` is ~10x faster than libcst, so files that no extractor needs are read with it; a file that an
+extractor needs (or that `ast` cannot read, such as newer syntax) goes through libcst, and the same
+walk over the CST gives the general facts. Both walkers emit the same events to `Builder`; a test
+checks on a real SGLang tree that they produce identical facts.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from typing import Any, Iterable, Sequence
+
+import libcst as cst
+import libcst.metadata as meta
+
+from sgl_scan.analyzer.builder import Builder, module_name, normalize_text
+from sgl_scan.analyzer.facts import FileFacts, Param
+from sgl_scan.analyzer.model import Location, ParseError
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+class SourceError(Exception):
+    """The bytes are not Python source this analyzer can read (message, 1-based line, column)."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.line, self.column = max(line or 1, 1), max(column or 1, 1)
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as Python's tokenizer counts them (only \\n, \\r\\n and \\r end a line)."""
+    return _LINE.findall(text)
+
+
+def decode_source(data: bytes) -> str:
+    """Decode bytes as Python does (BOM, coding cookie, else UTF-8); refuse binary and NULs."""
+    if b"\x00" in data:
+        line = data[: data.index(b"\x00")].count(b"\n") + 1
+        raise SourceError("source contains null bytes (binary file?)", line)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"cannot decode: {exc}", getattr(exc, "lineno", 1) or 1) from None
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        start = getattr(exc, "start", 0)
+        line = data[:start].count(b"\n") + 1
+        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+        raise SourceError(f"cannot decode as {encoding}: {exc.reason if hasattr(exc, 'reason') else exc}", line, column) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text
+
+
+def slice_text(lines: Sequence[str], line: int, col0: int, end_line: int, end_col0: int) -> str:
+    """Source between two positions (1-based lines, 0-based character columns), normalised."""
+    if line == end_line:
+        return normalize_text(lines[line - 1][col0:end_col0])
+    parts = [lines[line - 1][col0:]]
+    parts.extend(lines[line:end_line - 1])
+    parts.append(lines[end_line - 1][:end_col0])
+    return normalize_text("".join(parts))
+
+
+# -- stdlib ast ---------------------------------------------------------------------------------
+def _ast_dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _str_list(node: ast.AST | None) -> list[str] | None:
+    if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return [e.value for e in node.elts]
+    return None
+
+
+_AST_FIELDS: dict[type, tuple[str, ...]] = {}
+_AST_LEAF_FIELDS = frozenset({"ctx", "id", "value_str", "arg", "attr", "name", "names", "kind", "op", "conversion",
+                              "is_async", "level", "module", "type_comment", "kwd_attrs", "rest", "asname", "simple"})
+
+
+def _ast_fields(t: type) -> tuple[str, ...]:
+    """The fields of an `ast` node type that can hold child nodes (cached per type)."""
+    fields = tuple(f for f in getattr(t, "_fields", ()) if f not in _AST_LEAF_FIELDS)
+    if not issubclass(t, ast.AST) or t is ast.Constant or t is ast.Name:
+        fields = ()
+    elif t is ast.MatchSingleton or t is ast.MatchStar:
+        fields = ()
+    _AST_FIELDS[t] = fields
+    return fields
+
+
+class _AstWalker:
+    def __init__(self, builder: Builder, lines: list[str]) -> None:
+        self.b = builder
+        self.lines = lines
+
+    def _col(self, line: int, byte_col: int) -> int:
+        text = self.lines[line - 1] if line - 1 < len(self.lines) else ""
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def pos(self, node: Any) -> tuple[int, int, int]:
+        return node.lineno, self._col(node.lineno, node.col_offset) + 1, node.end_lineno
+
+    def text(self, node: Any) -> str:
+        return slice_text(self.lines, node.lineno, self._col(node.lineno, node.col_offset),
+                          node.end_lineno, self._col(node.end_lineno, node.end_col_offset))
+
+    def opt_text(self, node: Any) -> str | None:
+        return None if node is None else self.text(node)
+
+    def name(self, node: ast.AST) -> tuple[str, bool]:
+        dotted = _ast_dotted(node)
+        return (dotted, True) if dotted is not None else (self.text(node), False)
+
+    def exprs(self, node: ast.AST) -> None:
+        stack = [node]
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        fields_of = _AST_FIELDS
+        while stack:
+            n = pop()
+            if n is None:
+                continue
+            t = type(n)
+            if t is ast.Call:
+                callee, dotted = self.name(n.func)
+                keywords = tuple(k.arg or "**" for k in n.keywords)
+                self.b.add_call(callee, dotted, self.pos(n), len(n.args), keywords)
+            fields = fields_of.get(t)
+            if fields is None:
+                fields = _ast_fields(t)
+            for f in fields:
+                v = getattr(n, f)
+                if type(v) is list:
+                    extend(v)
+                elif v is not None:
+                    push(v)
+
+    def stmts(self, body: Iterable[ast.stmt]) -> None:
+        for st in body:
+            self.stmt(st)
+
+    def _targets(self, node: ast.AST, out: list[str]) -> None:
+        if isinstance(node, (ast.Tuple, ast.List)):
+            for e in node.elts:
+                self._targets(e, out)
+        elif isinstance(node, ast.Starred):
+            self._targets(node.value, out)
+        else:
+            dotted = _ast_dotted(node)
+            if dotted is not None:
+                out.append(dotted)
+
+    def _params(self, args: ast.arguments) -> list[Param]:
+        positional = [*args.posonlyargs, *args.args]
+        defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        out = []
+        for i, (a, d) in enumerate(zip(positional, defaults)):
+            kind = "posonly" if i < len(args.posonlyargs) else "positional"
+            out.append(Param(a.arg, kind, self.opt_text(a.annotation), self.opt_text(d)))
+        if args.vararg:
+            out.append(Param(args.vararg.arg, "vararg", self.opt_text(args.vararg.annotation)))
+        for a, d in zip(args.kwonlyargs, args.kw_defaults):
+            out.append(Param(a.arg, "kwonly", self.opt_text(a.annotation), self.opt_text(d)))
+        if args.kwarg:
+            out.append(Param(args.kwarg.arg, "varkw", self.opt_text(args.kwarg.annotation)))
+        return out
+
+    def stmt(self, st: ast.stmt) -> None:
+        b = self.b
+        t = type(st)
+        if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            for d in st.decorator_list:
+                self.exprs(d)
+            self.exprs(st.args)
+            if st.returns is not None:
+                self.exprs(st.returns)
+            decorators = [self.name(d.func if isinstance(d, ast.Call) else d) for d in st.decorator_list]
+            dline = st.decorator_list[0].lineno if st.decorator_list else 0
+            b.open_function(st.name, self.pos(st), dline, decorators, self._params(st.args),
+                            self.opt_text(st.returns), t is ast.AsyncFunctionDef)
+            self.stmts(st.body)
+            b.close()
+        elif t is ast.ClassDef:
+            for n in (*st.decorator_list, *st.bases, *st.keywords):
+                self.exprs(n)
+            decorators = [self.name(d.func if isinstance(d, ast.Call) else d) for d in st.decorator_list]
+            dline = st.decorator_list[0].lineno if st.decorator_list else 0
+            bases = [self.name(x) for x in st.bases]
+            keywords = [(k.arg or "**", *self.name(k.value)) for k in st.keywords]
+            b.open_class(st.name, self.pos(st), dline, decorators, bases, keywords)
+            self.stmts(st.body)
+            b.close()
+        elif t is ast.Import:
+            for a in st.names:
+                b.add_import(a.name, None, a.asname, 0, self.pos(a))
+        elif t is ast.ImportFrom:
+            for a in st.names:
+                b.add_import(st.module, a.name, a.asname, st.level or 0, self.pos(a))
+        elif t is ast.Assign or t is ast.AnnAssign or t is ast.AugAssign:
+            targets: list[str] = []
+            for target in (st.targets if t is ast.Assign else [st.target]):
+                self._targets(target, targets)
+            value = st.value
+            kind = "assign" if t is ast.Assign else "annassign" if t is ast.AnnAssign else "augassign"
+            annotation = self.text(st.annotation) if t is ast.AnnAssign else None
+            b.add_assign(targets, self.opt_text(value), _ast_dotted(value) if value is not None else None,
+                         annotation, kind, self.pos(st), _str_list(value))
+            self.exprs(st)
+        else:
+            self._generic(st)
+
+    def _generic(self, node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                self.stmt(child)
+            elif isinstance(child, ast.expr):
+                self.exprs(child)
+            else:
+                self._generic(child)
+
+
+# -- libcst --------------------------------------------------------------------------------------
+_PAREN_OWNED = (cst.Tuple, cst.GeneratorExp)
+_CONSTANT_NAMES = frozenset({"True", "False", "None"})
+
+
+def _cst_dotted(node: cst.CSTNode) -> str | None:
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name) and not (not parts and node.value in _CONSTANT_NAMES):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _cst_str_list(node: cst.CSTNode | None) -> list[str] | None:
+    if isinstance(node, (cst.List, cst.Tuple)):
+        out = []
+        for e in node.elements:
+            value = e.value
+            if not isinstance(value, cst.SimpleString) or isinstance(e, cst.StarredElement):
+                return None
+            evaluated = value.evaluated_value
+            if not isinstance(evaluated, str):
+                return None
+            out.append(evaluated)
+        return out
+    return None
+
+
+_SMALL_OR_COMPOUND = (cst.BaseCompoundStatement, cst.SimpleStatementLine, cst.BaseSmallStatement)
+
+
+class _CstWalker:
+    def __init__(self, builder: Builder, lines: list[str], positions: Any) -> None:
+        self.b = builder
+        self.lines = lines
+        self.positions = positions
+
+    def _range(self, node: cst.CSTNode) -> tuple[Any, Any]:
+        r = self.positions[node]
+        if type(node) in _PAREN_OWNED and node.lpar:
+            # `ast` counts the innermost parentheses of a tuple or generator as part of it
+            return self.positions[node.lpar[-1]].start, self.positions[node.rpar[0]].end
+        return r.start, r.end
+
+    def pos(self, node: cst.CSTNode) -> tuple[int, int, int]:
+        start, end = self._range(node)
+        return start.line, start.column + 1, end.line
+
+    def text(self, node: cst.CSTNode) -> str:
+        start, end = self._range(node)
+        return slice_text(self.lines, start.line, start.column, end.line, end.column)
+
+    def opt_text(self, node: cst.CSTNode | None) -> str | None:
+        return None if node is None else self.text(node)
+
+    def name(self, node: cst.CSTNode) -> tuple[str, bool]:
+        dotted = _cst_dotted(node)
+        return (dotted, True) if dotted is not None else (self.text(node), False)
+
+    def exprs(self, node: cst.CSTNode) -> None:
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if type(n) is cst.Call:
+                callee, dotted = self.name(n.func)
+                positional = sum(1 for a in n.args if a.keyword is None and a.star != "**")
+                keywords = tuple(a.keyword.value if a.keyword is not None else "**" for a in n.args
+                                 if a.keyword is not None or a.star == "**")
+                self.b.add_call(callee, dotted, self.pos(n), positional, keywords)
+            stack.extend(n.children)
+
+    def stmts(self, body: Iterable[cst.CSTNode]) -> None:
+        for st in body:
+            self.stmt(st)
+
+    def suite(self, suite: cst.BaseSuite) -> None:
+        self.stmts(suite.body)
+
+    def _targets(self, node: cst.CSTNode, out: list[str]) -> None:
+        if isinstance(node, (cst.Tuple, cst.List)):
+            for e in node.elements:
+                self._targets(e.value, out)
+        else:
+            dotted = _cst_dotted(node)
+            if dotted is not None:
+                out.append(dotted)
+
+    def _params(self, params: cst.Parameters) -> list[Param]:
+        def ann(p: cst.Param) -> str | None:
+            return self.text(p.annotation.annotation) if p.annotation is not None else None
+
+        out = [Param(p.name.value, "posonly", ann(p), self.opt_text(p.default)) for p in params.posonly_params]
+        out += [Param(p.name.value, "positional", ann(p), self.opt_text(p.default)) for p in params.params]
+        if isinstance(params.star_arg, cst.Param):
+            out.append(Param(params.star_arg.name.value, "vararg", ann(params.star_arg)))
+        out += [Param(p.name.value, "kwonly", ann(p), self.opt_text(p.default)) for p in params.kwonly_params]
+        if isinstance(params.star_kwarg, cst.Param):
+            out.append(Param(params.star_kwarg.name.value, "varkw", ann(params.star_kwarg)))
+        return out
+
+    def _decorators(self, decorators: Sequence[cst.Decorator]) -> tuple[list, int]:
+        for d in decorators:
+            self.exprs(d.decorator)
+        names = [self.name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) for d in decorators]
+        line = self.positions[decorators[0].decorator].start.line if decorators else 0
+        return names, line
+
+    def stmt(self, st: cst.CSTNode) -> None:
+        b = self.b
+        t = type(st)
+        if t is cst.SimpleStatementLine:
+            self.stmts(st.body)
+        elif t is cst.FunctionDef:
+            decorators, dline = self._decorators(st.decorators)
+            self.exprs(st.params)
+            if st.returns is not None:
+                self.exprs(st.returns)
+            b.open_function(st.name.value, self.pos(st), dline, decorators, self._params(st.params),
+                            self.text(st.returns.annotation) if st.returns is not None else None,
+                            st.asynchronous is not None)
+            self.suite(st.body)
+            b.close()
+        elif t is cst.ClassDef:
+            decorators, dline = self._decorators(st.decorators)
+            for a in (*st.bases, *st.keywords):
+                self.exprs(a)
+            bases = [self.name(a.value) for a in st.bases]
+            keywords = [(a.keyword.value if a.keyword is not None else "**", *self.name(a.value)) for a in st.keywords]
+            b.open_class(st.name.value, self.pos(st), dline, decorators, bases, keywords)
+            self.suite(st.body)
+            b.close()
+        elif t is cst.Import:
+            for a in st.names:
+                asname = a.asname.name.value if a.asname is not None else None
+                b.add_import(_cst_dotted(a.name), None, asname, 0, self.pos(a))
+        elif t is cst.ImportFrom:
+            module = _cst_dotted(st.module) if st.module is not None else None
+            level = len(st.relative)
+            if isinstance(st.names, cst.ImportStar):
+                b.add_import(module, "*", None, level, self.pos(st.names))
+            else:
+                for a in st.names:
+                    asname = a.asname.name.value if a.asname is not None else None
+                    b.add_import(module, _cst_dotted(a.name), asname, level, self.pos(a))
+        elif t is cst.Assign or t is cst.AnnAssign or t is cst.AugAssign:
+            targets: list[str] = []
+            for target in ([x.target for x in st.targets] if t is cst.Assign else [st.target]):
+                self._targets(target, targets)
+            value = st.value
+            kind = "assign" if t is cst.Assign else "annassign" if t is cst.AnnAssign else "augassign"
+            annotation = self.text(st.annotation.annotation) if t is cst.AnnAssign else None
+            b.add_assign(targets, self.opt_text(value), _cst_dotted(value) if value is not None else None,
+                         annotation, kind, self.pos(st), _cst_str_list(value))
+            self.exprs(st)
+        else:
+            self._generic(st)
+
+    def _generic(self, node: cst.CSTNode) -> None:
+        for child in node.children:
+            if isinstance(child, cst.BaseSuite):
+                self.suite(child)
+            elif isinstance(child, _SMALL_OR_COMPOUND):
+                self.stmt(child)
+            elif isinstance(child, cst.BaseExpression):
+                self.exprs(child)
+            else:
+                self._generic(child)
+
+
+# -- entry points -------------------------------------------------------------------------------
+def _error(path: str, sha256: str, message: str, line: int = 1, column: int = 1) -> FileFacts:
+    return FileFacts(path=path, module=module_name(path), sha256=sha256,
+                     parse_error=ParseError(Location(path, line, column, line), message))
+
+
+def facts_from_ast(path: str, sha256: str, text: str, tree: ast.Module | None = None) -> FileFacts:
+    """General facts through stdlib `ast` (raises SyntaxError/ValueError when it cannot parse)."""
+    if tree is None:
+        tree = ast.parse(text)
+    builder = Builder(path, sha256, text)
+    _AstWalker(builder, split_lines(text)).stmts(tree.body)
+    return builder.finish(parser="ast")
+
+
+def facts_from_cst(path: str, sha256: str, text: str, extractors: Sequence[Any] = (),
+                   module: cst.Module | None = None) -> FileFacts:
+    """General facts through libcst, plus the records of `extractors` (raises libcst.ParserSyntaxError)."""
+    if module is None:
+        module = cst.parse_module(text)
+    wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
+    providers = {meta.PositionProvider}
+    for ex in extractors:
+        providers.update(ex.metadata)
+    wrapper.resolve_many(providers)
+    positions = wrapper.resolve(meta.PositionProvider)
+    builder = Builder(path, sha256, text)
+    _CstWalker(builder, split_lines(text), positions).stmts(wrapper.module.body)
+    context = _Context(path, builder.module)
+    extras = {ex.name: tuple(ex.extract(wrapper, context)) for ex in extractors}
+    return builder.finish(parser="cst", extras=extras)
+
+
+class _Context:
+    __slots__ = ("path", "module")
+
+    def __init__(self, path: str, module: str) -> None:
+        self.path, self.module = path, module
+
+
+def parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False) -> FileFacts:
+    """Facts for one file; never raises for bad input (the error is recorded in `parse_error`).
+
+    `extractors` are those whose trigger matched the file; with none (and not `force_cst`) the
+    fast `ast` path is used, falling back to libcst when `ast` rejects the file.
+    """
+    try:
+        text = decode_source(data)
+    except SourceError as exc:
+        return _error(path, sha256, str(exc), exc.line, exc.column)
+    ast_error: SyntaxError | None = None
+    if not extractors and not force_cst:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError as exc:
+            tree, ast_error = None, exc
+        except (ValueError, MemoryError, RecursionError):
+            tree = None
+        if tree is not None:
+            return facts_from_ast(path, sha256, text, tree)
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        if ast_error is None:
+            try:
+                ast.parse(text)
+            except SyntaxError as err:
+                ast_error = err
+            except (ValueError, MemoryError, RecursionError):
+                pass
+        if ast_error is not None:  # CPython's message and position read better
+            return _error(path, sha256, f"syntax error: {ast_error.msg}", ast_error.lineno or 1, ast_error.offset or 1)
+        message = " ".join(str(exc.message).split())
+        return _error(path, sha256, f"syntax error: {message}", exc.editor_line, exc.editor_column)
+    except (RecursionError, MemoryError, ValueError) as exc:
+        return _error(path, sha256, f"cannot parse: {type(exc).__name__}")
+    return facts_from_cst(path, sha256, text, extractors, module)
+
