@@ -9,6 +9,7 @@ architecture and sites live in that class, only those sites count.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sgl_scan.analyzer.model import D2tSite, SpecInventory
@@ -16,6 +17,7 @@ from sgl_scan.drafter.checks import CheckReport
 
 READING_KINDS = ("offset_conversion", "direct_map")
 NAME_TEST_KINDS = ("name_test_in", "name_test_eq", "name_test_endswith")
+_D2T_WORD = re.compile(r"\bd2t\b")
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def judge(report: CheckReport, inventory: SpecInventory, snapshot_id: str, sglan
             relevant, scope = mine, f"class {cls}"
             break
     readers = [s for s in relevant if s.kind in READING_KINDS]
-    name_tests = [s for s in relevant if s.kind in NAME_TEST_KINDS]
+    name_tests = [s for s in relevant if s.kind in NAME_TEST_KINDS and _D2T_WORD.search(s.detail)]  # not the t2d tests
     kinds = {s.kind for s in readers}
     reading = (
         "mixed" if len(kinds) > 1 else "offset" if "offset_conversion" in kinds else "direct" if kinds else "none"

@@ -28,6 +28,8 @@ OFFSET_RELEASE = (
     site("name_test_eq", KIMI_PATH, 437, KIMI, 'name == "d2t"'),
     site("name_test_endswith", KIMI_PATH, 437, KIMI, 'name.endswith(".d2t")'),
     site("offset_conversion", KIMI_PATH, 440, KIMI, "self.hot_token_id = loaded_weight + torch.arange(loaded_weight.shape[0])"),
+    site("name_test_in", LLAMA_PATH, 355, LLAMA, '"t2d" in name'),
+    site("name_test_eq", KIMI_PATH, 442, KIMI, 'name == "t2d"'),
     site("hot_token_use", "sglang/srt/speculative/eagle_worker_v2.py", 758, "x.draft", "self.hot_token_id[topk_index]"),
 )
 
@@ -67,7 +69,7 @@ def test_direct_drafter_on_an_offset_release_is_not(report_for, ids):
 
 
 def test_offset_drafter_on_a_release_that_reads_directly(report_for, ids):
-    direct = [site("name_test_in", LLAMA_PATH, 182, LLAMA), site("direct_map", LLAMA_PATH, 184, LLAMA, "self.hot_token_id = loaded_weight")]
+    direct = [site("name_test_in", LLAMA_PATH, 182, LLAMA, '"d2t" in name'), site("direct_map", LLAMA_PATH, 184, LLAMA, "self.hot_token_id = loaded_weight")]
     report = report_for(factory.tensors(factory.offsets(ids), factory.mask(ids)))
     verdict = judge(report, inventory(direct), "snap2", None)
     assert (verdict.status, verdict.verdict, verdict.reading) == ("fail", "incompatible", "direct")
@@ -80,12 +82,16 @@ def test_offset_drafter_on_a_release_that_reads_directly(report_for, ids):
 def test_exact_name_lookup_misses_a_prefixed_tensor(report_for, ids):
     cfg = factory.config(architectures=["Eagle3DeepseekV2ForCausalLM"])
     weights = factory.tensors(factory.offsets(ids), factory.mask(ids), prefix="model.")
-    sites = [site("name_test_eq", KIMI_PATH, 437, KIMI), site("offset_conversion", KIMI_PATH, 440, KIMI)]
+    sites = [
+        site("name_test_eq", KIMI_PATH, 437, KIMI, 'name == "d2t"'),
+        site("name_test_eq", KIMI_PATH, 442, KIMI, 'name == "t2d"'),
+        site("offset_conversion", KIMI_PATH, 440, KIMI, "self.hot_token_id = loaded_weight + torch.arange(loaded_weight.shape[0])"),
+    ]
     verdict = judge(report_for(weights, cfg), inventory(sites), "s", "0.5.23")
     assert verdict.verdict == "incompatible"
     assert verdict.reason == f"this release looks d2t up by exact name ({KIMI_PATH}:437) and would not pick up 'model.d2t'"
     # with the endswith test as 0.5.23 has it, the prefixed name is found
-    sites.insert(1, site("name_test_endswith", KIMI_PATH, 437, KIMI))
+    sites.insert(1, site("name_test_endswith", KIMI_PATH, 437, KIMI, 'name.endswith(".d2t")'))
     assert judge(report_for(weights, cfg, name="b"), inventory(sites), "s", "0.5.23").verdict == "compatible"
 
 
