@@ -148,4 +148,4 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, scope: s
 
     snapshot = obtain_snapshot({"local_path": str(parent), "scope": scope})
     analysis = analyze(snapshot)
-    ctx.exit(report_findings(ctx, snapshot, analysis, options, prepared, changed_lines=wanted))
+    ctx.exit(report_findings(snapshot, analysis, options, prepared, changed_lines=wanted))

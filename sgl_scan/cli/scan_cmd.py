@@ -96,7 +96,6 @@ def read_sources(tree: Path, paths) -> dict[str, list[str]]:
 
 
 def report_findings(
-    ctx: click.Context,
     snapshot,
     analysis,
     options: FindingOptions,
@@ -182,4 +181,4 @@ def command(ctx: click.Context, **kwargs) -> None:
         raise click.UsageError("give a source: --path, --git, --pip, --host or --snapshot")
     snapshot = obtain_snapshot(source)
     analysis = analyze(snapshot)
-    ctx.exit(report_findings(ctx, snapshot, analysis, options, prepared))
+    ctx.exit(report_findings(snapshot, analysis, options, prepared))
