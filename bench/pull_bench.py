@@ -1,0 +1,209 @@
+"""Pulling a tree over SSH from a private loopback sshd: sgl-scan against `rsync -a` and `scp -r`.
+
+The "remote" is a copy of the release tree served by `tests.support.sshd` on 127.0.0.1; nothing
+else is ever contacted. Every measurement starts from a known state: a cold pull gets an empty
+`$SGL_SCAN_HOME` (or an empty rsync/scp destination), a re-pull starts from a completed pull, and a
+change set is applied before the timed re-pull and undone (with an untimed re-sync) after it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from bench.measure import Stats, repeat, run_checked, unavailable
+
+# Files the change set touches, relative to the package folder; all inside both scopes.
+MODIFY = ("srt/speculative/spec_info.py", "srt/speculative/spec_utils.py", "srt/server_args.py")
+DELETE = "srt/speculative/ngram_worker.py"
+ADD = "srt/speculative/bench_added_module.py"
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A running loopback sshd (a `tests.support.sshd.SshServer`) and the package folder it serves."""
+
+    server: object
+    package: Path  # <remote>/sglang
+
+    def ssh_e(self) -> str:
+        s = self.server
+        return (
+            f"ssh -F /dev/null -p {s.port} -i {s.client_key} -o BatchMode=yes -o IdentitiesOnly=yes "
+            f"-o UserKnownHostsFile={s.known_hosts} -o StrictHostKeyChecking=yes"
+        )
+
+    def target(self, path: str) -> str:
+        return f"{self.server.user}@{self.server.host}:{path}"
+
+
+class ChangeSet:
+    """3 modified, 1 added, 1 deleted file in the remote package; `apply()` then `undo()` restores bytes and mtimes."""
+
+    def __init__(self, package: Path):
+        self.package = package
+        self._saved: dict[str, tuple[bytes, int, int]] = {}
+
+    def apply(self, tag: int) -> None:
+        for rel in (*MODIFY, DELETE):
+            path = self.package / rel
+            stat = path.stat()
+            self._saved[rel] = (path.read_bytes(), stat.st_atime_ns, stat.st_mtime_ns)
+        for rel in MODIFY:
+            with open(self.package / rel, "ab") as handle:
+                handle.write(f"\n# benchmark edit {tag}\n".encode())
+        (self.package / DELETE).unlink()
+        (self.package / ADD).write_text(f'"""Added by the benchmark ({tag})."""\n\nVALUE = {tag}\n')
+
+    def undo(self) -> None:
+        for rel, (data, atime, mtime) in self._saved.items():
+            path = self.package / rel
+            path.write_bytes(data)
+            os.utime(path, ns=(atime, mtime))
+        (self.package / ADD).unlink(missing_ok=True)
+        self._saved.clear()
+
+
+def sgl_scan_pull(remote: Remote, scope: str) -> list[str]:
+    server = remote.server
+    return [
+        sys.executable, "-m", "sgl_scan", "snapshot", "pull", *server.cli_args(),
+        "--ssh-config", "/dev/null", "--remote-root", str(remote.package), "--scope", scope,
+    ]
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["SGL_SCAN_HOME"] = str(home)
+    return env
+
+
+def rsync_command(remote: Remote, dest: Path, files_from: Path | None = None) -> list[str]:
+    """`rsync -a --delete` of `srt/**/*.py` and `version.py` (or exactly the files in `files_from`)."""
+    command = ["rsync", "-a", "--delete", "-e", remote.ssh_e()]
+    if files_from is not None:
+        command += [f"--files-from={files_from}"]
+    else:
+        command += [
+            "--prune-empty-dirs", "--include=/version.py", "--include=/srt/", "--include=/srt/**/",
+            "--include=/srt/**.py", "--exclude=*",
+        ]
+    return command + [remote.target(f"{remote.package}/"), f"{dest}/"]
+
+
+def scp_command(remote: Remote, dest: Path) -> list[str]:
+    s = remote.server
+    return [
+        "scp", "-q", "-r", "-F", "/dev/null", "-P", str(s.port), "-i", str(s.client_key), "-o", "BatchMode=yes",
+        "-o", "IdentitiesOnly=yes", "-o", f"UserKnownHostsFile={s.known_hosts}", "-o", "StrictHostKeyChecking=yes",
+        remote.target(f"{remote.package}/srt"), str(dest),
+    ]
+
+
+def latest_manifest_files(home: Path) -> list[str]:
+    """Paths (relative to the package folder) in the newest manifest under `home`'s snapshot store."""
+    manifests = sorted((home / "snapshots").glob("*/manifest.json"), key=lambda p: p.stat().st_mtime)
+    if not manifests:
+        raise FileNotFoundError(f"no manifest under {home / 'snapshots'}")
+    files = json.loads(manifests[-1].read_text())["files"]
+    return [f["path"].removeprefix("sglang/") for f in files]
+
+
+def _fresh(path: Path) -> Path:
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def measure_pull(remote: Remote, work: Path, runs: int, have_sgl_scan_pull: bool) -> dict[str, Stats]:
+    """Every pull measurement; the keys are the result names used in the report."""
+    results: dict[str, Stats] = {}
+    changes = ChangeSet(remote.package)
+    dest = work / "dest"
+
+    def timed(command_for: Callable[[int], list[str]], env=None) -> Callable[[int], float]:
+        return lambda i: run_checked(command_for(i), env=env)
+
+    # --- baselines: rsync and scp, full srt ---
+    results["rsync_full_cold"] = repeat(
+        "rsync -a, full, cold", runs, timed(lambda i: rsync_command(remote, dest)), before=lambda i: _fresh(dest)
+    )
+    results["scp_full_cold"] = repeat(
+        "scp -r, full, cold", runs, timed(lambda i: scp_command(remote, dest)), before=lambda i: _fresh(dest)
+    )
+    _fresh(dest)
+    run_checked(rsync_command(remote, dest))
+    results["rsync_full_nochange"] = repeat("rsync -a, full, no change", runs, timed(lambda i: rsync_command(remote, dest)))
+
+    def rsync_changed_after(i: int) -> None:
+        changes.undo()
+        run_checked(rsync_command(remote, dest))
+
+    results["rsync_full_changed"] = repeat(
+        "rsync -a, full, 3 mod + 1 add + 1 del", runs, timed(lambda i: rsync_command(remote, dest)),
+        before=changes.apply, after=rsync_changed_after,
+    )
+    changes.undo()
+
+    if not have_sgl_scan_pull:
+        reason = "sgl-scan snapshot pull is not available yet"
+        for key, name in _SGL_PULL_NAMES.items():
+            results[key] = unavailable(name, reason)
+        return results
+
+    # --- sgl-scan ---
+    for scope in ("speculative", "full"):
+        home = work / f"home-cold-{scope}"
+        results[f"pull_sgl_{scope}_cold"] = repeat(
+            _SGL_PULL_NAMES[f"pull_sgl_{scope}_cold"], runs,
+            timed(lambda i, scope=scope: sgl_scan_pull(remote, scope), env=_env(home)),
+            before=lambda i, home=home: _fresh(home),
+        )
+
+    # rsync of exactly the files the default scope took (an include list is the best rsync can do).
+    try:
+        listing = work / "speculative-files.txt"
+        listing.write_text("\n".join(latest_manifest_files(work / "home-cold-speculative")) + "\n")
+        results["rsync_speculative_cold"] = repeat(
+            "rsync -a --files-from, default scope, cold", runs,
+            timed(lambda i: rsync_command(remote, dest, listing)), before=lambda i: _fresh(dest),
+        )
+    except (OSError, KeyError, ValueError) as exc:
+        results["rsync_speculative_cold"] = unavailable("rsync -a --files-from, default scope, cold", f"no file list: {exc}")
+
+    home = work / "home-warm-full"
+    env = _env(home)
+    _fresh(home)
+    try:
+        run_checked(sgl_scan_pull(remote, "full"), env=env)
+    except Exception as exc:
+        for key in ("pull_sgl_full_nochange", "pull_sgl_full_changed"):
+            results[key] = unavailable(_SGL_PULL_NAMES[key], f"initial pull failed: {exc}")
+        return results
+    results["pull_sgl_full_nochange"] = repeat(
+        _SGL_PULL_NAMES["pull_sgl_full_nochange"], runs, timed(lambda i: sgl_scan_pull(remote, "full"), env=env)
+    )
+
+    def sgl_changed_after(i: int) -> None:
+        changes.undo()
+        run_checked(sgl_scan_pull(remote, "full"), env=env)
+
+    results["pull_sgl_full_changed"] = repeat(
+        _SGL_PULL_NAMES["pull_sgl_full_changed"], runs, timed(lambda i: sgl_scan_pull(remote, "full"), env=env),
+        before=changes.apply, after=sgl_changed_after,
+    )
+    changes.undo()
+    return results
+
+
+_SGL_PULL_NAMES = {
+    "pull_sgl_speculative_cold": "sgl-scan pull, default scope, cold",
+    "pull_sgl_full_cold": "sgl-scan pull, full, cold",
+    "pull_sgl_full_nochange": "sgl-scan re-pull, full, no change",
+    "pull_sgl_full_changed": "sgl-scan re-pull, full, 3 mod + 1 add + 1 del",
+}

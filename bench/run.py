@@ -1,0 +1,331 @@
+"""Benchmark sgl-scan against grep, Semgrep, rsync and scp on a real SGLang tree, in one run.
+
+    python bench/run.py                      # everything, 3 runs each, on sglang==0.5.23 from PyPI
+    python bench/run.py --only analysis,memory
+    python bench/run.py --quick --tree DIR   # one run each, no Semgrep install: a smoke test
+
+Writes `results.json` (every time, every ratio) and `results.md` (the table) into `--out`
+(default: bench/), and prints the table. Targets are ratios measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # `python bench/run.py` puts bench/ first, not the repository
+    sys.path.insert(0, str(REPO))
+
+from bench import analysis_bench, gen_bench, pull_bench, semgrep_tool  # noqa: E402
+from bench.measure import Stats, unavailable  # noqa: E402
+
+SECTIONS = ("analysis", "pull", "memory", "gen")
+RELEASE = "0.5.23"
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    limit: float
+    value: float | None  # the measured ratio or quantity (medians)
+    unit: str  # "x" for a ratio, "s", "MiB"
+    basis: str  # how the value was computed, or why it is missing
+
+    @property
+    def verdict(self) -> str:
+        if self.value is None:
+            return "n/a"
+        return "PASS" if self.value <= self.limit else "MISS"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "limit": self.limit, "value": _r(self.value), "unit": self.unit,
+                "basis": self.basis, "verdict": self.verdict}
+
+
+def _r(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def ratio(a: Stats | None, b: Stats | None) -> float | None:
+    if a is None or b is None or not a.ok or not b.ok or not b.median:
+        return None
+    return a.median / b.median
+
+
+def _ratio_target(name: str, limit: float, a: Stats | None, b: Stats | None) -> Target:
+    value = ratio(a, b)
+    if value is None:
+        missing = [s for s in (a, b) if s is None or not s.ok]
+        why = "; ".join(f"{s.name}: {s.reason}" for s in missing if s is not None) or "not measured"
+        return Target(name, limit, None, "x", why)
+    return Target(name, limit, value, "x", f"{a.median:.3f} s / {b.median:.3f} s")
+
+
+def _abs_target(name: str, limit: float, stats: Stats | None, unit: str = "s") -> Target:
+    if stats is None or not stats.ok:
+        return Target(name, limit, None, unit, stats.reason if stats is not None else "not measured")
+    return Target(name, limit, stats.median, unit, f"median of {len(stats.times)}")
+
+
+def targets(results: dict[str, Stats], rss: tuple[float | None, str | None] | None) -> list[Target]:
+    g = results.get
+    out = [
+        _ratio_target("full-tree cold scan ≤ 0.5 × Semgrep", 0.5, g("sgl_full_cold"), g("semgrep_full")),
+        _abs_target("warm full re-scan ≤ 1 s", 1.0, g("sgl_full_warm")),
+        _ratio_target("warm full re-scan ≤ 15 × grep", 15.0, g("sgl_full_warm"), g("grep_full")),
+        _ratio_target("default-scope cold scan ≤ 0.5 × Semgrep on srt/speculative", 0.5,
+                      g("sgl_speculative_cold"), g("semgrep_speculative")),
+        _ratio_target("cold full pull ≤ 1.0 × rsync", 1.0, g("pull_sgl_full_cold"), g("rsync_full_cold")),
+        _ratio_target("no-change re-pull ≤ 0.8 × rsync", 0.8, g("pull_sgl_full_nochange"), g("rsync_full_nochange")),
+    ]
+    if rss is not None:
+        mib, why = rss
+        out.append(Target("peak RSS of a full-tree scan ≤ 1 GB", 1024.0, mib, "MiB",
+                          "max single-process ru_maxrss" if mib is not None else (why or "not measured")))
+    out.append(_abs_target("gen ddtree (with validation) ≤ 5 s", 5.0, g("gen_warm")))
+    return out
+
+
+# ---------------------------------------------------------------- what is available
+
+
+def _cli_has(*args: str) -> bool:
+    """Whether `sgl-scan ARGS --help` succeeds: the command exists in this checkout."""
+    result = subprocess.run([sys.executable, "-m", "sgl_scan", *args, "--help"], capture_output=True, text=True,
+                            cwd=REPO)
+    return result.returncode == 0
+
+
+def _scan_has_json() -> bool:
+    result = subprocess.run([sys.executable, "-m", "sgl_scan", "scan", "--help"], capture_output=True, text=True,
+                            cwd=REPO)
+    return result.returncode == 0 and "--format" in result.stdout
+
+
+def _version(command: list[str]) -> str:
+    try:
+        result = subprocess.run(command, capture_output=True, text=True)
+    except OSError:
+        return "missing"
+    text = (result.stdout or result.stderr).strip().splitlines()
+    return text[0] if text else "unknown"
+
+
+def _git_commit() -> str:
+    result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True, cwd=REPO).stdout.strip()
+    return (result.stdout.strip() or "unknown") + ("+dirty" if dirty else "")
+
+
+# ---------------------------------------------------------------- sections
+
+
+def run_analysis(tree: Path, work: Path, runs: int, install: bool, venv: Path, results: dict, extra: dict) -> None:
+    full, spec = "sglang/srt", "sglang/srt/speculative"
+    results["grep_full"], grep_full_out = analysis_bench.measure_grep(tree, full, runs, work)
+    results["grep_speculative"], _ = analysis_bench.measure_grep(tree, spec, runs, work)
+
+    binary, why_not = semgrep_tool.semgrep_binary(venv, install=install)
+    extra["semgrep_version"] = semgrep_tool.semgrep_version(binary) if binary else f"n/a ({why_not})"
+    results["semgrep_full"], semgrep_full_out = analysis_bench.measure_semgrep(binary, why_not, tree, full, runs, work)
+    results["semgrep_speculative"], _ = analysis_bench.measure_semgrep(binary, why_not, tree, spec, runs, work)
+
+    if not _scan_has_json():
+        reason = "sgl-scan scan --format json is not available in this checkout yet"
+        for key, scope, kind in (("sgl_full_cold", "full", "cold"), ("sgl_full_warm", "full", "warm"),
+                                 ("sgl_speculative_cold", "speculative", "cold"),
+                                 ("sgl_speculative_warm", "speculative", "warm")):
+            results[key] = unavailable(f"sgl-scan scan, {scope}, {kind}", reason)
+        return
+    results["sgl_full_cold"], results["sgl_full_warm"], sgl_full_out = analysis_bench.measure_sgl_scan(
+        tree, work, "full", runs)
+    results["sgl_speculative_cold"], results["sgl_speculative_warm"], _ = analysis_bench.measure_sgl_scan(
+        tree, work, "speculative", runs)
+    extra["accuracy"] = analysis_bench.scores(sgl_full_out, grep_full_out, semgrep_full_out)
+    try:
+        files = pull_bench.latest_manifest_files(work / "home-speculative")
+        extra["tree"]["default scope"] = analysis_bench.tree_stats(tree, files)
+    except (OSError, KeyError, ValueError):
+        pass
+
+
+def run_pull(tree: Path, work: Path, runs: int, results: dict, extra: dict) -> None:
+    import shutil
+
+    try:
+        from tests.support.sshd import start_sshd
+    except ImportError as exc:
+        for key in ("rsync_full_cold", "scp_full_cold", "rsync_full_nochange", "pull_sgl_full_nochange"):
+            results[key] = unavailable(key, f"no loopback sshd helper: {exc}")
+        return
+    remote_root = work / "remote"
+    shutil.copytree(tree / "sglang", remote_root / "sglang")
+    have_pull = _cli_has("snapshot", "pull")
+    try:
+        with start_sshd(work / "sshd") as server:
+            remote = pull_bench.Remote(server=server, package=remote_root / "sglang")
+            results.update(pull_bench.measure_pull(remote, work / "pull", runs, have_pull))
+    except BaseException as exc:  # pytest.skip raises a BaseException when sshd is missing
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        reason = f"loopback sshd unavailable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        for key in ("rsync_full_cold", "scp_full_cold", "rsync_full_nochange", "pull_sgl_full_nochange"):
+            results.setdefault(key, unavailable(key, reason))
+
+
+def run_memory(tree: Path, work: Path) -> tuple[float | None, str | None]:
+    if not _scan_has_json():
+        return None, "sgl-scan scan --format json is not available in this checkout yet"
+    return analysis_bench.measure_rss(tree, work)
+
+
+def run_gen(tree: Path, work: Path, runs: int, results: dict) -> None:
+    if not _cli_has("gen", "ddtree"):
+        for key, name in (("gen_warm", "gen ddtree, warm"), ("gen_cold", "gen ddtree, cold")):
+            results[key] = unavailable(name, "sgl-scan gen ddtree is not available in this checkout yet")
+        return
+    results["gen_warm"], results["gen_cold"] = gen_bench.measure_gen(tree, work, runs)
+
+
+# ---------------------------------------------------------------- output
+
+
+def _fmt(value: float | None, unit: str = "s") -> str:
+    if value is None:
+        return "n/a"
+    if unit == "x":
+        return f"{value:.2f}×"
+    if unit == "MiB":
+        return f"{value:.0f} MiB"
+    return f"{value:.3f}"
+
+
+def markdown(results: dict[str, Stats], goals: list[Target], extra: dict) -> str:
+    lines = [
+        f"# sgl-scan benchmark — sglang {extra.get('sglang_version', '?')}",
+        "",
+        f"Written by `python bench/run.py{extra.get('argv', '')}` on {extra['date']}: {extra['cpus']} CPUs, "
+        f"Python {extra['python']}, sgl-scan at {extra['commit']}; {extra['runs']} run(s) per measurement.",
+        f"Tools: {extra['grep_version']}; {extra['semgrep_version']}; {extra['rsync_version']}; {extra['ssh_version']}.",
+        "",
+        "## Targets (medians, same run)",
+        "",
+        "| target | value | verdict | basis |",
+        "|---|---|---|---|",
+    ]
+    for goal in goals:
+        lines.append(f"| {goal.name} | {_fmt(goal.value, goal.unit)} | **{goal.verdict}** | {goal.basis} |")
+    lines += ["", "## Timings (seconds)", "", "| measurement | runs | min | median | max | note |", "|---|---|---|---|---|---|"]
+    for stats in results.values():
+        lines.append(f"| {stats.name} | {len(stats.times)} | {_fmt(stats.min)} | {_fmt(stats.median)} | "
+                     f"{_fmt(stats.max)} | {stats.reason or ''} |")
+    tree = extra.get("tree", {})
+    if tree:
+        lines += ["", "## Tree", "", "| part | files | lines | bytes |", "|---|---|---|---|"]
+        for part, st in tree.items():
+            lines.append(f"| {part} | {st['files']} | {st['lines']} | {st['bytes']} |")
+    acc = extra.get("accuracy") or {}
+    if acc:
+        lines += ["", "## Accuracy against sgl-scan's SGL101–SGL103 findings (full tree, by file:line)", "",
+                  "| tool | rule | sgl-scan findings | tool hits | matched | precision | recall |",
+                  "|---|---|---|---|---|---|---|"]
+        for tool in ("grep", "semgrep"):
+            for s in acc.get(tool, ()):
+                lines.append(f"| {tool} | {s['rule']} | {s['reference']} | {s['reported']} | {s['matched']} | "
+                             f"{_fmt(s['precision'], 'p')} | {_fmt(s['recall'], 'p')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="one run each and no Semgrep install (smoke test)")
+    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {','.join(SECTIONS)}")
+    parser.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3, --quick 1)")
+    parser.add_argument("--tree", type=Path, help=f"folder holding sglang/srt (default: sglang=={RELEASE} from PyPI)")
+    parser.add_argument("--out", type=Path, default=REPO / "bench", help="where results.json and results.md go")
+    parser.add_argument("--no-install", action="store_true", help="do not pip-install Semgrep into bench/.venv-semgrep")
+    parser.add_argument("--semgrep-venv", type=Path, default=semgrep_tool.DEFAULT_VENV, help="the venv holding Semgrep")
+    args = parser.parse_args(argv)
+    sections = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = sorted(set(sections) - set(SECTIONS))
+    if unknown:
+        parser.error(f"unknown section(s): {', '.join(unknown)} (choose from {', '.join(SECTIONS)})")
+    runs = args.runs or (1 if args.quick else 3)
+    install = not (args.no_install or args.quick)
+    if args.tree is None:
+        from tests.support.releases import release_tree
+
+        tree = release_tree(RELEASE)
+    else:
+        tree = args.tree.resolve()
+    if not (tree / "sglang" / "srt").is_dir():
+        parser.error(f"{tree} has no sglang/srt folder")
+
+    marker = tree / ".complete"  # tests.support.releases writes the version there
+    label = RELEASE if args.tree is None else marker.read_text().strip() if marker.exists() else f"tree {tree.name}"
+    extra: dict = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "argv": "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:])),
+        "cpus": os.cpu_count(), "python": platform.python_version(), "commit": _git_commit(), "runs": runs,
+        "sglang_version": label,
+        "grep_version": _version(["grep", "--version"]), "rsync_version": _version(["rsync", "--version"]),
+        "ssh_version": _version(["ssh", "-V"]), "semgrep_version": "not run",
+        "tree": {"srt": analysis_bench.tree_stats(tree), "srt/speculative": analysis_bench.tree_stats(tree, subdir="sglang/srt/speculative")},
+    }
+    results: dict[str, Stats] = {}
+    rss = None
+    with ExitStack() as stack:
+        work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sgl-scan-bench-")))
+        for section in SECTIONS:
+            if section not in sections:
+                continue
+            print(f"[bench] {section} ...", file=sys.stderr, flush=True)
+            section_dir = work / section
+            section_dir.mkdir()
+            if section == "analysis":
+                run_analysis(tree, section_dir, runs, install, args.semgrep_venv, results, extra)
+            elif section == "pull":
+                run_pull(tree, section_dir, runs, results, extra)
+            elif section == "memory":
+                rss = run_memory(tree, section_dir)
+            elif section == "gen":
+                run_gen(tree, section_dir, runs, results)
+    goals = [t for t in targets(results, rss) if t.value is not None or _section_of(t.name) in sections]
+    document = {
+        "environment": {k: v for k, v in extra.items() if k not in ("accuracy",)},
+        "results": {key: stats.to_json() for key, stats in results.items()},
+        "peak_rss_mib": None if rss is None else _r(rss[0], 1),
+        "targets": [t.to_json() for t in goals],
+        "accuracy": extra.get("accuracy") or {},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    table = markdown(results, goals, extra)
+    (args.out / "results.md").write_text(table)
+    print(table)
+    return 0
+
+
+def _section_of(target_name: str) -> str:
+    if "pull" in target_name:
+        return "pull"
+    if "RSS" in target_name:
+        return "memory"
+    if "gen" in target_name:
+        return "gen"
+    return "analysis"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
