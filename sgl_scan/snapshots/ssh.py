@@ -1,0 +1,375 @@
+"""Pull a snapshot from a remote host over SSH: one `exec`, one tar stream, only changed files.
+
+The remote side is one POSIX `sh` script (below) run by a single `exec_command`; every value it gets
+(remote root, scope, patterns, nonce) is a positional argument quoted with `shlex.quote` and only
+ever used as `"$1"`, so a remote root like `a b;touch /x;$(id)'"` is just a folder name. It
+
+1. finds the package (`--remote-root`, else the remote Python's `importlib.util.find_spec("sglang")`
+   — located, not imported — else `~/sglang/python/sglang`, `/root/sglang/python/sglang`,
+   `/sgl-workspace/sglang/python/sglang`),
+2. reports the git commit, branch, dirty state and `git diff HEAD` of a checkout,
+3. lists the scope's candidate files NUL-separated with size and mtime (`find -printf`) and the
+   byte-search hits (`grep -lZE`), then
+4. reads the NUL-separated names the client wants from stdin and streams them with
+   `tar --null -T -`.
+
+Sections of the reply are framed by a random nonce. The client compares the listing with the latest
+snapshot of the same host and root, asks only for new or changed (size or mtime) files, takes the
+rest from that snapshot, and extracts the tar while reading it (`tarstream`). If nothing changed,
+the earlier snapshot is returned as is. Compression is off (loopback/LAN).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import shlex
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import paramiko
+
+from sgl_scan.errors import RemoteError, SnapshotError
+from sgl_scan.snapshots import scope as scopes
+from sgl_scan.snapshots.manifest import FileEntry, GitState, Snapshot, SkippedFile
+from sgl_scan.snapshots.progress import Progress
+from sgl_scan.snapshots.sshconnect import Connector, Target, resolve_target
+from sgl_scan.snapshots.store import PATCH_FILE, Store
+from sgl_scan.snapshots.tarstream import Limits, extract_stream, human
+
+log = logging.getLogger(__name__)
+
+PREFIX = "sglang/"
+RECV = 1 << 18
+FIND_FMT = "%s %T@ %p\\0"
+
+REMOTE_SCRIPT = r"""
+set -u
+unset CDPATH
+LC_ALL=C; export LC_ALL
+root=$1; scope=$2; n=$3; vocab=$4; algo=$5; maxpatch=$6
+sec() { printf '\n%s %s\n' "$n" "$1"; }
+fail() { sec error; printf '%s' "$1"; exit 0; }
+for tool in find tar; do
+  command -v "$tool" >/dev/null 2>&1 || fail "the remote host has no '$tool' command"
+done
+how=given
+if [ -z "$root" ]; then
+  how=
+  for py in python3 python; do
+    command -v "$py" >/dev/null 2>&1 || continue
+    cand=$("$py" -c 'import importlib.util as u, os
+s = u.find_spec("sglang")
+print(os.path.dirname(s.origin) if s and s.origin else "")' 2>/dev/null) || cand=
+    if [ -n "$cand" ] && [ -d "$cand/srt" ]; then root=$cand; how=$py; break; fi
+  done
+fi
+if [ -z "$root" ]; then
+  for cand in "${HOME:-/root}/sglang/python/sglang" /root/sglang/python/sglang /sgl-workspace/sglang/python/sglang; do
+    if [ -d "$cand/srt" ]; then root=$cand; how=fallback; break; fi
+  done
+fi
+[ -n "$root" ] || fail "could not find the sglang package (the remote python cannot locate it and no fallback path exists); pass --remote-root"
+cd -P -- "$root" 2>/dev/null || fail "cannot enter the remote root"
+[ -d srt ] || fail "the remote root has no srt/ folder; give the sglang package folder (.../python/sglang)"
+sec root; pwd -P
+sec how; printf '%s' "$how"
+g() { git -c 'safe.directory=*' -c core.quotepath=off "$@"; }
+if command -v git >/dev/null 2>&1 && g rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  sec git-commit; g rev-parse HEAD 2>/dev/null
+  sec git-branch; g symbolic-ref -q --short HEAD 2>/dev/null
+  sec git-status; g status --porcelain --untracked-files=no 2>/dev/null | head -c 4096
+  sec git-diff; g diff HEAD --no-color --no-ext-diff 2>/dev/null | head -c "$maxpatch"
+fi
+sec list
+if [ "$scope" = full ]; then
+  find srt -type f -name '*.py' -printf "$FMT" 2>/dev/null
+  sec odd; find srt -name '*.py' ! -type f ! -type d -print0 2>/dev/null
+else
+  find srt/speculative srt/arg_groups srt/managers -type f -name '*.py' -printf "$FMT" 2>/dev/null
+  find srt/models -maxdepth 1 -type f -name '*.py' -printf "$FMT" 2>/dev/null
+  find srt/server_args.py -maxdepth 0 -type f -printf "$FMT" 2>/dev/null
+  sec odd; find srt/speculative srt/arg_groups srt/managers srt/models -name '*.py' ! -type f ! -type d -print0 2>/dev/null
+  sec grep-vocab; find srt/models -maxdepth 1 -type f -name '*.py' -exec grep -lZE -e "$vocab" -- {} + 2>/dev/null
+  sec grep-algo; find srt/managers -type f -name '*.py' -exec grep -lZE -e "$algo" -- {} + 2>/dev/null
+fi
+sec version; find version.py _version.py -maxdepth 0 -type f -printf "$FMT" 2>/dev/null
+sec tar
+exec tar -cf - --null --no-recursion --hard-dereference -T -
+""".replace('"$FMT"', "'" + FIND_FMT + "'")
+
+
+@dataclass(frozen=True)
+class Listed:
+    size: int
+    mtime: float
+
+
+@dataclass(frozen=True)
+class SshPull:
+    """What one SSH pull did: the snapshot, and which files crossed the wire."""
+
+    snapshot: Snapshot
+    fetched: tuple[str, ...]  # member names (relative to the package folder) transferred
+    reused: tuple[str, ...]  # taken from the base snapshot
+    base: str | None  # the earlier snapshot compared against
+    unchanged: bool  # nothing changed: `snapshot` is the base snapshot
+    bytes_received: int
+
+
+def remote_command(remote_root: str | None, scope: str, nonce: str, max_patch: int) -> str:
+    """The one command line run on the remote host; every argument is quoted."""
+    args = [remote_root or "", scope, nonce, scopes.VOCAB_PATTERN, scopes.SPEC_ALGO_PATTERN, str(max_patch)]
+    return "sh -c " + shlex.quote(REMOTE_SCRIPT) + " sgl-scan " + " ".join(shlex.quote(a) for a in args)
+
+
+class ChannelReader:
+    """A file-like reader over a channel's stdout with a deadline and a byte counter."""
+
+    def __init__(self, channel: paramiko.Channel, deadline: float, on_bytes: Callable[[int], None] | None = None):
+        self.channel = channel
+        self.deadline = deadline
+        self.pending = b""
+        self.offset = 0
+        self.received = 0
+        self.on_bytes = on_bytes
+
+    def _recv(self) -> bytes:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise RemoteError("the pull ran past its deadline (--timeout)")
+        self.channel.settimeout(remaining)
+        try:
+            data = self.channel.recv(RECV)
+        except (socket.timeout, TimeoutError) as exc:
+            raise RemoteError("the remote host stopped sending before the deadline (--timeout)") from exc
+        self.received += len(data)
+        if self.on_bytes:
+            self.on_bytes(self.received)
+        return data
+
+    def read(self, size: int = -1) -> bytes:
+        if self.offset >= len(self.pending):
+            data = self._recv()
+            if size < 0 or len(data) <= size:
+                return data
+            self.pending, self.offset = data, 0
+        end = len(self.pending) if size < 0 else min(len(self.pending), self.offset + size)
+        data = self.pending[self.offset:end]
+        self.offset = end
+        return data
+
+    def read_until(self, marker: bytes, limit: int) -> tuple[bytes, bool]:
+        """Everything before `marker` (consumed) and True; or all there was and False at EOF."""
+        buf = bytearray(self.pending[self.offset:])
+        self.pending, self.offset = b"", 0
+        start = 0
+        while True:
+            at = buf.find(marker, start)
+            if at >= 0:
+                self.pending = bytes(buf[at + len(marker):])
+                return bytes(buf[:at]), True
+            if len(buf) > limit:
+                raise RemoteError(f"the remote listing is larger than {human(limit)}; refusing")
+            start = max(0, len(buf) - len(marker))
+            data = self._recv()
+            if not data:
+                return bytes(buf), False
+            buf += data
+
+
+def parse_sections(head: bytes, nonce: str) -> dict[str, bytes]:
+    sections: dict[str, bytes] = {}
+    for part in head.split(b"\n" + nonce.encode() + b" ")[1:]:
+        name, _, body = part.partition(b"\n")
+        sections[name.decode("ascii", "replace")] = body
+    return sections
+
+
+def parse_listing(raw: bytes) -> dict[str, Listed]:
+    listing = {}
+    for record in raw.split(b"\0"):
+        if not record:
+            continue
+        try:
+            size, mtime, path = record.split(b" ", 2)
+            listing[path.decode("utf-8", "surrogateescape")] = Listed(int(size), float(mtime))
+        except ValueError as exc:
+            raise RemoteError(f"the remote file listing is malformed near {record[:60]!r}") from exc
+    return listing
+
+
+def _names(raw: bytes) -> set[str]:
+    return {p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p}
+
+
+def _find_base(store: Store, target: Target, root: str) -> Snapshot | None:
+    for manifest in reversed(store.list()):
+        src = manifest.source
+        if (manifest.source_kind == "ssh" and src.get("hostname") == target.hostname
+                and src.get("port") == target.port and manifest.root == root):
+            try:
+                snapshot = store.open(manifest.id, verify=False)
+                store.verify(snapshot, hashes=False)
+                return snapshot
+            except SnapshotError as exc:
+                log.warning("not reusing %s: %s", manifest.id, exc)
+                return None
+    return None
+
+
+def _git_state(sections: Mapping[str, bytes]) -> tuple[GitState | None, str | None]:
+    if "git-commit" not in sections:
+        return None, None
+    commit = sections["git-commit"].decode(errors="replace").strip()
+    if not commit:
+        return None, None
+    branch = sections.get("git-branch", b"").decode(errors="replace").strip() or None
+    dirty = bool(sections.get("git-status", b"").strip())
+    patch = sections.get("git-diff", b"").decode("utf-8", "surrogateescape")
+    return GitState(commit=commit, branch=branch, dirty=dirty), (patch if patch.strip() else None)
+
+
+def _same_state(base: Snapshot, git: GitState | None, patch: str | None) -> bool:
+    old = base.manifest.git
+    if (old is None) != (git is None):
+        return False
+    if old and git and (old.commit, old.branch, old.dirty) != (git.commit, git.branch, git.dirty):
+        return False
+    old_patch = None
+    if old and old.patch:
+        try:
+            old_patch = (base.folder / PATCH_FILE).read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError:
+            return False
+    return old_patch == patch
+
+
+def pull_ssh(
+    params: Mapping,
+    *,
+    store: Store | None = None,
+    limits: Limits | None = None,
+    progress: Progress | None = None,
+    before_transfer: Callable[[list[str]], None] | None = None,
+) -> SshPull:
+    """Pull (or refresh) a snapshot from `params["host"]` (the CLI's source options)."""
+    store = store or Store()
+    limits = limits or Limits.from_params(params)
+    scope = scopes.check_scope(params.get("scope"))
+    progress = progress or Progress("pull")
+    connect_timeout = float(params.get("connect_timeout") or 15.0)
+    deadline = time.monotonic() + float(params.get("timeout") or 900.0)
+    target = resolve_target(params["host"], port=params.get("port"), user=params.get("user"),
+                            identity=params.get("identity"), ssh_config=params.get("ssh_config"))
+    nonce = secrets.token_hex(16)
+    with Connector(known_hosts=params.get("known_hosts"), accept_new=bool(params.get("accept_new_host_key")),
+                   timeout=connect_timeout) as connector:
+        progress.update(f"connecting to {target.describe()}", force=True)
+        transport = connector.connect(target)
+        try:
+            channel = transport.open_session(timeout=connect_timeout)
+            channel.exec_command(remote_command(params.get("remote_root"), scope, nonce, limits.max_file_size))
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise RemoteError(f"cannot run the remote command on {target.describe()}: {exc}") from exc
+        try:
+            return _transfer(channel, store, target, params, scope, nonce, limits, progress, deadline, before_transfer)
+        except (paramiko.SSHException, EOFError, ConnectionError) as exc:
+            raise RemoteError(f"the connection to {target.describe()} failed during the pull: {exc or type(exc).__name__}") from exc
+        finally:
+            progress.done()
+            channel.close()
+
+
+def _stderr_tail(channel: paramiko.Channel) -> str:
+    chunks = []
+    while channel.recv_stderr_ready():
+        chunks.append(channel.recv_stderr(65536))
+    text = b"".join(chunks).decode(errors="replace").strip()
+    return text.splitlines()[-1][:300] if text else ""
+
+
+def _transfer(channel, store, target, params, scope, nonce, limits, progress, deadline, before_transfer) -> SshPull:
+    reader = ChannelReader(channel, deadline, lambda n: progress.update(f"{human(n)} received"))
+    head, complete = reader.read_until(f"\n{nonce} tar\n".encode(), limit=limits.max_file_size + (256 << 20))
+    sections = parse_sections(head, nonce)
+    if "error" in sections:
+        raise RemoteError(f"{target.describe()}: {sections['error'].decode(errors='replace').strip()}")
+    if not complete or "root" not in sections:
+        status = channel.recv_exit_status() if channel.exit_status_ready() else None
+        detail = _stderr_tail(channel)
+        raise RemoteError(
+            f"the remote command on {target.describe()} ended early"
+            + (f" (exit {status})" if status is not None else "") + (f": {detail}" if detail else "")
+        )
+    root = sections["root"].decode("utf-8", "surrogateescape").rstrip("\n")
+    how = sections.get("how", b"").decode(errors="replace")
+    listing = parse_listing(sections.get("list", b"") + b"\0" + sections.get("version", b""))
+    hits = _names(sections.get("grep-vocab", b"")) | _names(sections.get("grep-algo", b""))
+    chosen = scopes.select(listing, scope, lambda path, pattern: path in hits)
+    skipped = [SkippedFile(p, "not a regular file") for p in sorted(_names(sections.get("odd", b"")))]
+    wanted_all = []
+    for path in chosen:
+        if listing[path].size > limits.max_file_size:
+            skipped.append(SkippedFile(path, f"larger than --max-file-size ({human(listing[path].size)})"))
+        else:
+            wanted_all.append(path)
+    if len(wanted_all) > limits.max_files:
+        raise RemoteError(f"{len(wanted_all)} files selected, over --max-files {limits.max_files}")
+    total = sum(listing[p].size for p in wanted_all)
+    if total > limits.max_bytes:
+        raise RemoteError(f"the selected files hold {human(total)}, over --max-bytes {human(limits.max_bytes)}")
+    git, patch = _git_state(sections)
+    base = _find_base(store, target, root)
+    base_files = {e.path: e for e in base.manifest.files} if base else {}
+    fetch, reuse = [], []
+    for path in wanted_all:
+        old = base_files.get(PREFIX + path)
+        item = listing[path]
+        if old is not None and old.size == item.size and old.mtime == item.mtime:
+            reuse.append(path)
+        else:
+            fetch.append(path)
+    log.info("%s: root %s (found by %s), %d files in scope, %d to fetch, %d unchanged",
+             target.describe(), root, how, len(wanted_all), len(fetch), len(reuse))
+    if base and not fetch and len(reuse) == len(base_files) and base.manifest.scope == scope \
+            and _same_state(base, git, patch):
+        log.info("nothing changed since snapshot %s", base.id)
+        return SshPull(base, (), tuple(reuse), base.id, True, reader.received)
+    if before_transfer:
+        before_transfer(fetch)
+    sender = threading.Thread(target=_send_names, args=(channel, fetch), daemon=True)
+    sender.start()
+    source = {
+        "host": target.alias, "hostname": target.hostname, "port": target.port, "user": target.user,
+        "jump": [hop.describe() for hop in target.jump], "found_by": how, "base": base.id if base else None,
+        "fetched": len(fetch), "reused": len(reuse),
+    }
+    with store.stage() as stage:
+        for path in reuse:
+            stage.reuse(base, base_files[PREFIX + path])
+        if fetch:
+            extract_stream(
+                reader, stage.write, prefix=PREFIX, expected={p: listing[p].mtime for p in fetch},
+                limits=limits,
+            )
+        sender.join(timeout=max(0.0, deadline - time.monotonic()))
+        status = channel.recv_exit_status() if fetch else 0
+        if status != 0:
+            detail = _stderr_tail(channel)
+            raise RemoteError(f"remote tar failed (exit {status}){': ' + detail if detail else ''}; did the tree change during the pull? retry")
+        snapshot = stage.commit(source_kind="ssh", source=source, root=root, scope=scope, git=git, patch=patch,
+                                skipped=tuple(skipped))
+    return SshPull(snapshot, tuple(fetch), tuple(reuse), base.id if base else None, False, reader.received)
+
+
+def _send_names(channel: paramiko.Channel, names: list[str]) -> None:
+    try:
+        if names:
+            channel.sendall(b"".join(n.encode("utf-8", "surrogateescape") + b"\0" for n in names))
+        channel.shutdown_write()
+    except (OSError, paramiko.SSHException, EOFError):
+        pass  # the reader reports the broken connection

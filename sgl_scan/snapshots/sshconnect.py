@@ -1,0 +1,287 @@
+"""Open an authenticated paramiko transport the way OpenSSH would, refusing unknown or changed hosts.
+
+- `~/.ssh/config` (or `--ssh-config FILE`): HostName, Port, User, IdentityFile and ProxyJump (each hop
+  is a `direct-tcpip` channel through the previous one). Explicit options win over the file.
+- Host keys: `~/.ssh/known_hosts` plus `--known-hosts FILE`; `@cert-authority`/`@revoked` lines and
+  malformed lines are skipped. An unknown host is refused unless `accept_new` is set (then its key
+  is appended to `--known-hosts`, else to `~/.ssh/known_hosts`); a changed key is always refused.
+- Keys: `--identity`, the config's IdentityFile entries, ssh-agent keys, then `~/.ssh/id_ed25519`,
+  `id_ecdsa`, `id_rsa`. Encrypted keys that the agent does not hold are skipped. Only key paths are
+  ever logged, never key material.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import socket
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+
+from sgl_scan.errors import RemoteError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
+WINDOW = 16 * 1024 * 1024
+MAX_PACKET = 32768
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where and as whom to connect (after ~/.ssh/config); never holds secrets."""
+
+    alias: str
+    hostname: str
+    port: int
+    user: str
+    identities: tuple[str, ...]
+    jump: tuple["Target", ...] = ()
+
+    @property
+    def known_hosts_name(self) -> str:
+        return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
+
+    def describe(self) -> str:
+        return f"{self.user}@{self.hostname}:{self.port}"
+
+
+def _load_config(path: str | None) -> paramiko.SSHConfig:
+    file = Path(os.path.expanduser(path or "~/.ssh/config"))
+    if not file.exists():
+        if path:
+            raise RemoteError(f"ssh config file not found: {file}")
+        return paramiko.SSHConfig()
+    try:
+        return paramiko.SSHConfig.from_path(str(file))
+    except Exception as exc:  # paramiko raises several types for a bad file
+        raise RemoteError(f"cannot read ssh config {file}: {exc}") from exc
+
+
+def resolve_target(host: str, *, port: int | None = None, user: str | None = None, identity: str | None = None,
+                   ssh_config: str | None = None, _depth: int = 0) -> Target:
+    """Apply ~/.ssh/config to `host` (an alias, name or address); explicit values win."""
+    if _depth > 8:
+        raise RemoteError("ProxyJump chain too long (more than 8 hops)")
+    config = _load_config(ssh_config)
+    try:
+        entry = config.lookup(host)
+    except Exception as exc:
+        raise RemoteError(f"cannot apply ssh config to {host!r}: {exc}") from exc
+    identities = []
+    if identity:
+        identities.append(identity)
+    identities.extend(entry.get("identityfile", []))
+    target = Target(
+        alias=host,
+        hostname=entry.get("hostname", host),
+        port=int(port or entry.get("port", 22)),
+        user=user or entry.get("user") or getpass.getuser(),
+        identities=tuple(os.path.expanduser(i) for i in identities),
+    )
+    jump = entry.get("proxyjump")
+    if jump and jump.lower() != "none":
+        hops = []
+        for hop in jump.split(","):
+            hop_user, _, rest = hop.strip().rpartition("@")
+            hop_host, hop_port = rest, None
+            if rest.startswith("["):
+                hop_host, _, tail = rest[1:].partition("]")
+                hop_port = int(tail[1:]) if tail.startswith(":") else None
+            elif rest.count(":") == 1:
+                hop_host, port_text = rest.split(":")
+                hop_port = int(port_text)
+            hops.append(resolve_target(hop_host, port=hop_port, user=hop_user or None,
+                                       ssh_config=ssh_config, _depth=_depth + 1))
+        target = Target(target.alias, target.hostname, target.port, target.user, target.identities, tuple(hops))
+    return target
+
+
+def _flatten(target: Target) -> list[Target]:
+    """The hops in connection order: each jump host (with its own jumps first), then the target."""
+    hops: list[Target] = []
+    for hop in target.jump:
+        hops.extend(_flatten(hop))
+    return hops + [Target(target.alias, target.hostname, target.port, target.user, target.identities)]
+
+
+def load_known_hosts(files: list[Path]) -> paramiko.HostKeys:
+    """Host keys from OpenSSH known_hosts files, skipping marker and malformed lines."""
+    keys = paramiko.HostKeys()
+    for file in files:
+        try:
+            lines = file.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise RemoteError(f"cannot read known_hosts {file}: {exc.strerror}") from exc
+        for number, line in enumerate(lines, 1):
+            line = line.strip()
+            if not line or line.startswith("#") or line.startswith("@"):
+                continue
+            try:
+                entry = paramiko.hostkeys.HostKeyEntry.from_line(line, number)
+            except Exception:
+                entry = None
+            if entry is None or entry.key is None:
+                log.debug("known_hosts %s:%d skipped (unsupported or malformed)", file, number)
+                continue
+            for name in entry.hostnames:
+                keys.add(name, entry.key.get_name(), entry.key)
+    return keys
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    return f"{key.get_name()} {key.fingerprint}"
+
+
+class Connector:
+    """Connects to targets (and their jump hosts) with one policy for host keys and credentials."""
+
+    def __init__(self, *, known_hosts: str | None = None, accept_new: bool = False, timeout: float = 15.0) -> None:
+        self.extra_known_hosts = Path(os.path.expanduser(known_hosts)) if known_hosts else None
+        self.user_known_hosts = Path(os.path.expanduser("~/.ssh/known_hosts"))
+        files = [self.user_known_hosts] + ([self.extra_known_hosts] if self.extra_known_hosts else [])
+        self.host_keys = load_known_hosts(files)
+        self.accept_new = accept_new
+        self.timeout = timeout
+        self._stack = ExitStack()
+
+    def __enter__(self) -> "Connector":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def connect(self, target: Target) -> paramiko.Transport:
+        """An authenticated transport to `target` (through its jump hosts); closed with the Connector."""
+        hops = _flatten(target)
+        sock = None
+        for number, hop in enumerate(hops):
+            transport = self._open(hop, sock)
+            if number + 1 < len(hops):
+                sock = self._tunnel(transport, hops[number + 1])
+        return transport
+
+    def _tunnel(self, transport: paramiko.Transport, nxt: Target) -> paramiko.Channel:
+        try:
+            return transport.open_channel("direct-tcpip", (nxt.hostname, nxt.port), ("127.0.0.1", 0),
+                                          timeout=self.timeout)
+        except (paramiko.SSHException, OSError) as exc:
+            raise RemoteError(f"jump host could not reach {nxt.hostname}:{nxt.port}: {exc}") from exc
+
+    def _open(self, target: Target, sock) -> paramiko.Transport:
+        where = target.describe()
+        if sock is None:
+            try:
+                sock = socket.create_connection((target.hostname, target.port), timeout=self.timeout)
+            except socket.gaierror as exc:
+                raise RemoteError(f"cannot resolve host {target.hostname!r} ({exc.strerror}); check --host or ~/.ssh/config") from exc
+            except ConnectionRefusedError as exc:
+                raise RemoteError(f"connection refused by {target.hostname}:{target.port}; is sshd running there and the port right?") from exc
+            except (socket.timeout, TimeoutError) as exc:
+                raise RemoteError(f"connection to {target.hostname}:{target.port} timed out after {self.timeout:g} s (--connect-timeout)") from exc
+            except OSError as exc:
+                raise RemoteError(f"cannot connect to {target.hostname}:{target.port}: {exc.strerror or exc}") from exc
+            self._stack.callback(sock.close)
+        transport = paramiko.Transport(sock, default_window_size=WINDOW, default_max_packet_size=MAX_PACKET)
+        self._stack.callback(transport.close)
+        transport.banner_timeout = self.timeout
+        transport.handshake_timeout = self.timeout
+        transport.auth_timeout = self.timeout
+        known = self.host_keys.lookup(target.known_hosts_name) or {}
+        if known:  # ask for a key type we already trust, as OpenSSH does
+            options = transport.get_security_options()
+            preferred = [t for t in options.key_types if t in known or (t.startswith("rsa-sha2") and "ssh-rsa" in known)]
+            options.key_types = preferred + [t for t in options.key_types if t not in preferred]
+        try:
+            transport.start_client(timeout=self.timeout)
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            text = str(exc) or type(exc).__name__
+            if "banner" in text.lower() or isinstance(exc, (socket.timeout, TimeoutError)):
+                raise RemoteError(f"{target.hostname}:{target.port} did not answer as an SSH server within {self.timeout:g} s ({text})") from exc
+            raise RemoteError(f"SSH handshake with {target.hostname}:{target.port} failed: {text}") from exc
+        self._check_host_key(target, transport.get_remote_server_key())
+        self._authenticate(target, transport)
+        return transport
+
+    def _check_host_key(self, target: Target, key: paramiko.PKey) -> None:
+        name = target.known_hosts_name
+        known = self.host_keys.lookup(name) or {}
+        if key.get_name() in known:
+            if known[key.get_name()] == key:
+                return
+            raise RemoteError(
+                f"host key for {name} has CHANGED (now {fingerprint(key)}); refusing to connect. "
+                f"If the change is expected, remove the old key (ssh-keygen -R '{name}') and accept the new one"
+            )
+        if known:
+            raise RemoteError(
+                f"host {name} offered a {key.get_name()} key but known_hosts trusts only {', '.join(sorted(known))}; refusing"
+            )
+        if not self.accept_new:
+            raise RemoteError(
+                f"host key for {name} is not known ({fingerprint(key)}); check it, then rerun with "
+                f"--accept-new-host-key to trust it"
+            )
+        self._record(name, key)
+
+    def _record(self, name: str, key: paramiko.PKey) -> None:
+        file = self.extra_known_hosts or self.user_known_hosts
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a") as handle:
+                handle.write(f"{name} {key.get_name()} {key.get_base64()}\n")
+        except OSError as exc:
+            raise RemoteError(f"cannot record the host key in {file}: {exc.strerror}") from exc
+        self.host_keys.add(name, key.get_name(), key)
+        log.warning("trusted new host key for %s (%s), recorded in %s", name, fingerprint(key), file)
+
+    def _keys(self, target: Target):
+        seen = set()
+        for path in list(target.identities) + [os.path.expanduser(p) for p in DEFAULT_KEYS]:
+            if path in seen:
+                continue
+            seen.add(path)
+            explicit = path in target.identities
+            if not os.path.exists(path):
+                if explicit:
+                    log.warning("identity file %s does not exist", path)
+                continue
+            try:
+                yield path, paramiko.PKey.from_path(path)
+            except paramiko.PasswordRequiredException:
+                log.info("skipping encrypted key %s (load it into ssh-agent to use it)", path)
+            except Exception as exc:  # unreadable or unsupported key file
+                log.info("skipping key %s: %s", path, type(exc).__name__)
+        if os.environ.get("SSH_AUTH_SOCK"):
+            try:
+                agent = paramiko.Agent()
+                for number, key in enumerate(agent.get_keys(), 1):
+                    yield f"agent key {number}", key
+            except Exception as exc:
+                log.info("ssh-agent unavailable: %s", type(exc).__name__)
+
+    def _authenticate(self, target: Target, transport: paramiko.Transport) -> None:
+        tried = []
+        for label, key in self._keys(target):
+            tried.append(label)
+            try:
+                transport.auth_publickey(target.user, key)
+            except paramiko.AuthenticationException:
+                continue
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                raise RemoteError(f"authentication with {target.describe()} failed: {exc}") from exc
+            if transport.is_authenticated():
+                log.info("authenticated to %s with %s", target.describe(), label)
+                return
+        what = ", ".join(tried) if tried else "no usable key (give --identity or start ssh-agent)"
+        raise RemoteError(f"authentication failed for {target.describe()} (tried: {what}); check --user and --identity")
