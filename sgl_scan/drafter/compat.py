@@ -18,6 +18,7 @@ from sgl_scan.drafter.checks import CheckReport
 READING_KINDS = ("offset_conversion", "direct_map")
 NAME_TEST_KINDS = ("name_test_in", "name_test_eq", "name_test_endswith")
 _D2T_WORD = re.compile(r"\bd2t\b")
+_NEGATED = re.compile(r"\bnot\s+in\b|!=")
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,11 @@ class EngineVerdict:
 
 def _in_class(site: D2tSite, cls: str) -> bool:
     return f".{cls}." in f".{site.function}."
+
+
+def _is_d2t_lookup(detail: str) -> bool:
+    """A positive test for the d2t name (the analyzer reports t2d tests and `not in` exclusions too)."""
+    return bool(_D2T_WORD.search(detail)) and not _NEGATED.search(detail)
 
 
 def _accepts(site: D2tSite, name: str) -> bool:
@@ -59,7 +65,7 @@ def judge(report: CheckReport, inventory: SpecInventory, snapshot_id: str, sglan
             relevant, scope = mine, f"class {cls}"
             break
     readers = [s for s in relevant if s.kind in READING_KINDS]
-    name_tests = [s for s in relevant if s.kind in NAME_TEST_KINDS and _D2T_WORD.search(s.detail)]  # not the t2d tests
+    name_tests = [s for s in relevant if s.kind in NAME_TEST_KINDS and _is_d2t_lookup(s.detail)]
     kinds = {s.kind for s in readers}
     reading = (
         "mixed" if len(kinds) > 1 else "offset" if "offset_conversion" in kinds else "direct" if kinds else "none"

@@ -126,3 +126,15 @@ def test_several_d2t_tensors_are_incompatible(report_for, ids):
     weights["model.d2t"] = factory.offsets(ids)
     verdict = judge(report_for(weights), inventory(OFFSET_RELEASE), "s", None)
     assert verdict.verdict == "incompatible" and verdict.reason.startswith("several d2t tensors (d2t, model.d2t)")
+
+
+def test_exclusion_tests_are_not_lookups(report_for, ids):
+    """0.4.6's `if "d2t" not in name and ...` skips the tensor; it does not look it up."""
+    sites = [
+        site("name_test_in", LLAMA_PATH, 182, LLAMA, '"d2t" in name'),
+        site("offset_conversion", LLAMA_PATH, 184, LLAMA, "self.hot_token_id = loaded_weight + torch.arange(loaded_weight.shape[0])"),
+        site("name_test_in", LLAMA_PATH, 186, LLAMA, '"d2t" not in name'),
+    ]
+    verdict = judge(report_for(factory.tensors(factory.offsets(ids), factory.mask(ids))), inventory(sites), "s", "0.4.6")
+    assert [s.location.line for s in verdict.sites] == [182, 184]
+    assert verdict.verdict == "compatible"
