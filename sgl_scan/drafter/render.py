@@ -11,6 +11,12 @@ from sgl_scan.drafter.diff import MappingDiff
 
 FORMATS = ("text", "json")
 UNKNOWN_AUX = "unknown for this snapshot"
+READING_WORDS = {
+    "offset": "offsets (target = i + d2t[i])",
+    "direct": "a direct map (target = d2t[i])",
+    "mixed": "both ways, by model class",
+    "none": "nowhere: no site converts d2t",
+}
 
 
 def _n(value: int | None) -> str:
@@ -87,7 +93,7 @@ def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: 
         lines.append(f"SGLang: {engine_note or 'no snapshot'}")
     else:
         version = engine.sglang_version or "version unknown"
-        lines.append(f"SGLang {version} (snapshot {engine.snapshot_id}): reads d2t as {engine.reading} [{engine.scope}]")
+        lines.append(f"SGLang {version} (snapshot {engine.snapshot_id}): reads d2t as {READING_WORDS[engine.reading]} [{engine.scope}]")
         for site in engine.sites:
             lines.append(f"  {site.kind:18}  {site.location}  {site.detail}")
         lines.append(f"  {engine.status.upper():4}  verdict: {engine.verdict}: {engine.reason}")
