@@ -5,13 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x /usr/sbin/sshd ] || ! command -v git >/dev/null || ! command -v rsync >/dev/null; then
+if [ ! -x /usr/sbin/sshd ] || ! command -v git >/dev/null || ! command -v rsync >/dev/null || ! command -v chromium >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq openssh-server git rsync >/dev/null
+    apt-get install -y -qq openssh-server git rsync chromium >/dev/null
   else
-    echo "test.sh: needs openssh-server, git and rsync (sudo apt-get install openssh-server git rsync)" >&2
+    echo "test.sh: needs openssh-server, git, rsync and chromium (sudo apt-get install openssh-server git rsync chromium)" >&2
     exit 2
   fi
 fi

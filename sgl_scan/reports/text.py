@@ -230,13 +230,12 @@ def render_diff(diff, *, color: bool = False) -> str:
         out.heading("No differences in the inventory or the findings.")
     for category, changes in diff.by_category():
         out.heading(f"{CATEGORIES[category]} ({len(changes)})")
-        width = min(max(len(c.key) for c in changes), 60)
         for c in changes:
             mark = out.style(DIFF_MARKS[c.status], fg=DIFF_COLOURS[c.status], bold=True)
             where = str(c.after or c.before)
             if c.status in ("changed", "moved") and c.before and c.after and str(c.before) != str(c.after):
                 where = f"{c.before} -> {c.after}"
-            out.add(f"  {mark} {c.key.ljust(width)}  {c.status.ljust(7)}  {where}")
+            out.add(f"  {mark} {c.status.ljust(7)}  {c.key}  {where}")
             for detail in c.details:
                 out.add(f"      {detail}")
     for title, findings, mark, colour in (

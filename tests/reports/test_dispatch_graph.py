@@ -1,0 +1,99 @@
+"""The dispatch graph: algorithms -> dispatching functions -> workers, laid out without overlaps."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from sgl_scan.analyzer.model import DispatchSite, Location
+from sgl_scan.reports.dispatch_graph import dispatch_view, layout, order_layers, to_svg
+from tests.reports import fixtures as fx
+
+CREATE = "sglang.srt.speculative.spec_info.SpeculativeAlgorithm.create_worker"
+
+
+def test_view_has_three_layers_and_worker_paths():
+    g, note = dispatch_view(fx.inventory())
+    layers = {n: d["layer"] for n, d in g.nodes(data=True)}
+    assert layers["alg:EAGLE"] == 0 and layers[f"fn:{CREATE}"] == 1
+    assert layers["wk:sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2"] == 2
+    assert g.has_edge("alg:EAGLE3", f"fn:{CREATE}")
+    assert g.has_edge(f"fn:{CREATE}", "wk:sglang.srt.speculative.ngram_worker.NGRAMWorker")
+    assert not any(g.has_edge("alg:NONE", v) for v in g.successors("alg:NONE"))
+    assert (note.functions_total, note.functions_drawn) == (4, 4)
+
+
+def test_busy_functions_beyond_the_limit_are_left_out_but_counted():
+    inv = fx.inventory()
+    extra = tuple(
+        DispatchSite(f"pkg.mod.f{i}", Location("sglang/srt/x.py", 10 * i), "predicate", "is_eagle", ("EAGLE",))
+        for i in range(1, 31)
+    )
+    g, note = dispatch_view(dataclasses.replace(inv, dispatch_sites=inv.dispatch_sites + extra), max_other=5)
+    assert (note.functions_total, note.functions_drawn) == (34, 6)
+    assert f"fn:{CREATE}" in g  # the worker-choosing function is always drawn
+
+
+def test_an_algorithm_whose_worker_no_site_reaches_gets_its_choosing_place():
+    inv = fx.inventory()
+    sites = tuple(s for s in inv.dispatch_sites if s.detail != "is_ngram")
+    g, _ = dispatch_view(dataclasses.replace(inv, dispatch_sites=sites))
+    mid = "at:sglang/srt/speculative/spec_info.py:212"
+    assert g.has_edge("alg:NGRAM", mid) and g.has_edge(mid, "wk:sglang.srt.speculative.ngram_worker.NGRAMWorker")
+
+
+def _crossings(g, layers) -> int:
+    pos = {n: i for layer in layers for i, n in enumerate(layer)}
+    edges = list(g.edges())
+    count = 0
+    for (a, b), (c, d) in itertools.combinations(edges, 2):
+        if g.nodes[a]["layer"] == g.nodes[c]["layer"]:
+            if (pos[a] - pos[c]) * (pos[b] - pos[d]) < 0:
+                count += 1
+    return count
+
+
+def test_ordering_reduces_crossings():
+    g, _ = dispatch_view(fx.inventory())
+    naive = [[n for n, d in g.nodes(data=True) if d["layer"] == i] for i in range(3)]
+    assert _crossings(g, order_layers(g)) <= _crossings(g, naive)
+    assert order_layers(g)[0] == naive[0]  # algorithms keep their source order
+
+
+def test_layout_places_every_node_inside_the_canvas_without_overlaps():
+    g, _ = dispatch_view(fx.inventory())
+    drawing = layout(g)
+    assert len(drawing.nodes) == g.number_of_nodes() and len(drawing.edges) == g.number_of_edges()
+    for n in drawing.nodes:
+        assert 0 <= n.x and n.x + n.width <= drawing.width and 0 <= n.y and n.y + n.height <= drawing.height
+    for a, b in itertools.combinations(drawing.nodes, 2):
+        overlap_x = a.x < b.x + b.width and b.x < a.x + a.width
+        overlap_y = a.y < b.y + b.height and b.y < a.y + a.height
+        assert not (overlap_x and overlap_y), (a.label, b.label)
+
+
+def test_pure_python_svg_is_well_formed_and_escaped():
+    inv = fx.inventory()
+    odd = dataclasses.replace(inv.dispatch_sites[0], function="m.<Cls>.f&g")
+    svg, _ = to_svg(dataclasses.replace(inv, dispatch_sites=(odd,) + inv.dispatch_sites[1:]), use_graphviz=False)
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.tag == f"{ns}svg"
+    labels = [t.text for t in root.iter(f"{ns}text")]
+    assert "EAGLE3" in labels and "<Cls>.f&g" in labels
+
+
+def test_empty_inventory_draws_an_empty_svg():
+    inv = dataclasses.replace(fx.inventory(), algorithms=(), dispatch_sites=())
+    svg, note = to_svg(inv, use_graphviz=False)
+    assert ET.fromstring(svg) is not None and note.functions_total == 0
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz dot is not installed (the Python drawing is used)")
+def test_graphviz_drawing_when_dot_is_installed():
+    svg, _ = to_svg(fx.inventory(), use_graphviz=True)
+    assert svg.startswith("<svg") and "EAGLEWorkerV2" in svg
