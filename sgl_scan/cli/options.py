@@ -7,6 +7,27 @@ from typing import Callable
 
 import click
 
+
+class ByteSize(click.ParamType):
+    """A byte count: 1048576, 512K, 64M, 2G."""
+
+    name = "size"
+    _units = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("B").removesuffix("I")
+        number, unit = (text[:-1], text[-1]) if text and text[-1] in self._units else (text, "")
+        try:
+            size = int(float(number) * self._units[unit])
+        except ValueError:
+            self.fail(f"{value!r} is not a size such as 64M or 2G", param, ctx)
+        if size <= 0:
+            self.fail("a size must be positive", param, ctx)
+        return size
+
+
 SOURCE_OPTIONS = (
     click.option("--host", help="Pull from a remote host over SSH (name, address or ~/.ssh/config alias)."),
     click.option("--port", type=int, help="SSH port (default: from ~/.ssh/config, else 22)."),
@@ -23,6 +44,10 @@ SOURCE_OPTIONS = (
     click.option("--pip", "pip_spec", help="Download an SGLang release from the package index, e.g. sglang==0.5.23."),
     click.option("--snapshot", "snapshot_ref", help="Use a stored snapshot: its id, or 'latest'."),
     click.option("--scope", type=click.Choice(["speculative", "full"]), default=None, help="Which files to take (default: speculative)."),
+    click.option("--timeout", type=float, default=None, help="Total deadline in seconds for an SSH pull (default 900)."),
+    click.option("--max-bytes", type=ByteSize(), default=None, help="Refuse a pull larger than this (e.g. 2G; default 2 GiB)."),
+    click.option("--max-files", type=click.IntRange(min=1), default=None, help="Refuse a pull with more files (default 100000)."),
+    click.option("--max-file-size", type=ByteSize(), default=None, help="Skip (and record) files larger than this (default 64M)."),
 )
 
 
@@ -36,6 +61,7 @@ def source_options(func: Callable) -> Callable:
 SOURCE_PARAM_NAMES = (
     "host", "port", "user", "identity", "ssh_config", "known_hosts", "accept_new_host_key",
     "remote_root", "connect_timeout", "local_path", "git_repo", "rev", "pip_spec", "snapshot_ref", "scope",
+    "timeout", "max_bytes", "max_files", "max_file_size",
 )
 
 

@@ -181,15 +181,16 @@ class Store:
         """A private staging folder; removed on exit unless committed."""
         staging_root = self.root / ".staging"
         try:
-            staging_root.mkdir(parents=True, exist_ok=True)
-            self._sweep_stale(staging_root)
-            name = secrets.token_hex(8)
-            folder = staging_root / name
-            folder.mkdir()
-            lock_handle = open(staging_root / f"{name}.lock", "a")
+            with self.lock():  # creation and sweeping never interleave
+                staging_root.mkdir(parents=True, exist_ok=True)
+                self._sweep_stale(staging_root)
+                name = secrets.token_hex(8)
+                lock_handle = open(staging_root / f"{name}.lock", "a")
+                fcntl.flock(lock_handle, fcntl.LOCK_EX)
+                folder = staging_root / name
+                folder.mkdir()
         except OSError as exc:
             raise SnapshotError(f"cannot write to the snapshot store {self.root}: {exc.strerror or exc}") from exc
-        fcntl.flock(lock_handle, fcntl.LOCK_EX)
         stage = Stage(self, folder)
         try:
             yield stage

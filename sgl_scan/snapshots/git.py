@@ -1,0 +1,130 @@
+"""Snapshot a git repository at a revision (`--git URL|PATH --rev REV`), never touching a work tree.
+
+A local path is opened as it is (work tree or bare); a URL is cloned bare into
+`$SGL_SCAN_HOME/git/<hash>.git` once and fetched on later pulls. Files are read from the commit's
+tree objects (gitpython), so the user's checkout, index and stash are left alone. The package is
+found at `python/sglang`, `sglang` or the top of the tree. Credentials in URLs are never stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+from typing import Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+from sgl_scan.errors import SnapshotError
+from sgl_scan.paths import sgl_scan_home
+from sgl_scan.snapshots import scope as scopes
+from sgl_scan.snapshots.manifest import GitState, Snapshot, SkippedFile
+from sgl_scan.snapshots.progress import Progress
+from sgl_scan.snapshots.store import Store
+from sgl_scan.snapshots.tarstream import Limits, human
+from sgl_scan.snapshots.wheel import _locked
+
+log = logging.getLogger(__name__)
+
+LAYOUTS = ("python/sglang", "sglang", "")
+REGULAR_MODES = (0o100644, 0o100755)
+
+
+def redact_url(url: str) -> str:
+    """`url` without passwords or tokens (`https://user:tok@host/x` -> `https://***@host/x`)."""
+    parts = urlsplit(url)
+    if parts.scheme and "@" in parts.netloc:
+        userinfo, _, host = parts.netloc.rpartition("@")
+        if ":" in userinfo or parts.scheme in ("http", "https"):
+            return urlunsplit(parts._replace(netloc=f"***@{host}"))
+    return url
+
+
+def open_repo(spec: str):
+    """A gitpython Repo for a local path, or a cached bare clone of a URL (fetched again)."""
+    import git
+
+    local = Path(spec).expanduser()
+    if local.exists():
+        try:
+            return git.Repo(local), str(local.absolute())
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+            raise SnapshotError(f"{local} is not a git repository") from exc
+    cache = sgl_scan_home() / "git" / (hashlib.sha256(spec.encode()).hexdigest()[:20] + ".git")
+    with _locked(cache.with_suffix(".lock")):
+        try:
+            if cache.exists():
+                repo = git.Repo(cache)
+                repo.git.fetch("--prune", "--tags", "origin", "+refs/heads/*:refs/heads/*")
+            else:
+                log.info("cloning %s", redact_url(spec))
+                repo = git.Repo.clone_from(spec, cache, bare=True)
+        except git.GitCommandError as exc:
+            message = (exc.stderr or str(exc)).strip().splitlines()
+            detail = redact_url(message[-1]) if message else "git failed"
+            raise SnapshotError(f"cannot fetch {redact_url(spec)}: {detail.replace(spec, redact_url(spec))}") from exc
+    return repo, redact_url(spec)
+
+
+def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress | None = None) -> Snapshot:
+    import git
+
+    store = store or Store()
+    scope = scopes.check_scope(params.get("scope"))
+    limits = Limits.from_params(params)
+    progress = progress or Progress("git")
+    rev = params.get("rev") or "HEAD"
+    repo, shown = open_repo(params["git_repo"])
+    try:
+        commit = repo.commit(rev)
+    except (git.BadName, ValueError, git.GitCommandError) as exc:
+        raise SnapshotError(f"unknown revision {rev!r} in {shown}") from exc
+    tree = commit.tree
+    package = None
+    for layout in LAYOUTS:
+        try:
+            candidate = tree / layout if layout else tree
+            candidate / "srt"
+        except KeyError:
+            continue
+        package, prefix = candidate, layout
+        break
+    if package is None:
+        raise SnapshotError(f"no SGLang package (srt/) at python/sglang, sglang or the top of {shown} @ {rev}")
+    blobs, skipped = {}, []
+    for name in scopes.VERSION_FILES:
+        try:
+            blobs[name] = package / name
+        except KeyError:
+            pass
+    for item in (package / "srt").traverse():
+        if item.type != "blob" or not item.path.endswith(".py"):
+            continue
+        rel = item.path[len(prefix) + 1:] if prefix else item.path
+        if item.mode not in REGULAR_MODES:
+            skipped.append(SkippedFile(rel, "not a regular file"))
+            continue
+        blobs[rel] = item
+    cache: dict[str, bytes] = {}
+
+    def read(rel: str) -> bytes:
+        if rel not in cache:
+            cache[rel] = blobs[rel].data_stream.read()
+        return cache[rel]
+
+    chosen = scopes.select_local(blobs, scope, read)
+    branch = rev if rev != "HEAD" and rev in [h.name for h in getattr(repo, "heads", [])] else None
+    if branch is None and rev == "HEAD" and not repo.bare:
+        branch = None if repo.head.is_detached else repo.active_branch.name
+    with store.stage() as stage:
+        for number, rel in enumerate(chosen, 1):
+            if blobs[rel].size > limits.max_file_size:
+                skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(blobs[rel].size)})"))
+                continue
+            stage.write("sglang/" + rel, read(rel))
+            progress.update(f"{number}/{len(chosen)} files")
+        progress.done()
+        return stage.commit(
+            source_kind="git", source={"repo": shown, "rev": rev, "package": prefix or "."},
+            root=shown, scope=scope, git=GitState(commit=commit.hexsha, branch=branch, dirty=False),
+            skipped=tuple(skipped),
+        )

@@ -1,0 +1,59 @@
+"""Turn the CLI's source options into a snapshot: open a stored one or pull a new one.
+
+    from sgl_scan.snapshots.resolve import obtain_snapshot
+    snapshot = obtain_snapshot({"pip_spec": "sglang==0.5.23"})   # keys: options.SOURCE_PARAM_NAMES
+
+Exactly one source may be given: `snapshot_ref` (an id, unique prefix or "latest") opens a stored
+snapshot (hashes verified); `host`, `local_path`, `git_repo` or `pip_spec` pull a new one into the
+store (an SSH pull with nothing changed returns the earlier snapshot); with none, the latest stored
+snapshot is used.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from sgl_scan.errors import ConfigError
+from sgl_scan.snapshots.manifest import Snapshot
+from sgl_scan.snapshots.store import Store
+
+SOURCES = {"host": "--host", "local_path": "--path", "git_repo": "--git", "pip_spec": "--pip", "snapshot_ref": "--snapshot"}
+
+
+def check_params(params: Mapping) -> str | None:
+    """The one source kind named in `params` (None for none); ConfigError for two sources.
+
+    Options of other sources (an --identity next to --pip, a --scope next to --snapshot) are
+    ignored, so callers such as `sgl-scan diff` can share one set of options across sources.
+    """
+    given = [key for key in SOURCES if params.get(key)]
+    if len(given) > 1:
+        raise ConfigError(f"give one source, not {' and '.join(SOURCES[k] for k in given)}")
+    if params.get("rev") and given != ["git_repo"]:
+        raise ConfigError("--rev only applies with --git")
+    return given[0] if given else None
+
+
+def obtain_snapshot(params: Mapping, *, store: Store | None = None) -> Snapshot:
+    """The snapshot the source options name (pulling it when the source is not the store)."""
+    store = store or Store()
+    kind = check_params(params)
+    if kind is None:
+        return store.latest()
+    if kind == "snapshot_ref":
+        return store.open(params["snapshot_ref"])
+    if kind == "host":
+        from sgl_scan.snapshots.ssh import pull_ssh
+
+        return pull_ssh(params, store=store).snapshot
+    if kind == "local_path":
+        from sgl_scan.snapshots.local import pull_local
+
+        return pull_local(params, store=store)
+    if kind == "git_repo":
+        from sgl_scan.snapshots.git import pull_git
+
+        return pull_git(params, store=store)
+    from sgl_scan.snapshots.wheel import pull_pip
+
+    return pull_pip(params, store=store)

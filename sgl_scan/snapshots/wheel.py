@@ -1,0 +1,168 @@
+"""Snapshot an SGLang release from the package index (`--pip sglang==0.5.23`).
+
+`pip download --no-deps` fetches the wheel (or sdist) into the download cache,
+`$SGL_SCAN_DOWNLOADS` if set, else `$SGL_SCAN_HOME/downloads`. An exact pin (`sglang==X`) that is
+already there is used without asking the index; a cached archive that no longer opens is deleted and
+downloaded again. `--pip` also accepts the path of a wheel or sdist file. Only the files the scope
+needs are unpacked, straight from the archive into the snapshot.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import logging
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+
+from sgl_scan.errors import ConfigError, SnapshotError
+from sgl_scan.paths import downloads_dir
+from sgl_scan.snapshots import scope as scopes
+from sgl_scan.snapshots.manifest import Snapshot, SkippedFile
+from sgl_scan.snapshots.progress import Progress
+from sgl_scan.snapshots.store import Store
+from sgl_scan.snapshots.tarstream import Limits, human
+
+log = logging.getLogger(__name__)
+
+_PIN = re.compile(r"^\s*sglang\s*===?\s*([A-Za-z0-9._+!-]+)\s*$", re.IGNORECASE)
+ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip")
+
+
+def downloads_folder() -> Path:
+    env = os.environ.get("SGL_SCAN_DOWNLOADS")
+    return Path(env).expanduser() if env else downloads_dir()
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _archives(folder: Path, version: str | None = None) -> list[Path]:
+    stem = f"sglang-{version}" if version else "sglang-"
+    return sorted(
+        p for p in folder.glob("sglang-*") if p.name.endswith(ARCHIVE_SUFFIXES)
+        and (p.name.startswith(stem + "-") or p.name.startswith(stem + ".") or not version)
+    )
+
+
+def _readable(path: Path) -> bool:
+    try:
+        if path.name.endswith((".whl", ".zip")):
+            with zipfile.ZipFile(path) as archive:
+                archive.namelist()
+        else:
+            with tarfile.open(path) as archive:
+                archive.getmembers()
+        return True
+    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError):
+        return False
+
+
+def fetch_archive(spec: str) -> Path:
+    """The wheel or sdist for `spec`: a local file, a cached exact pin, or `pip download --no-deps`."""
+    as_path = Path(spec).expanduser()
+    if spec.endswith(ARCHIVE_SUFFIXES) and as_path.is_file():
+        return as_path
+    if not spec.strip().lower().startswith("sglang"):
+        raise ConfigError(f"--pip expects an sglang requirement such as sglang==0.5.23, not {spec!r}")
+    folder = downloads_folder()
+    pin = _PIN.match(spec)
+    with _locked(folder / ".download.lock"):
+        if pin:
+            for cached in _archives(folder, pin.group(1)):
+                if _readable(cached):
+                    log.info("using cached %s", cached.name)
+                    return cached
+                log.warning("cached %s is damaged; downloading it again", cached.name)
+                cached.unlink()
+        before = {p: p.stat().st_mtime_ns for p in _archives(folder)}
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
+               "-d", str(folder), spec]
+        log.info("running %s", " ".join(cmd))
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode != 0:
+            lines = [l for l in result.stderr.strip().splitlines() if l.strip()]
+            raise SnapshotError(f"pip download {spec} failed: {lines[-1] if lines else 'exit ' + str(result.returncode)}")
+        after = _archives(folder, pin.group(1) if pin else None)
+        fresh = [p for p in after if before.get(p) != p.stat().st_mtime_ns] or after
+        if not fresh:
+            raise SnapshotError(f"pip download {spec} produced no sglang archive in {folder}")
+        return max(fresh, key=lambda p: p.stat().st_mtime_ns)
+
+
+class Archive:
+    """Read-only view of the sglang package inside a wheel or sdist: package-relative path -> bytes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.members: dict[str, Callable[[], bytes]] = {}
+        self.sizes: dict[str, int] = {}
+        try:
+            if path.name.endswith((".whl", ".zip")):
+                self._zip = zipfile.ZipFile(path)
+                names = [(i.filename, i.file_size, i) for i in self._zip.infolist() if not i.is_dir()]
+                opener = lambda info: (lambda: self._zip.read(info))  # noqa: E731
+            else:
+                self._tar = tarfile.open(path)
+                names = [(m.name, m.size, m) for m in self._tar.getmembers() if m.isreg()]
+                opener = lambda member: (lambda: self._tar.extractfile(member).read())  # noqa: E731
+        except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+            raise SnapshotError(f"cannot read {path.name}: {exc}") from exc
+        prefix = self._package_prefix([n for n, _, _ in names])
+        for name, size, ref in names:
+            if name.startswith(prefix):
+                rel = name[len(prefix):]
+                self.members[rel] = opener(ref)
+                self.sizes[rel] = size
+
+    @staticmethod
+    def _package_prefix(names: list[str]) -> str:
+        found = sorted({n[: n.index("sglang/srt/") + len("sglang/")] for n in names if "sglang/srt/" in n}, key=len)
+        if not found:
+            raise SnapshotError("the archive holds no sglang/srt/ package")
+        return found[0]
+
+    def read(self, rel: str) -> bytes:
+        return self.members[rel]()
+
+
+def pull_pip(params: Mapping, *, store: Store | None = None, progress: Progress | None = None) -> Snapshot:
+    store = store or Store()
+    scope = scopes.check_scope(params.get("scope"))
+    limits = Limits.from_params(params)
+    progress = progress or Progress("pip")
+    spec = params["pip_spec"]
+    progress.update(f"fetching {spec}", force=True)
+    path = fetch_archive(spec)
+    archive = Archive(path)
+    chosen = scopes.select_local(archive.members, scope, archive.read)
+    skipped = []
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    with store.stage() as stage:
+        for number, rel in enumerate(chosen, 1):
+            if archive.sizes[rel] > limits.max_file_size:
+                skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(archive.sizes[rel])})"))
+                continue
+            stage.write("sglang/" + rel, archive.read(rel))
+            progress.update(f"{number}/{len(chosen)} files")
+        progress.done()
+        source = {"spec": spec, "archive": path.name, "archive_sha256": digest.hexdigest()}
+        return stage.commit(source_kind="pip", source=source, root=path.name, scope=scope, skipped=tuple(skipped))

@@ -1,0 +1,67 @@
+"""The scope rules: which files a snapshot takes, on a tiny tree and on real releases."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+
+import pytest
+
+from sgl_scan.snapshots import scope
+from tests.snapshots.conftest import MINI_FILES, MINI_FULL, MINI_SPECULATIVE
+from tests.support.releases import release_wheel
+
+
+def _select(kind):
+    data = {p: c.encode() for p, c in MINI_FILES.items()}
+    return ["sglang/" + p for p in scope.select_local(data, kind, data.__getitem__)]
+
+
+def test_speculative_scope_takes_exactly_the_documented_files():
+    assert _select("speculative") == MINI_SPECULATIVE
+
+
+def test_full_scope_takes_every_python_file_under_srt():
+    assert _select("full") == MINI_FULL
+
+
+@pytest.mark.parametrize("text, hit", [
+    ("if 'd2t' in name:", True),
+    ("self.t2d = x", True),
+    ("hot = d2t_tensor", True),
+    ("torch.nn.Dropout2d", False),
+    ("torch.nn.UpsamplingNearest2d", False),
+    ("rpd2tracing", False),
+])
+def test_vocab_pattern_is_a_token_search(text, hit):
+    assert scope.matches(scope.VOCAB_PATTERN, text.encode()) is hit
+
+
+def test_unknown_scope_is_refused():
+    with pytest.raises(ValueError):
+        scope.check_scope("everything")
+
+
+@pytest.mark.slow
+def test_real_release_speculative_scope_against_the_wheel_listing():
+    """Independent reading of sglang 0.5.23's wheel: what the documented rules must take."""
+    with zipfile.ZipFile(release_wheel("0.5.23")) as archive:
+        names = [n[len("sglang/"):] for n in archive.namelist() if n.startswith("sglang/") and n.endswith(".py")]
+        data = {n: archive.read("sglang/" + n) for n in names if n.startswith(("srt/models/", "srt/managers/"))}
+    chosen = set(scope.select_local(names, "speculative", lambda p: data[p]))
+    expected = {n for n in names if n.startswith(("srt/speculative/", "srt/arg_groups/"))}
+    expected |= {"srt/server_args.py", "version.py", "_version.py"}
+    for name, body in data.items():
+        top_model = name.startswith("srt/models/") and name.count("/") == 2
+        if top_model and ("eagle" in name.rsplit("/", 1)[1] or "dflash" in name.rsplit("/", 1)[1]):
+            expected.add(name)
+        elif top_model and re.search(rb"(^|\W)(d2t|t2d)(\W|$)", body.replace(b"_", b" ")):
+            expected.add(name)
+        elif name.startswith("srt/managers/") and re.search(rb"SpeculativeAlgorithm|spec_algorithm|speculative_algorithm", body):
+            expected.add(name)
+    assert chosen == expected
+    # facts read from the real tree
+    assert "srt/models/llama_eagle3.py" in chosen
+    assert "srt/managers/scheduler.py" in chosen
+    assert "srt/models/llama.py" not in chosen
+    assert not any(n.startswith("srt/layers/") for n in chosen)

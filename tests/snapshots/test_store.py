@@ -1,0 +1,132 @@
+"""The store: atomic commits, verification, removal, blob sharing, concurrent pulls."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+
+import pytest
+
+from sgl_scan.errors import SnapshotError
+from sgl_scan.snapshots.local import pull_local
+from sgl_scan.snapshots.store import Store
+from tests.snapshots.conftest import MINI_SPECULATIVE, make_mini_package
+
+
+def _pull(store, package, scope="speculative"):
+    return pull_local({"local_path": str(package), "scope": scope}, store=store)
+
+
+def test_a_pull_is_stored_with_manifest_hashes_and_version(tmp_path, mini_package):
+    store = Store(tmp_path / "store")
+    snap = _pull(store, mini_package)
+    assert re.fullmatch(r"\d{8}T\d{6}-local-9\.9\.9-[0-9a-f]{6}", snap.id)
+    assert [f.path for f in snap.manifest.files] == MINI_SPECULATIVE
+    assert snap.manifest.sglang_version == "9.9.9"
+    data = json.loads((snap.folder / "manifest.json").read_text())
+    assert data["id"] == snap.id and len(data["files"]) == len(MINI_SPECULATIVE)
+    reopened = store.open(snap.id)
+    assert reopened.manifest == snap.manifest
+    assert (reopened.tree / "sglang/srt/speculative/spec_info.py").read_bytes().startswith(b"class SpeculativeAlgorithm")
+
+
+def test_ids_are_unique_and_latest_is_the_newest(tmp_path, mini_package):
+    store = Store(tmp_path / "store")
+    ids = [_pull(store, mini_package).id for _ in range(3)]
+    assert len(set(ids)) == 3
+    assert store.latest().id == ids[-1]
+    assert store.open("latest").id == ids[-1]
+    assert [m.id for m in store.list()] == ids
+
+
+def test_a_failed_pull_leaves_nothing_and_keeps_the_old_snapshot(tmp_path, mini_package):
+    store = Store(tmp_path / "store")
+    old = _pull(store, mini_package)
+    with pytest.raises(RuntimeError):
+        with store.stage() as stage:
+            stage.write("sglang/version.py", b'__version__ = "1"\n')
+            raise RuntimeError("interrupted")
+    assert store.ids() == [old.id]
+    assert list((store.root / ".staging").iterdir()) == []
+    store.open(old.id)
+
+
+def test_stale_staging_folders_of_killed_pulls_are_swept(tmp_path):
+    store = Store(tmp_path / "store")
+    stale = store.root / ".staging" / "deadbeef"
+    (stale / "tree").mkdir(parents=True)
+    (store.root / ".staging" / "deadbeef.lock").write_text("")
+    with store.stage():
+        assert not stale.exists()
+
+
+def test_a_modified_file_is_detected_on_open(tmp_path, mini_package):
+    store = Store(tmp_path / "store")
+    snap = _pull(store, mini_package)
+    target = snap.tree / "sglang/srt/server_args.py"
+    os.chmod(target, 0o644)
+    target.write_text("tampered\n")
+    with pytest.raises(SnapshotError, match="corrupted.*server_args.py"):
+        store.open(snap.id)
+
+
+def test_a_missing_file_and_a_corrupt_manifest_are_detected(tmp_path, mini_package):
+    store = Store(tmp_path / "store")
+    one, two = _pull(store, mini_package), _pull(store, mini_package)
+    (one.tree / "sglang/version.py").unlink()
+    with pytest.raises(SnapshotError, match="corrupted"):
+        store.open(one.id)
+    raw = (two.folder / "manifest.json").read_bytes()
+    (two.folder / "manifest.json").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(SnapshotError, match="manifest"):
+        store.open(two.id)
+
+
+def test_identical_files_share_storage_and_rm_frees_unused_blobs(tmp_path, mini_package):
+    store = Store(tmp_path / "store")
+    one, two = _pull(store, mini_package), _pull(store, mini_package)
+    a = (one.tree / "sglang/srt/server_args.py").stat()
+    b = (two.tree / "sglang/srt/server_args.py").stat()
+    assert a.st_ino == b.st_ino and a.st_nlink == 3  # two trees + the blob
+    blobs = {p.name for p in (store.root / ".blobs").rglob("*") if p.is_file()}
+    assert len(blobs) == len({f.sha256 for f in one.manifest.files})
+    assert store.remove(one.id) == one.id
+    store.open(two.id)
+    assert {p.name for p in (store.root / ".blobs").rglob("*") if p.is_file()} == blobs
+    store.remove(two.id)
+    assert [p for p in (store.root / ".blobs").rglob("*") if p.is_file()] == []
+    assert store.ids() == []
+
+
+def test_refs_that_name_nothing_or_several_snapshots_are_errors(tmp_path, mini_package):
+    store = Store(tmp_path / "store")
+    with pytest.raises(SnapshotError, match="no snapshots"):
+        store.latest()
+    _pull(store, mini_package)
+    _pull(store, mini_package)
+    with pytest.raises(SnapshotError, match="ambiguous"):
+        store.open("20")
+    with pytest.raises(SnapshotError, match="no snapshot"):
+        store.open("nope")
+
+
+def _worker(args):
+    root, package, rounds = args
+    store = Store(root)
+    return [_pull(store, package).id for _ in range(rounds)]
+
+
+@pytest.mark.slow
+def test_concurrent_pulls_into_one_store_corrupt_nothing(tmp_path):
+    package = make_mini_package(tmp_path / "src")
+    root = tmp_path / "store"
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        results = pool.map(_worker, [(root, package, 5)] * 4)
+    ids = [i for chunk in results for i in chunk]
+    store = Store(root)
+    assert sorted(ids) == store.ids() and len(set(ids)) == 20
+    for snap_id in ids:
+        assert [f.path for f in store.open(snap_id).manifest.files] == MINI_SPECULATIVE
+    assert list((root / ".staging").iterdir()) == []
