@@ -16,7 +16,7 @@ import networkx as nx
 from sgl_scan.analyzer.model import SpecInventory
 from sgl_scan.reports.common import loc_key, short_name
 
-LAYERS = ("algorithm", "site", "worker")
+LAYERS = ("algorithm", "site", "worker")  # the middle layer holds "branch" and "site" nodes
 # Functions that choose no worker are drawn only up to this many (busiest first), so the picture
 # stays readable; the HTML tables list every site.
 MAX_OTHER_FUNCTIONS = 10
@@ -34,66 +34,92 @@ def function_label(function: str) -> str:
     return ".".join(parts[-2:]) if len(parts) > 1 else function
 
 
-def dispatch_view(inventory: SpecInventory, max_other: int = MAX_OTHER_FUNCTIONS) -> tuple[nx.DiGraph, GraphNote]:
-    """The graph to draw and a note on how many dispatching functions it leaves out."""
-    g = nx.DiGraph()
-    names = [a.name for a in inventory.algorithms]
-    for a in inventory.algorithms:
-        g.add_node(f"alg:{a.name}", layer=0, label=a.name, kind="algorithm", title=f"{a.name} ({a.kind}) at {a.location}")
+def _branch_label(function: str, via: str, detail: str) -> str:
+    """`create_worker · is_eagle`: the function's own name and what the branch tests."""
+    test = detail.rsplit(".", 1)[-1] if via == "member" else detail
+    return f"{function.rsplit('.', 1)[-1]} · {test}"
 
+
+def dispatch_view(inventory: SpecInventory, max_other: int = MAX_OTHER_FUNCTIONS) -> tuple[nx.DiGraph, GraphNote]:
+    """The graph to draw and a note on how many dispatching functions it leaves out.
+
+    Middle layer: first every branch that creates a worker (one node per function and test), then
+    the busiest functions that dispatch without creating a worker. An edge is *strong* when it lies
+    on the path from an algorithm to the worker the analyzer resolved for it.
+    """
+    g = nx.DiGraph()
+    worker_of = {a.name: a.worker for a in inventory.algorithms}
+    for a in inventory.algorithms:
+        g.add_node(f"alg:{a.name}", layer=0, group=0, label=a.name, kind="algorithm",
+                   title=f"{a.name} ({a.kind}) at {a.location}")
+
+    ordered = sorted(inventory.dispatch_sites, key=lambda s: loc_key(s.location))
     per_function: dict[str, list] = {}
-    for site in sorted(inventory.dispatch_sites, key=lambda s: loc_key(s.location)):
+    branches: dict[tuple[str, str, str], list] = {}
+    for site in ordered:
         per_function.setdefault(site.function, []).append(site)
-    choosing = [fn for fn, sites in per_function.items() if any(s.worker for s in sites)]
+        if site.worker:
+            branches.setdefault((site.function, site.via, site.detail), []).append(site)
+
+    for (fn, via, detail), sites in branches.items():
+        node = f"br:{fn}:{via}:{detail}"
+        lines = ", ".join(str(s.location.line) for s in sites)
+        g.add_node(node, layer=1, group=0, label=_branch_label(fn, via, detail), kind="branch",
+                   title=f"{fn}: branch on {via} {detail} ({sites[0].location.path} line {lines})",
+                   anchor=str(sites[0].location))
+        branch_workers = {s.worker for s in sites}
+        for site in sites:
+            worker = f"wk:{site.worker}"
+            g.add_node(worker, layer=2, group=0, label=short_name(site.worker), kind="worker", title=site.worker)
+            _add_edge(g, node, worker, "creates", strong=True)
+            for alg in site.algorithms:
+                if alg in worker_of:
+                    strong = worker_of[alg] is None or worker_of[alg] in branch_workers
+                    _add_edge(g, f"alg:{alg}", node, detail, strong=strong)
+
+    choosing = {fn for fn, _, _ in branches}
     others = sorted(
         (fn for fn in per_function if fn not in choosing),
         key=lambda fn: (-len(per_function[fn]), fn),
     )[:max_other]
-
-    def add_function(fn: str) -> str:
+    for fn in others:
         node = f"fn:{fn}"
         sites = per_function[fn]
-        first = sites[0].location
-        g.add_node(node, layer=1, label=function_label(fn), kind="site",
-                   title=f"{fn} - {len(sites)} dispatch site(s), first at {first}", anchor=str(first))
-        return node
-
-    for fn in choosing + others:
-        node = add_function(fn)
-        for site in per_function[fn]:
+        g.add_node(node, layer=1, group=1, label=function_label(fn), kind="site",
+                   title=f"{fn}: {len(sites)} dispatch site(s), first at {sites[0].location}",
+                   anchor=str(sites[0].location))
+        for site in sites:
             for alg in site.algorithms:
-                if alg in names:
-                    _add_edge(g, f"alg:{alg}", node, site.detail)
-            if site.worker:
-                worker = f"wk:{site.worker}"
-                g.add_node(worker, layer=2, label=short_name(site.worker), kind="worker", title=site.worker)
-                _add_edge(g, node, worker, "creates")
+                if alg in worker_of:
+                    _add_edge(g, f"alg:{alg}", node, site.detail, strong=False)
 
-    # An algorithm whose worker no drawn site leads to: draw the place that chooses it.
+    # An algorithm whose worker no drawn branch leads to: draw the place that chooses it.
     for a in inventory.algorithms:
         if not a.worker:
             continue
         worker = f"wk:{a.worker}"
-        if g.has_node(worker) and any(g.has_edge(f"alg:{a.name}", mid) and g.has_edge(mid, worker)
-                                      for mid in g.successors(f"alg:{a.name}")):
+        alg = f"alg:{a.name}"
+        if g.has_node(worker) and any(g.has_edge(mid, worker) for mid in g.successors(alg)):
             continue
-        g.add_node(worker, layer=2, label=short_name(a.worker), kind="worker", title=a.worker)
+        g.add_node(worker, layer=2, group=0, label=short_name(a.worker), kind="worker", title=a.worker)
         where = a.worker_location or a.location
         mid = f"at:{where.path}:{where.line}"
-        g.add_node(mid, layer=1, label=f"{where.path.rsplit('/', 1)[-1]}:{where.line}", kind="site",
-                   title=f"worker chosen at {where}", anchor=str(where))
-        _add_edge(g, f"alg:{a.name}", mid, "worker")
-        _add_edge(g, mid, worker, "creates")
+        g.add_node(mid, layer=1, group=0, label=f"{where.path.rsplit('/', 1)[-1]}:{where.line}", kind="branch",
+                   title=f"{a.name}: worker chosen at {where}", anchor=str(where))
+        _add_edge(g, alg, mid, "worker", strong=True)
+        _add_edge(g, mid, worker, "creates", strong=True)
     return g, GraphNote(functions_total=len(per_function), functions_drawn=len(choosing) + len(others))
 
 
-def _add_edge(g: nx.DiGraph, u: str, v: str, label: str) -> None:
+def _add_edge(g: nx.DiGraph, u: str, v: str, label: str, *, strong: bool) -> None:
     if g.has_edge(u, v):
-        g[u][v]["count"] += 1
-        if label not in g[u][v]["labels"]:
-            g[u][v]["labels"].append(label)
+        data = g[u][v]
+        data["count"] += 1
+        data["strong"] = data["strong"] or strong
+        if label not in data["labels"]:
+            data["labels"].append(label)
     else:
-        g.add_edge(u, v, count=1, labels=[label])
+        g.add_edge(u, v, count=1, labels=[label], strong=strong)
 
 
 def order_layers(g: nx.DiGraph, sweeps: int = 4) -> list[list[str]]:
@@ -102,18 +128,19 @@ def order_layers(g: nx.DiGraph, sweeps: int = 4) -> list[list[str]]:
     for _ in range(sweeps):
         for i in range(1, len(layers)):  # down: by predecessors in the layer above
             pos = {n: k for k, n in enumerate(layers[i - 1])}
-            layers[i] = _by_barycentre(layers[i], lambda n: [pos[p] for p in g.predecessors(n) if p in pos])
+            layers[i] = _by_barycentre(g, layers[i], lambda n: [pos[p] for p in g.predecessors(n) if p in pos])
         for i in range(len(layers) - 2, 0, -1):  # up: middle layers by successors below
             pos = {n: k for k, n in enumerate(layers[i + 1])}
-            layers[i] = _by_barycentre(layers[i], lambda n: [pos[s] for s in g.successors(n) if s in pos])
+            layers[i] = _by_barycentre(g, layers[i], lambda n: [pos[s] for s in g.successors(n) if s in pos])
     return layers
 
 
-def _by_barycentre(nodes: list[str], neighbour_positions) -> list[str]:
+def _by_barycentre(g: nx.DiGraph, nodes: list[str], neighbour_positions) -> list[str]:
+    """Nodes sorted by group, then by the mean position of their neighbours (ties: current order)."""
     def key(item):
         index, node = item
         positions = neighbour_positions(node)
-        return (sum(positions) / len(positions) if positions else index, index)
+        return (g.nodes[node].get("group", 0), sum(positions) / len(positions) if positions else index, index)
 
     return [node for _, node in sorted(enumerate(nodes), key=key)]
 
@@ -137,6 +164,7 @@ class PlacedEdge:
     title: str
     weight: int
     kind: str  # kind of the source node
+    strong: bool  # on an algorithm's path to its own worker
 
 
 @dataclass(frozen=True)
@@ -180,7 +208,7 @@ def layout(g: nx.DiGraph) -> Drawing:
         ys = sorted(raw[n][1] for n in layer)
         lo, hi = ys[0], ys[-1]
         span = (len(layer) - 1) * (NODE_H + ROW_GAP)
-        offset = TITLE_H + PAD + ((rows - 1) * (NODE_H + ROW_GAP) - span) / 2
+        offset = TITLE_H + PAD  # every column starts at the top, next to its neighbours
         for n in layer:
             # networkx spreads a layer evenly, in list order; map that onto pixel rows, top to bottom.
             frac = 0.0 if hi == lo else (raw[n][1] - lo) / (hi - lo)
@@ -196,10 +224,10 @@ def layout(g: nx.DiGraph) -> Drawing:
         bend = (x2 - x1) / 2
         path = f"M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
         title = f"{a.label} -> {b.label}: " + ", ".join(d["labels"]) + (f" ({d['count']} sites)" if d["count"] > 1 else "")
-        edges.append(PlacedEdge(path, title, d["count"], a.kind))
+        edges.append(PlacedEdge(path, title, d["count"], a.kind, d["strong"]))
     columns = tuple(
         (title, lefts[i] + widths[i] / 2)
-        for i, title in enumerate(("Algorithms", "Dispatch sites (by function)", "Worker classes"))
+        for i, title in enumerate(("Algorithms", "Dispatch branches and functions", "Worker classes"))
         if layers[i]
     )
     return Drawing(total_w, total_h, tuple(placed[n] for layer in layers for n in layer), tuple(edges), columns)
@@ -228,7 +256,7 @@ def _graphviz_svg(g: nx.DiGraph) -> str | None:
     """Lay out and draw with `dot`; None if it fails (the caller falls back to the Python drawing)."""
     lines = ["digraph dispatch {", "rankdir=LR; nodesep=0.15; ranksep=1.2;",
              'node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10, height=0.3];']
-    fills = {"algorithm": "#dbeafe", "site": "#fef3c7", "worker": "#dcfce7"}
+    fills = {"algorithm": "#dbeafe", "branch": "#fde68a", "site": "#fef9e7", "worker": "#dcfce7"}
     ids = {n: f"n{i}" for i, n in enumerate(g.nodes)}
     for i, layer in enumerate(order_layers(g)):
         lines.append("{ rank=same; " + " ".join(ids[n] for n in layer) + " }" if layer else "")
@@ -237,7 +265,9 @@ def _graphviz_svg(g: nx.DiGraph) -> str | None:
             lines.append(f'{ids[n]} [label={_dot_quote(d["label"])}, tooltip={_dot_quote(d["title"])}, '
                          f'fillcolor="{fills[d["kind"]]}"];')
     for u, v, d in g.edges(data=True):
-        lines.append(f'{ids[u]} -> {ids[v]} [penwidth={min(1 + d["count"] * 0.5, 4):.1f}, tooltip={_dot_quote(", ".join(d["labels"]))}];')
+        style = "solid" if d["strong"] else "dashed"
+        lines.append(f'{ids[u]} -> {ids[v]} [penwidth={min(1 + d["count"] * 0.5, 4):.1f}, style={style}, '
+                     f'tooltip={_dot_quote(", ".join(d["labels"]))}];')
     lines.append("}")
     try:
         result = subprocess.run(["dot", "-Tsvg"], input="\n".join(lines), capture_output=True, text=True, timeout=60)

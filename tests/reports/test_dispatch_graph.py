@@ -16,15 +16,31 @@ from tests.reports import fixtures as fx
 CREATE = "sglang.srt.speculative.spec_info.SpeculativeAlgorithm.create_worker"
 
 
-def test_view_has_three_layers_and_worker_paths():
+EAGLE_BRANCH = f"br:{CREATE}:predicate:is_eagle"
+EAGLE_WORKER = "wk:sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2"
+
+
+def test_view_has_three_layers_and_a_path_per_worker_branch():
     g, note = dispatch_view(fx.inventory())
     layers = {n: d["layer"] for n, d in g.nodes(data=True)}
-    assert layers["alg:EAGLE"] == 0 and layers[f"fn:{CREATE}"] == 1
-    assert layers["wk:sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2"] == 2
-    assert g.has_edge("alg:EAGLE3", f"fn:{CREATE}")
-    assert g.has_edge(f"fn:{CREATE}", "wk:sglang.srt.speculative.ngram_worker.NGRAMWorker")
-    assert not any(g.has_edge("alg:NONE", v) for v in g.successors("alg:NONE"))
+    assert layers["alg:EAGLE"] == 0 and layers[EAGLE_BRANCH] == 1 and layers[EAGLE_WORKER] == 2
+    assert g.nodes[EAGLE_BRANCH]["label"] == "create_worker · is_eagle"
+    assert g.nodes[f"br:{CREATE}:member:SpeculativeAlgorithm.DFLASH"]["label"] == "create_worker · DFLASH"
+    assert g.has_edge("alg:EAGLE3", EAGLE_BRANCH) and g.has_edge(EAGLE_BRANCH, EAGLE_WORKER)
+    assert not g.has_edge("alg:NGRAM", EAGLE_BRANCH)
+    assert g.nodes["fn:sglang.srt.managers.scheduler.Scheduler.__init__"]["kind"] == "site"
+    assert list(g.successors("alg:NONE")) == []
     assert (note.functions_total, note.functions_drawn) == (4, 4)
+
+
+def test_edges_to_a_branch_creating_another_worker_are_weak():
+    inv = fx.inventory()
+    algs = tuple(dataclasses.replace(a, worker="x.FrozenWorker") if a.name == "EAGLE3" else a for a in inv.algorithms)
+    g, _ = dispatch_view(dataclasses.replace(inv, algorithms=algs))
+    assert g["alg:EAGLE"][EAGLE_BRANCH]["strong"] is True
+    assert g["alg:EAGLE3"][EAGLE_BRANCH]["strong"] is False
+    # EAGLE3's own worker is reached through the place the analyzer says chooses it
+    assert g.has_edge("alg:EAGLE3", "at:sglang/srt/speculative/spec_info.py:206")
 
 
 def test_busy_functions_beyond_the_limit_are_left_out_but_counted():
@@ -35,7 +51,8 @@ def test_busy_functions_beyond_the_limit_are_left_out_but_counted():
     )
     g, note = dispatch_view(dataclasses.replace(inv, dispatch_sites=inv.dispatch_sites + extra), max_other=5)
     assert (note.functions_total, note.functions_drawn) == (34, 6)
-    assert f"fn:{CREATE}" in g  # the worker-choosing function is always drawn
+    assert EAGLE_BRANCH in g  # worker branches are always drawn
+    assert sum(1 for _, d in g.nodes(data=True) if d["kind"] == "site") == 5
 
 
 def test_an_algorithm_whose_worker_no_site_reaches_gets_its_choosing_place():
@@ -84,7 +101,9 @@ def test_pure_python_svg_is_well_formed_and_escaped():
     ns = "{http://www.w3.org/2000/svg}"
     assert root.tag == f"{ns}svg"
     labels = [t.text for t in root.iter(f"{ns}text")]
-    assert "EAGLE3" in labels and "<Cls>.f&g" in labels
+    titles = [t.text for t in root.iter(f"{ns}title")]
+    assert "EAGLE3" in labels and "f&g · is_eagle" in labels
+    assert any(t.startswith("m.<Cls>.f&g: branch on predicate is_eagle") for t in titles)
 
 
 def test_empty_inventory_draws_an_empty_svg():

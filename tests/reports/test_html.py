@@ -40,7 +40,7 @@ def test_findings_link_to_their_lines_and_rules():
 def test_graph_nodes_link_to_dispatch_site_rows():
     dom = Elements(render(fx.report(), "html"))
     svg_links = [a["href"][1:] for t, a in dom.tags if t == "a" and a.get("href", "").startswith("#site-")]
-    assert len(svg_links) == 4 and set(svg_links) <= dom.ids()
+    assert len(svg_links) == 7 and set(svg_links) <= dom.ids()  # 4 worker branches, 3 other functions
 
 
 def test_a_finding_without_source_says_so():
