@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "sgl_scan.cli.check_cmd",
     "sgl_scan.cli.rules_cmd",
     "sgl_scan.cli.diff_cmd",
+    "sgl_scan.cli.gen_cmd",
 )
 
 _state = {"verbose": 0}

@@ -1,0 +1,61 @@
+"""`sgl-scan gen ddtree`: emit DDTree reference code, Triton kernels, worker and registration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sgl_scan.cli.options import pop_source_params, source_options
+
+DEFAULT_BUDGET = 32
+
+
+@click.group("gen")
+def command() -> None:
+    """Generate code that fits one SGLang snapshot."""
+
+
+@command.command("ddtree")
+@source_options
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder to write (its name becomes the package name). Required unless --dry-run.")
+@click.option("--force", is_flag=True, help="Replace --out when it exists and is not empty.")
+@click.option("--budget", type=click.IntRange(1, 4096), default=DEFAULT_BUDGET, show_default=True,
+              help="Draft-tree node budget B (the verify width is B + 1).")
+@click.option("--topk", type=click.IntRange(1, 4096), default=None,
+              help="Candidates per draft position (default: the budget, as in the DDTree reference).")
+@click.option("--mode", type=click.Choice(["auto", "plugin", "patch"]), default="auto", show_default=True,
+              help="Registration: plugin where the release has the plugin API, else a patch (auto).")
+@click.option("--dry-run", is_flag=True, help="Print the plan (base class, registration, dispatch sites) and write nothing.")
+def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: str, dry_run: bool, **kwargs) -> None:
+    """DDTree for the scanned SGLang: tree.py, kernels.py, worker.py, register.py or ddtree.patch, README, tests.
+
+    With no source option the latest stored snapshot is used.
+
+    \b
+      sgl-scan gen ddtree --pip sglang==0.5.23 --out ./ddtree_sglang
+      sgl-scan gen ddtree --snapshot latest --dry-run
+    """
+    from sgl_scan.analyzer.pipeline import analyze
+    from sgl_scan.codegen.ddtree.generate import describe_plan, generate_ddtree
+    from sgl_scan.codegen.write import check_destination, write_tree
+    from sgl_scan.snapshots.resolve import obtain_snapshot
+
+    if out is None and not dry_run:
+        raise click.UsageError("--out DIR is required (or use --dry-run)")
+    package = out.name if out is not None else "ddtree_sglang"
+    if not package.isidentifier():
+        raise click.BadParameter(f"{out.name!r} is not a Python identifier; the folder name becomes the package name", param_hint="--out")
+    snapshot = obtain_snapshot(pop_source_params(kwargs))
+    if out is not None and not dry_run:
+        check_destination(out, force=force, protected=snapshot.folder)
+    analysis = analyze(snapshot)
+    topk = topk if topk is not None else budget
+    regenerate = f"sgl-scan gen ddtree --snapshot {snapshot.id} --budget {budget} --topk {topk} --mode {mode} --out <this folder> --force"
+    generated = generate_ddtree(analysis, snapshot.tree, package=package, budget=budget, topk=topk, mode=mode, regenerate=regenerate)
+    if dry_run:
+        click.echo(describe_plan(generated.plan, generated.patch), nl=False)
+        return
+    target = write_tree(generated.files, out, force=force, protected=snapshot.folder)
+    click.echo(f"wrote {len(generated.files)} files to {target} ({generated.plan.mode} mode, base {generated.plan.base.qualname})")

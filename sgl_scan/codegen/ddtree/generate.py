@@ -1,0 +1,43 @@
+"""One entry point for `gen ddtree`: plan -> (patch) -> render -> validate, nothing written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from sgl_scan.analyzer.model import Analysis
+from sgl_scan.codegen.ddtree.patch import PatchResult, build_patch
+from sgl_scan.codegen.ddtree.plan import DDTreePlan, plan_ddtree
+from sgl_scan.codegen.ddtree.render import environment, render_ddtree
+from sgl_scan.codegen.ddtree.validate import validate_output
+
+
+@dataclass(frozen=True)
+class Generated:
+    plan: DDTreePlan
+    patch: PatchResult | None
+    files: Mapping[str, str]  # relative path -> text
+
+
+def generate_ddtree(
+    analysis: Analysis,
+    tree: Path,
+    *,
+    package: str,
+    budget: int,
+    topk: int,
+    mode: str = "auto",
+    regenerate: str = "sgl-scan gen ddtree",
+) -> Generated:
+    """Plan, render and validate the DDTree integration for the snapshot whose files are under `tree`."""
+    plan = plan_ddtree(analysis, budget=budget, topk=topk, mode=mode)
+    patch = build_patch(plan, analysis, tree, package) if plan.mode == "patch" else None
+    files = render_ddtree(plan, package, patch, regenerate)
+    validate_output(files, plan, analysis, tree, patch)
+    return Generated(plan, patch, files)
+
+
+def describe_plan(plan: DDTreePlan, patch: PatchResult | None = None) -> str:
+    """The `--dry-run` text: base class, registration mode, dispatch sites DDTree joins (file:line)."""
+    return environment().get_template("plan.txt.j2").render(plan=plan, patch=patch)

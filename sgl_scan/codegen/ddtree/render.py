@@ -1,0 +1,194 @@
+"""Render a `DDTreePlan` into the generated files (jinja2, StrictUndefined, no autoescape)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import jinja2
+
+from sgl_scan.codegen.ddtree.patch import PatchResult
+from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, DDTreePlan, Signature
+from sgl_scan.errors import CodegenError
+
+TEMPLATES = Path(__file__).with_name("templates")
+KERNEL_TEST_BUDGET_LIMIT = 63  # the Triton interpreter is slow; generated tests stay at or below it
+
+COMMON_FILES = (
+    ("tree.py", "tree.py.j2"),
+    ("kernels.py", "kernels.py.j2"),
+    ("worker.py", "worker.py.j2"),
+    ("__init__.py", "__init__.py.j2"),
+    ("tests/__init__.py", None),
+    ("tests/conftest.py", "tests/conftest.py.j2"),
+    ("tests/test_tree.py", "tests/test_tree.py.j2"),
+    ("tests/test_kernels.py", "tests/test_kernels.py.j2"),
+    ("tests/kernel_check.py", "tests/kernel_check.py.j2"),
+    ("README.md", "README.md.j2"),
+)
+
+
+@dataclass(frozen=True)
+class Forwarding:
+    """How an overriding method restates and forwards its base method's parameters."""
+
+    signature: str  # ", a, b=1, *, c" (empty when none)
+    call: str  # "a=a, b=b, c=c"
+    batch: str  # the first parameter's name ("" when none)
+    sentinel: bool  # some default is not a literal: passed only when given
+    text: str  # "a, b=1, *, c" for documentation
+
+
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render_ddtree(plan: DDTreePlan, package: str, patch: PatchResult | None, regenerate: str) -> dict[str, str]:
+    """Every generated file, by path relative to the output folder."""
+    if not package.isidentifier():
+        raise CodegenError(f"the output folder name {package!r} is not a Python identifier (it becomes the package name)")
+    env = environment()
+    context = _context(plan, package, patch, regenerate)
+    files: dict[str, str] = {}
+    for path, template in COMMON_FILES:
+        files[path] = env.get_template(template).render(**context) if template else ""
+    if plan.mode == "plugin":
+        files["register.py"] = env.get_template("register.py.j2").render(**context)
+    else:
+        if patch is None:
+            raise CodegenError("patch mode needs the patch")
+        files["ddtree.patch"] = patch.text
+    return files
+
+
+def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenerate: str) -> Mapping[str, object]:
+    init = forwarding(plan.base.init)
+    entry = forwarding(plan.base.entry)
+    if not entry.batch:
+        raise CodegenError(f"{plan.base.qualname}.{plan.base.entry.name} ({plan.base.entry.location}) takes no batch parameter")
+    context: dict[str, object] = {
+        "plan": plan,
+        "patch": patch,
+        "package": package,
+        "name": plan.algorithm_name,
+        "base_algorithm": BASE_ALGORITHM,
+        "sglang_version": plan.sglang_version or "(unknown version)",
+        "snapshot_id": plan.snapshot_id,
+        "budget": plan.budget,
+        "topk": plan.topk,
+        "test_budget": min(plan.budget, KERNEL_TEST_BUDGET_LIMIT),
+        "test_topk": min(plan.topk, 8),
+        "mode": plan.mode,
+        "base": {
+            "module": plan.base.module,
+            "name": plan.base.name,
+            "qualname": plan.base.qualname,
+            "location": str(plan.base.location),
+        },
+        "init": init,
+        "entry": {**entry.__dict__, "name": plan.base.entry.name, "location": str(plan.base.entry.location)},
+        "init_params": init.text,
+        "entry_params": entry.text,
+        "regenerate": regenerate,
+        "out_hint": f"/path/to/{package}",
+    }
+    if plan.plugin is not None:
+        base_module, _, base_name = plan.plugin.base_qualname.rpartition(".")
+        register_params = {p.name for p in plan.plugin.register.params}
+        args = ["NAME"]
+        if "supports_overlap" in register_params:
+            args.append(f"supports_overlap={plan.supports_overlap}")
+        args.append("spec_class=DDTreeSpecAlgo")
+        context.update(
+            {
+                "enum_module": plan.enum_module,
+                "enum_name": plan.enum_name,
+                "base_module": base_module,
+                "base_name": base_name,
+                "predicates": plan.predicates,
+                "register_args": ", ".join(args),
+                "delegated": [
+                    {"name": d.name, "location": str(d.location), "forward": forwarding(d)} for d in plan.delegated
+                ],
+            }
+        )
+    return context
+
+
+def _literal(text: str) -> bool:
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return False
+    return True
+
+
+def forwarding(sig: Signature) -> Forwarding:
+    """Restate `sig`'s parameters (annotations dropped) and forward them unchanged to the base."""
+    params = sig.params
+    has_vararg = any(p.kind == "vararg" for p in params)
+    sig_parts: list[str] = []
+    call_parts: list[str] = []
+    given: list[str] = []
+    star_written = False
+    for index, p in enumerate(params):
+        default = ""
+        inherit = False
+        if p.default is not None:
+            if _literal(p.default):
+                default = f"={p.default}"
+            else:
+                default, inherit = "=_INHERITED", True
+        if p.kind == "posonly":
+            sig_parts.append(p.name + default)
+            if index + 1 == len(params) or params[index + 1].kind != "posonly":
+                sig_parts.append("/")
+            call_parts.append(p.name)
+        elif p.kind == "positional":
+            sig_parts.append(p.name + default)
+            if has_vararg:
+                if inherit:
+                    raise CodegenError(f"cannot forward {sig.name}({p.name}={p.default}) before *args ({sig.location})")
+                call_parts.append(p.name)
+            elif inherit:
+                given.append(p.name)
+            else:
+                call_parts.append(f"{p.name}={p.name}")
+        elif p.kind == "vararg":
+            sig_parts.append(f"*{p.name}")
+            star_written = True
+            call_parts.append(f"*{p.name}")
+        elif p.kind == "kwonly":
+            if not star_written:
+                sig_parts.append("*")
+                star_written = True
+            sig_parts.append(p.name + default)
+            if inherit:
+                given.append(p.name)
+            else:
+                call_parts.append(f"{p.name}={p.name}")
+        elif p.kind == "varkw":
+            sig_parts.append(f"**{p.name}")
+    if given:
+        call_parts.append("**_given(" + ", ".join(f"{n}={n}" for n in given) + ")")
+    varkw = next((p.name for p in params if p.kind == "varkw"), None)
+    if varkw:
+        call_parts.append(f"**{varkw}")
+    text = ", ".join(sig_parts)
+    first = next((p.name for p in params if p.kind in ("posonly", "positional")), "")
+    return Forwarding(
+        signature=(", " + text) if text else "",
+        call=", ".join(call_parts),
+        batch=first,
+        sentinel=bool(given),
+        text=text,
+    )

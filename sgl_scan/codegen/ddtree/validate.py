@@ -1,0 +1,179 @@
+"""Checks run on the generated files before anything is written.
+
+1. Every emitted Python file parses.
+2. The patch applies cleanly (`git apply --check` in a throw-away repository holding the snapshot's
+   files) and the patched files still parse.
+3. Every SGLang name the generated code imports exists in the snapshot's facts; every call it makes
+   into SGLang (`super().m(...)` on the base worker, `X.m(...)` on an imported class) passes
+   arguments that the facts' signature takes; the plugin class answers every `is_*`/`supports_*`
+   predicate of the enum.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Mapping
+
+import git
+
+from sgl_scan.analyzer.model import Analysis
+from sgl_scan.codegen.ddtree.patch import PatchResult
+from sgl_scan.codegen.ddtree.plan import DDTreePlan, Signature, files_by_module, find_class, find_method, signature
+from sgl_scan.errors import CodegenError
+
+
+def validate_output(files: Mapping[str, str], plan: DDTreePlan, analysis: Analysis, tree: Path, patch: PatchResult | None) -> None:
+    """Raise `CodegenError` (one line) on the first problem."""
+    trees = parse_all(files)
+    if patch is not None:
+        check_patch(patch, tree)
+    for path, module in trees.items():
+        check_sglang_names(path, module, analysis)
+    if "register.py" in trees:
+        check_plugin_predicates(trees["register.py"], plan, analysis)
+
+
+def parse_all(files: Mapping[str, str]) -> dict[str, ast.Module]:
+    parsed = {}
+    for path, text in files.items():
+        if not path.endswith(".py"):
+            continue
+        try:
+            parsed[path] = ast.parse(text, filename=path)
+        except SyntaxError as exc:
+            raise CodegenError(f"generated {path} does not parse: line {exc.lineno}: {exc.msg}") from exc
+    return parsed
+
+
+def check_patch(patch: PatchResult, tree: Path) -> None:
+    """`git apply --check` against the snapshot's own files in a temporary repository, then apply and parse."""
+    work = Path(tempfile.mkdtemp(prefix="sgl-scan-patch-"))
+    try:
+        repo = git.Repo.init(work)
+        with repo.config_writer() as config:
+            config.set_value("user", "name", "sgl-scan")
+            config.set_value("user", "email", "sgl-scan@localhost")
+        for rel in patch.files:
+            target = work / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(tree / rel, target)
+        repo.index.add(list(patch.files))
+        repo.index.commit("snapshot files")
+        patch_file = work / "ddtree.patch"
+        patch_file.write_text(patch.text, encoding="utf-8")
+        try:
+            repo.git.apply("--check", str(patch_file))
+            repo.git.apply(str(patch_file))
+        except git.GitCommandError as exc:
+            detail = (exc.stderr or str(exc)).strip().splitlines()
+            raise CodegenError(f"ddtree.patch does not apply to the snapshot: {detail[-1] if detail else exc}") from exc
+        for rel in patch.files:
+            if rel.endswith(".py"):
+                try:
+                    ast.parse((work / rel).read_text(encoding="utf-8"))
+                except SyntaxError as exc:
+                    raise CodegenError(f"{rel} does not parse after ddtree.patch: line {exc.lineno}: {exc.msg}") from exc
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _module_defines(facts, name: str) -> bool:
+    if any(c.qualname == name for c in facts.classes):
+        return True
+    if any(f.qualname == name for f in facts.functions):
+        return True
+    if any(a.target == name for a in facts.assignments):
+        return True
+    return any(i.bound == name and not i.scope for i in facts.imports)
+
+
+def check_sglang_names(path: str, module: ast.Module, analysis: Analysis) -> None:
+    modules = files_by_module(analysis)
+    imported: dict[str, str] = {}  # local name -> qualified name
+    for node in ast.walk(module):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "sglang":
+            facts = modules.get(node.module)
+            if facts is None:
+                raise CodegenError(f"generated {path} imports from {node.module}, which is not in the snapshot")
+            for alias in node.names:
+                if not _module_defines(facts, alias.name):
+                    raise CodegenError(f"generated {path} imports {alias.name} from {node.module}, which the snapshot does not define")
+                imported[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    for cls in (n for n in ast.walk(module) if isinstance(n, ast.ClassDef)):
+        bases = [imported.get(b.id) for b in cls.bases if isinstance(b, ast.Name)]
+        for base in filter(None, bases):
+            hit = find_class(analysis, base)
+            if hit is None:
+                raise CodegenError(f"generated {path} subclasses {base}, which is not a class in the snapshot")
+            for call in (n for n in ast.walk(cls) if isinstance(n, ast.Call)):
+                name = _super_method(call)
+                if name is None:
+                    continue
+                found = find_method(analysis, hit[0], hit[1], name)
+                if found is None:
+                    if name == "__init__":
+                        continue  # object.__init__
+                    raise CodegenError(f"generated {path}: {cls.name} calls super().{name}(), which {base} does not define")
+                _check_call(path, call, signature(*found), f"{base}.{name}")
+    for call in (n for n in ast.walk(module) if isinstance(n, ast.Call)):
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in imported:
+            hit = find_class(analysis, imported[func.value.id])
+            if hit is None:
+                continue
+            found = find_method(analysis, hit[0], hit[1], func.attr)
+            if found is None:
+                raise CodegenError(f"generated {path} calls {func.value.id}.{func.attr}(), which the snapshot does not define")
+            _check_call(path, call, signature(*found), f"{imported[func.value.id]}.{func.attr}")
+
+
+def _super_method(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
+        inner = func.value.func
+        if isinstance(inner, ast.Name) and inner.id == "super":
+            return func.attr
+    return None
+
+
+def _check_call(path: str, call: ast.Call, sig: Signature, what: str) -> None:
+    """Explicit keywords must be parameters; required parameters must be passed (by name, or via `_given`)."""
+    explicit = {kw.arg for kw in call.keywords if kw.arg is not None}
+    spread = [kw.value for kw in call.keywords if kw.arg is None]
+    given = set()
+    opaque = False
+    for value in spread:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "_given":
+            given |= {kw.arg for kw in value.keywords if kw.arg}
+        else:
+            opaque = True  # **kwargs forwarded from the caller: names unknown here
+    names = {p.name for p in sig.params if p.kind in ("positional", "kwonly")}
+    unknown = (explicit | given) - names
+    if unknown and not sig.accepts_any_keyword:
+        raise CodegenError(f"generated {path} passes {sorted(unknown)} to {what} ({sig.location}), which takes {sorted(names)}")
+    positional = len(call.args)
+    ordered = [p for p in sig.params if p.kind in ("posonly", "positional")]
+    covered = {p.name for p in ordered[:positional]} | explicit | given
+    missing = [
+        p.name for p in sig.params
+        if p.kind in ("posonly", "positional", "kwonly") and p.default is None and p.name not in covered
+    ]
+    if missing and not opaque and not any(isinstance(a, ast.Starred) for a in call.args):
+        raise CodegenError(f"generated {path} calls {what} ({sig.location}) without {missing}")
+
+
+def check_plugin_predicates(module: ast.Module, plan: DDTreePlan, analysis: Analysis) -> None:
+    required = {
+        p.name for p in analysis.inventory.predicates
+        if p.owner == plan.enum_qualname and p.name.startswith(("is_", "supports_"))
+    }
+    for cls in (n for n in module.body if isinstance(n, ast.ClassDef)):
+        defined = {f.name for f in cls.body if isinstance(f, ast.FunctionDef)}
+        missing = sorted(required - defined)
+        if missing:
+            raise CodegenError(f"generated register.py: {cls.name} lacks predicates of {plan.enum_name}: {missing}")
+        return
+    raise CodegenError("generated register.py defines no plugin class")
