@@ -71,13 +71,17 @@ class CustomSpecAlgo:
                 "sglang/srt/speculative/spec_info.py": """\
 from enum import Enum, auto
 
-from sglang.srt.speculative.spec_registry import CustomSpecAlgo
+from sglang.srt.speculative.spec_registry import CustomSpecAlgo, register_algorithm
 
 
 class SpeculativeAlgorithm(Enum):
     NONE = auto()
     EAGLE = auto()
     DDTREE = auto()  # expect
+
+    @classmethod
+    def register(cls, name, *, spec_class=CustomSpecAlgo):
+        return register_algorithm(name, spec_class=spec_class)
 
     def is_none(self):
         return self == SpeculativeAlgorithm.NONE
