@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.releases import release_tree
+from tests.support.sshd import sshd_server  # noqa: F401  (fixture: a private loopback sshd)
 
 
 @pytest.fixture(scope="session")

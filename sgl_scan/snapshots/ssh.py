@@ -63,7 +63,8 @@ if [ -z "$root" ]; then
     command -v "$py" >/dev/null 2>&1 || continue
     cand=$("$py" -c 'import importlib.util as u, os
 s = u.find_spec("sglang")
-print(os.path.dirname(s.origin) if s and s.origin else "")' 2>/dev/null) || cand=
+print(os.path.dirname(s.origin) if s and s.origin else
+      next(iter(s.submodule_search_locations or ()), "") if s else "")' 2>/dev/null) || cand=
     if [ -n "$cand" ] && [ -d "$cand/srt" ]; then root=$cand; how=$py; break; fi
   done
 fi

@@ -12,6 +12,7 @@ from tests.support.releases import release_tree, release_wheel
 
 # A tiny package that exercises every scope rule (see sgl_scan/snapshots/scope.py).
 MINI_FILES = {
+    "__init__.py": "",
     "version.py": '__version__ = "9.9.9"\n',
     "srt/__init__.py": "",
     "srt/server_args.py": "class ServerArgs:\n    speculative_algorithm: str = None\n",

@@ -13,7 +13,8 @@ the context exits. `env` becomes `SetEnv` lines, so a test can hand the remote s
 `PYTHONPATH` without touching the real home directory. Pass the same `host_key` again to restart a
 server with an identical identity, or a fresh folder to get a *changed* host key.
 
-The pytest fixture `sshd_server` (import it into a conftest) yields a ready server per test.
+The pytest fixture `sshd_server` (registered in tests/conftest.py) yields a ready server per test,
+whose sessions see `HOME=<tmp_path>/remote-home`.
 Never point anything at a host other than loopback.
 """
 
@@ -171,18 +172,29 @@ def _config(folder: Path, port: int, host_key: Path, env: Mapping[str, str]) -> 
     for key, value in env.items():
         if any(c in value for c in '"\n'):
             raise ValueError(f"SetEnv value for {key} must not contain quotes or newlines")
-        lines.append(f'SetEnv {key}="{value}"')
+    if env:  # sshd honours only the first SetEnv line: all variables go on one
+        lines.append("SetEnv " + " ".join(f'{key}="{value}"' for key, value in env.items()))
     return "\n".join(lines) + "\n"
 
 
 @contextmanager
 def start_sshd(
-    folder: Path, *, env: Mapping[str, str] | None = None, host_key: Path | None = None
+    folder: Path, *, env: Mapping[str, str] | None = None, host_key: Path | None = None,
+    home: Path | None = None,
 ) -> Iterator[SshServer]:
-    """Start a private sshd on 127.0.0.1 (files under `folder`), yield it, stop it and its sessions."""
+    """Start a private sshd on 127.0.0.1 (files under `folder`), yield it, stop it and its sessions.
+
+    `home`: sessions get `HOME` set to this folder (created), so `~` on the "remote" is private
+    and the real user's shell start-up files are not read (bash run by sshd sources
+    `<home>/.bashrc`: write one there to change PATH). `env`: more `SetEnv` variables (sshd resets
+    PATH itself).
+    """
     if not os.path.exists(SSHD):
         pytest.skip("openssh-server is not installed (/usr/sbin/sshd); run scripts/test.sh")
     env = dict(env or {})
+    if home is not None:
+        home.mkdir(parents=True, exist_ok=True)
+        env.setdefault("HOME", str(home))
     folder.mkdir(parents=True, exist_ok=True)
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
     _unlock_root()
@@ -246,6 +258,6 @@ def start_sshd(
 
 @pytest.fixture
 def sshd_server(tmp_path) -> Iterator[SshServer]:
-    """A fresh private sshd for one test (see `start_sshd`)."""
-    with start_sshd(tmp_path / "sshd") as server:
+    """A fresh private sshd for one test (see `start_sshd`), with a private HOME under tmp_path."""
+    with start_sshd(tmp_path / "sshd", home=tmp_path / "remote-home") as server:
         yield server
