@@ -149,6 +149,9 @@ class Connector:
         self.host_keys = load_known_hosts(files)
         self.accept_new = accept_new
         self.timeout = timeout
+        if not log.isEnabledFor(logging.INFO):
+            # paramiko logs its own view of failures that we report in one line; show it with -v only
+            logging.getLogger("paramiko").setLevel(logging.CRITICAL)
         self._stack = ExitStack()
 
     def __enter__(self) -> "Connector":
@@ -203,12 +206,20 @@ class Connector:
             options.key_types = preferred + [t for t in options.key_types if t not in preferred]
         try:
             transport.start_client(timeout=self.timeout)
+            key = transport.get_remote_server_key()
         except (paramiko.SSHException, EOFError, OSError) as exc:
-            text = str(exc) or type(exc).__name__
-            if "banner" in text.lower() or isinstance(exc, (socket.timeout, TimeoutError)):
-                raise RemoteError(f"{target.hostname}:{target.port} did not answer as an SSH server within {self.timeout:g} s ({text})") from exc
+            cause = transport.get_exception() or exc
+            text = str(cause) or type(cause).__name__
+            # paramiko's start_client returns at its timeout without raising; the missing session
+            # then surfaces as "No existing session"
+            silent = ("banner", "timed out", "no existing session")
+            if any(word in text.lower() for word in silent) or isinstance(cause, (socket.timeout, TimeoutError)):
+                raise RemoteError(
+                    f"{target.hostname}:{target.port} did not answer as an SSH server within {self.timeout:g} s "
+                    f"(--connect-timeout)"
+                ) from exc
             raise RemoteError(f"SSH handshake with {target.hostname}:{target.port} failed: {text}") from exc
-        self._check_host_key(target, transport.get_remote_server_key())
+        self._check_host_key(target, key)
         self._authenticate(target, transport)
         return transport
 

@@ -1,0 +1,78 @@
+"""The PyPI source with real SGLang wheels (cached between runs in tests/support/releases.py's cache)."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import zipfile
+
+import pytest
+
+from sgl_scan.errors import ConfigError
+from sgl_scan.snapshots import scope
+from sgl_scan.snapshots.wheel import pull_pip
+from sgl_scan.snapshots.store import Store
+from tests.support.releases import release_wheel
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def offline_index(tmp_path, monkeypatch):
+    """Downloads go to a fresh folder; pip may only read the test cache's wheels (no network)."""
+    wheels = release_wheel("0.5.23").parent
+    release_wheel("0.4.6")
+    downloads = tmp_path / "downloads"
+    monkeypatch.setenv("SGL_SCAN_DOWNLOADS", str(downloads))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    return downloads
+
+
+def _wheel_expectation(version: str, kind: str) -> dict[str, str]:
+    with zipfile.ZipFile(release_wheel(version)) as archive:
+        names = {n[len("sglang/"):]: n for n in archive.namelist() if n.startswith("sglang/") and n.endswith(".py")}
+        data = {rel: archive.read(name) for rel, name in names.items()}
+    chosen = scope.select_local(data, kind, data.__getitem__)
+    return {"sglang/" + rel: hashlib.sha256(data[rel]).hexdigest() for rel in chosen}
+
+
+@pytest.mark.parametrize("version, kind", [("0.5.23", "speculative"), ("0.4.6", "speculative"), ("0.5.23", "full")])
+def test_pip_release_manifest_is_right(tmp_path, monkeypatch, version, kind):
+    monkeypatch.setenv("SGL_SCAN_DOWNLOADS", str(release_wheel(version).parent))  # the shared cache: no download
+    snap = pull_pip({"pip_spec": f"sglang=={version}", "scope": kind}, store=Store(tmp_path / "store"))
+    m = snap.manifest
+    assert m.sglang_version == version and m.source_kind == "pip" and m.scope == kind
+    assert m.source["archive"] == release_wheel(version).name
+    assert m.source["archive_sha256"] == hashlib.sha256(release_wheel(version).read_bytes()).hexdigest()
+    assert {f.path: f.sha256 for f in m.files} == _wheel_expectation(version, kind)
+    assert "sglang/srt/speculative/spec_info.py" in {f.path for f in m.files}
+    Store(tmp_path / "store").open(m.id)  # tree matches the manifest
+
+
+def test_a_version_range_runs_pip_download(tmp_path, offline_index):
+    snap = pull_pip({"pip_spec": "sglang>=0.4.6,<0.4.7"}, store=Store(tmp_path / "store"))
+    assert snap.manifest.sglang_version == "0.4.6"
+    assert [p.name for p in offline_index.glob("*.whl")] == [release_wheel("0.4.6").name]
+
+
+def test_a_damaged_cached_wheel_is_downloaded_again(tmp_path, offline_index):
+    offline_index.mkdir(parents=True)
+    wheel = release_wheel("0.4.6")
+    damaged = offline_index / wheel.name
+    damaged.write_bytes(wheel.read_bytes()[: wheel.stat().st_size // 3])
+    snap = pull_pip({"pip_spec": "sglang==0.4.6"}, store=Store(tmp_path / "store"))
+    assert snap.manifest.sglang_version == "0.4.6"
+    assert damaged.read_bytes() == wheel.read_bytes()
+
+
+def test_a_wheel_file_path_is_accepted(tmp_path):
+    local = tmp_path / release_wheel("0.4.6").name
+    shutil.copy(release_wheel("0.4.6"), local)
+    snap = pull_pip({"pip_spec": str(local)}, store=Store(tmp_path / "store"))
+    assert snap.manifest.sglang_version == "0.4.6"
+
+
+def test_a_spec_that_is_not_sglang_is_a_usage_error(tmp_path):
+    with pytest.raises(ConfigError):
+        pull_pip({"pip_spec": "requests==2.0"}, store=Store(tmp_path / "store"))
