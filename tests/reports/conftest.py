@@ -1,0 +1,37 @@
+"""A real report on sglang==0.5.23, built once per session the way `sgl-scan scan` builds it."""
+
+from __future__ import annotations
+
+import pytest
+
+from sgl_scan import __version__
+from sgl_scan.cli.options import SOURCE_PARAM_NAMES
+from sgl_scan.reports.model import Report
+
+
+@pytest.fixture(scope="session")
+def real_report_0_5_23(tmp_path_factory, sglang_0_5_23) -> Report:
+    from sgl_scan.analyzer.pipeline import analyze
+    from sgl_scan.cli.scan_cmd import read_sources
+    from sgl_scan.rules.engine import run_rules
+    from sgl_scan.rules.registry import load_rules
+    from sgl_scan.snapshots.resolve import obtain_snapshot
+    from sgl_scan.snapshots.store import Store
+
+    home = tmp_path_factory.mktemp("reports-home")
+    params = {name: None for name in SOURCE_PARAM_NAMES}
+    params["local_path"] = str(sglang_0_5_23)
+    snapshot = obtain_snapshot(params, store=Store(home / "snapshots"))
+    analysis = analyze(snapshot, cache_dir=home / "facts")
+    rules = load_rules()
+    findings = run_rules(analysis, rules)
+    return Report(
+        manifest=snapshot.manifest,
+        inventory=analysis.inventory,
+        findings=findings,
+        parse_errors=analysis.parse_errors,
+        rules=rules.docs(),
+        tool_version=__version__,
+        graph=analysis.graph,
+        sources=read_sources(snapshot.tree, {f.path for f in findings}),
+    )
