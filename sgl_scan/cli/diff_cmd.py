@@ -65,24 +65,31 @@ def parse_ref(ref: str) -> dict:
     return params
 
 
-def _scan(ref: str, shared: dict, prepared, name: str, progress: bool):
-    """Obtain, analyse and check one side; findings after selection and suppression comments."""
+def _scan(ref: str, shared: dict, prepared, name: str):
+    """Obtain, analyse and check one side; findings after selection and suppression comments.
+
+    On a terminal one progress line on stderr tells what is happening; piped, nothing is printed.
+    """
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.cli.scan_cmd import read_sources
     from sgl_scan.rules.engine import run_rules
     from sgl_scan.rules.filtering import FilterOptions, apply_filters
     from sgl_scan.rules.suppression import suppressions_in
+    from sgl_scan.snapshots.progress import Progress
     from sgl_scan.snapshots.resolve import obtain_snapshot
 
     params = parse_ref(ref)
     params.update({k: v for k, v in shared.items() if v is not None})
-    if progress:
-        click.echo(f"sgl-scan: {name}: obtaining {ref}", err=True)
-    snapshot = obtain_snapshot(params)
-    if progress:
-        click.echo(f"sgl-scan: {name}: analysing snapshot {snapshot.id}", err=True)
-    analysis = analyze(snapshot)
-    findings = run_rules(analysis, prepared.rules)
+    progress = Progress(f"sgl-scan diff: {name}")
+    try:
+        progress.update(f"obtaining {ref}", force=True)
+        snapshot = obtain_snapshot(params)
+        progress.update(f"parsing snapshot {snapshot.id}", force=True)
+        analysis = analyze(snapshot, progress=lambda done, total: progress.update(f"parsing {done}/{total} files"))
+        progress.update("running the rules", force=True)
+        findings = run_rules(analysis, prepared.rules)
+    finally:
+        progress.done()
     sources = read_sources(snapshot.tree, (f.path for f in findings))
     suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
     kept = apply_filters(findings, FilterOptions(selection=prepared.selection, suppressions=suppressions)).kept
@@ -127,9 +134,8 @@ def command(ctx: click.Context, a: str, b: str, fmt, output, select, ignore, fai
     parse_ref(a), parse_ref(b)  # usage errors before any work
     fmt = fmt or (format_for_path(output) if output else None) or "text"
     prepared = prepare(FindingOptions(select=tuple(select), ignore=tuple(ignore)))
-    progress = sys.stderr.isatty()
-    a_snap, a_analysis, a_findings = _scan(a, shared, prepared, "A", progress)
-    b_snap, b_analysis, b_findings = _scan(b, shared, prepared, "B", progress)
+    a_snap, a_analysis, a_findings = _scan(a, shared, prepared, "A")
+    b_snap, b_analysis, b_findings = _scan(b, shared, prepared, "B")
     selected = set(prepared.selection.rule_ids(prepared.rules))
     diff = compute_diff(
         a_analysis, a_findings, b_analysis, b_findings,

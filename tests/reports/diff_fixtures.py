@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from sgl_scan.analyzer.model import Algorithm, D2tSite, DispatchSite, Location
+from sgl_scan.analyzer.model import Algorithm, DispatchSite, Location
 from sgl_scan.reports.diff import InventoryDiff, compute_diff
 from tests.reports import fixtures as fx
 

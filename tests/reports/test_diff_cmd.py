@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import click
 import pytest
@@ -173,3 +172,29 @@ def test_real_releases_0_4_6_to_0_5_23(sglang_0_4_6, sglang_0_5_23):
     assert any(c["category"] == "d2t_site" and c["status"] == "added" and "kimi_k25_eagle3" in c["key"]
                for c in doc["changes"])
     assert doc["summary"]["shifted"] > 0
+
+
+def test_progress_goes_to_a_terminal_on_stderr_only(trees):
+    """With stderr on a pseudo-terminal the progress line shows there; stdout still holds only the report."""
+    import pty
+
+    exe = shutil.which("sgl-scan") or pytest.skip("sgl-scan entry point not installed")
+    master, slave = pty.openpty()
+    try:
+        result = subprocess.run([exe, "diff", *trees, "--format", "json"], stdout=subprocess.PIPE, stderr=slave,
+                                timeout=300)
+        os.close(slave)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+    assert result.returncode == 0
+    assert b"sgl-scan diff: A: obtaining path:" in seen and b"sgl-scan diff: B:" in seen
+    assert json.loads(result.stdout)["kind"] == "sgl-scan/diff"
