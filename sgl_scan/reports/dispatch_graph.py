@@ -254,6 +254,8 @@ def to_svg(inventory: SpecInventory, *, use_graphviz: bool | None = None) -> tup
 
 def _graphviz_svg(g: nx.DiGraph) -> str | None:
     """Lay out and draw with `dot`; None if it fails (the caller falls back to the Python drawing)."""
+    from sgl_scan.reports.templating import anchor
+
     lines = ["digraph dispatch {", "rankdir=LR; nodesep=0.15; ranksep=1.2;",
              'node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10, height=0.3];']
     fills = {"algorithm": "#dbeafe", "branch": "#fde68a", "site": "#fef9e7", "worker": "#dcfce7"}
@@ -262,8 +264,10 @@ def _graphviz_svg(g: nx.DiGraph) -> str | None:
         lines.append("{ rank=same; " + " ".join(ids[n] for n in layer) + " }" if layer else "")
         for n in layer:
             d = g.nodes[n]
+            link = f', URL={_dot_quote("#" + anchor("site-" + d["anchor"]))}' if d.get("anchor") else ""
+            style = '"rounded,filled,dashed"' if d["kind"] == "site" else '"rounded,filled"'
             lines.append(f'{ids[n]} [label={_dot_quote(d["label"])}, tooltip={_dot_quote(d["title"])}, '
-                         f'fillcolor="{fills[d["kind"]]}"];')
+                         f'fillcolor="{fills[d["kind"]]}", style={style}{link}];')
     for u, v, d in g.edges(data=True):
         style = "solid" if d["strong"] else "dashed"
         lines.append(f'{ids[u]} -> {ids[v]} [penwidth={min(1 + d["count"] * 0.5, 4):.1f}, style={style}, '

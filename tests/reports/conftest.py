@@ -9,6 +9,13 @@ from sgl_scan.cli.options import SOURCE_PARAM_NAMES
 from sgl_scan.reports.model import Report
 
 
+@pytest.fixture(autouse=True)
+def _python_drawing(monkeypatch):
+    """Draw the dispatch graph in pure Python whether or not Graphviz is installed, so the HTML is
+    the same on every machine (the Graphviz path has its own test)."""
+    monkeypatch.setattr("sgl_scan.reports.dispatch_graph.graphviz_available", lambda: False)
+
+
 @pytest.fixture(scope="session")
 def real_report_0_5_23(tmp_path_factory, sglang_0_5_23) -> Report:
     from sgl_scan.analyzer.pipeline import analyze

@@ -116,3 +116,6 @@ def test_empty_inventory_draws_an_empty_svg():
 def test_graphviz_drawing_when_dot_is_installed():
     svg, _ = to_svg(fx.inventory(), use_graphviz=True)
     assert svg.startswith("<svg") and "EAGLEWorkerV2" in svg
+    root = ET.fromstring(svg)
+    links = {a.get("{http://www.w3.org/1999/xlink}href") or a.get("href") for a in root.iter("{http://www.w3.org/2000/svg}a")}
+    assert "#site-sglang-srt-speculative-spec_info-py-200" in links
