@@ -413,6 +413,8 @@ def _joined_sites(analysis: Analysis, mode: str, dflash: Algorithm, delegate: bo
             joined.append(JoinedSite(site, True, "the plugin's create_worker returns DDTreeWorker (worker_factory in register.py)"))
         elif in_enum and delegate:
             joined.append(JoinedSite(site, True, f"DDTreeSpecAlgo.{in_enum}() delegates to {BASE_ALGORITHM}'s"))
+        elif mode == "patch" and site.worker == dflash.worker:
+            joined.append(JoinedSite(site, True, f"the patch returns DDTreeWorker for {NEW_ALGORITHM} inside this branch"))
         elif site.via == "predicate":
             joined.append(JoinedSite(site, True, f"{site.detail}() answers True for {NEW_ALGORITHM} as for {BASE_ALGORITHM}"))
         elif mode == "patch":

@@ -1,0 +1,166 @@
+"""DDTree worker for SGLang 0.5.11.
+
+`DDTreeWorker` subclasses `sglang.srt.speculative.dflash_worker.DFlashWorker` (sglang/srt/speculative/dflash_worker.py:50) and replaces its decode path
+(`forward_batch_generation`, sglang/srt/speculative/dflash_worker.py:1112): draft block -> top-K -> tree -> verify input with the
+ancestor mask -> target forward -> greedy walk -> commit. Prefill and idle batches go to the DFlash
+worker unchanged, so the drafter's KV and hidden-state bookkeeping stay the release's own.
+
+Engine glue still to write by hand (these three methods raise NotImplementedError):
+`ddtree_draft_logits` (the DFlash block forward, but keeping the full-vocabulary logits),
+`ddtree_target_verify` (the target forward with the tree layout) and `ddtree_commit` (keep the
+accepted nodes' KV and hidden states, free the rest). Each names the base-class method to adapt.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+from sglang.srt.speculative.dflash_worker import DFlashWorker
+
+from . import tree as ddtree
+
+BUDGET_ENV = "SGLANG_DDTREE_BUDGET"
+TOPK_ENV = "SGLANG_DDTREE_TOPK"
+
+
+def _kernels():
+    """The Triton kernels when they can run here (CUDA, or TRITON_INTERPRET=1), else None."""
+    try:
+        from . import kernels
+    except ImportError:
+        return None
+    return kernels
+
+
+def resolve_budget(server_args) -> int:
+    """Node budget: server_args.speculative_ddtree_budget, else ${SGLANG_DDTREE_BUDGET}, else 32."""
+    value = getattr(server_args, "speculative_ddtree_budget", None)
+    if value is None:
+        value = os.environ.get(BUDGET_ENV)
+    return int(value) if value is not None else ddtree.DEFAULT_BUDGET
+
+
+def resolve_topk(budget: int) -> int:
+    value = os.environ.get(TOPK_ENV)
+    return int(value) if value is not None else min(ddtree.DEFAULT_TOPK, budget)
+
+
+@dataclass(frozen=True)
+class TreeBatch:
+    """The trees of one decode step, padded to width W = budget + 1."""
+
+    tokens: torch.Tensor  # [B, W] int64 (column 0: the last bonus token)
+    parents: torch.Tensor  # [B, W] int64, -1 for the root and padding
+    sizes: torch.Tensor  # [B] nodes per tree
+    mask: torch.Tensor  # [B, W, W] bool, ancestor-only (padding rows see only themselves)
+    depths: torch.Tensor  # [B, W] int64
+    positions: torch.Tensor  # [B, W] int64: committed length + depth
+    max_depth: int
+
+
+def build_tree_batch(
+    draft_logits: torch.Tensor, root_tokens: torch.Tensor, committed_lens: torch.Tensor, budget: int, topk: int
+) -> TreeBatch:
+    """Top-K log-probs, best-first trees, ancestor masks and positions for a batch."""
+    logprobs, ids = ddtree.topk_logprobs(draft_logits, topk)
+    max_depth = int(draft_logits.shape[1])
+    kernels = _kernels() if draft_logits.is_cuda or os.environ.get("TRITON_INTERPRET") == "1" else None
+    if kernels is not None:
+        tokens, parents, _, sizes = kernels.best_first_build(logprobs, ids, root_tokens, budget)
+        mask, depths, positions = kernels.tree_mask(parents, sizes, committed_lens, max_depth)
+        return TreeBatch(tokens, parents, sizes, mask, depths, positions, max_depth)
+    trees = [ddtree.build_tree(logprobs[b], ids[b], int(root_tokens[b]), budget) for b in range(draft_logits.shape[0])]
+    tokens, parents, sizes = ddtree.pack_trees(trees, budget + 1)
+    depths = torch.zeros_like(parents)
+    for b, t in enumerate(trees):
+        depths[b, : t.size] = t.depths
+    positions = depths + committed_lens.to("cpu", torch.int64).unsqueeze(1)
+    mask = ddtree.padded_masks(trees, budget + 1)
+    device = draft_logits.device
+    return TreeBatch(tokens.to(device), parents.to(device), sizes.to(device), mask.to(device), depths.to(device), positions.to(device), max_depth)
+
+
+def walk_trees(trees: TreeBatch, choice: torch.Tensor):
+    """Accepted node indices [B, W] (-1 padded, root first), accepted counts [B], bonus tokens [B]."""
+    kernels = _kernels() if choice.is_cuda or os.environ.get("TRITON_INTERPRET") == "1" else None
+    if kernels is not None:
+        return kernels.greedy_walk(trees.tokens, trees.parents, choice, trees.sizes, trees.max_depth)
+    batch, width = trees.tokens.shape
+    accepted = torch.full((batch, width), -1, dtype=torch.int64)
+    counts = torch.zeros((batch,), dtype=torch.int64)
+    bonus = torch.zeros((batch,), dtype=torch.int64)
+    for b in range(batch):
+        n = int(trees.sizes[b])
+        one = ddtree.DraftTree(trees.tokens[b, :n].cpu(), trees.parents[b, :n].cpu(), trees.depths[b, :n].cpu())
+        path, token = ddtree.greedy_walk(one, choice[b, :n].cpu())
+        accepted[b, : len(path)] = torch.tensor(path)
+        counts[b], bonus[b] = len(path), token
+    return accepted.to(choice.device), counts.to(choice.device), bonus.to(choice.device)
+
+
+class DDTreeWorker(DFlashWorker):
+    """DFlash drafting, verified as a best-first draft tree (DDTree) instead of a single block."""
+
+    def __init__(self, server_args, gpu_id, tp_rank, dp_rank, moe_ep_rank, attn_cp_rank, moe_dp_rank, nccl_port, target_worker):
+        super().__init__(server_args=server_args, gpu_id=gpu_id, tp_rank=tp_rank, dp_rank=dp_rank, moe_ep_rank=moe_ep_rank, attn_cp_rank=attn_cp_rank, moe_dp_rank=moe_dp_rank, nccl_port=nccl_port, target_worker=target_worker)
+        self.ddtree_budget = resolve_budget(getattr(self, "server_args", None))
+        self.ddtree_topk = resolve_topk(self.ddtree_budget)
+
+    def forward_batch_generation(self, batch, **kwargs):
+        """Decode batches run a DDTree step; prefill and idle batches the DFlash path."""
+        if not self.ddtree_is_decode(batch):
+            return super().forward_batch_generation(batch=batch, **kwargs)
+        return self.ddtree_decode(batch=batch, **kwargs)
+
+    @staticmethod
+    def ddtree_is_decode(batch) -> bool:
+        mode = getattr(batch, "forward_mode", None)
+        if mode is None or getattr(batch, "is_extend_in_batch", False):
+            return False
+        return bool(mode.is_decode())
+
+    def ddtree_decode(self, batch, *args, **kwargs):
+        """draft block -> top-K -> tree -> verify layout -> target forward -> walk -> commit."""
+        draft_logits, root_tokens, committed_lens = self.ddtree_draft_logits(batch)
+        trees = build_tree_batch(draft_logits, root_tokens, committed_lens, self.ddtree_budget, self.ddtree_topk)
+        custom_mask = ddtree.verify_custom_mask(trees.mask, committed_lens.tolist())
+        target_logits = self.ddtree_target_verify(batch, trees, custom_mask, *args, **kwargs)
+        choice = self.ddtree_target_choice(batch, target_logits.view(trees.tokens.shape[0], trees.tokens.shape[1], -1))
+        accepted, counts, bonus = walk_trees(trees, choice)
+        return self.ddtree_commit(batch, trees, accepted, counts, bonus, *args, **kwargs)
+
+    @staticmethod
+    def ddtree_target_choice(batch, target_logits: torch.Tensor) -> torch.Tensor:
+        """The target's token after each node [B, W]: argmax when all greedy, else its own sample per request."""
+        info = getattr(batch, "sampling_info", None)
+        temperatures = getattr(info, "temperatures", None)
+        if info is None or getattr(info, "is_all_greedy", True) or temperatures is None:
+            return torch.argmax(target_logits, dim=-1)
+        rows = [ddtree.target_choice(target_logits[b], float(temperatures.view(-1)[b])) for b in range(target_logits.shape[0])]
+        return torch.stack(rows)
+
+    def ddtree_draft_logits(self, batch):
+        """Full-vocabulary draft logits [B, L, V], root (last bonus) tokens [B], committed lengths [B]."""
+        raise NotImplementedError(
+            "DDTree: run the DFlash draft block as DFlashWorker.forward_batch_generation (sglang/srt/speculative/dflash_worker.py:1112) does, "
+            "but return the draft lm-head logits instead of greedy tokens"
+        )
+
+    def ddtree_target_verify(self, batch, trees: TreeBatch, custom_mask: torch.Tensor, *args, **kwargs):
+        """Target logits [B * W, V] for the flattened tree tokens, positions and `custom_mask`."""
+        raise NotImplementedError(
+            "DDTree: build the release's verify input with draft_token=trees.tokens, positions=trees.positions, "
+            "draft_token_num=budget + 1 and custom_mask, then run the target verify forward as "
+            "DFlashWorker.forward_batch_generation (sglang/srt/speculative/dflash_worker.py:1112) does"
+        )
+
+    def ddtree_commit(self, batch, trees: TreeBatch, accepted, counts, bonus, *args, **kwargs):
+        """Keep the KV and hidden states of the accepted nodes, free the rest, return the batch result."""
+        raise NotImplementedError(
+            "DDTree: move the accepted nodes' KV slots to the front of the verify window, free the others, "
+            "append the accepted target hidden states to the draft KV and return the result as "
+            "DFlashWorker.forward_batch_generation (sglang/srt/speculative/dflash_worker.py:1112) does"
+        )

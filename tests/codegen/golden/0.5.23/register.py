@@ -1,0 +1,93 @@
+"""Registers DDTREE with SGLang 0.5.23 as a plugin algorithm; no patch to SGLang needed.
+
+`SpeculativeAlgorithm.register` (sglang/srt/speculative/spec_info.py:68) takes a `CustomSpecAlgo` subclass
+(sglang/srt/speculative/spec_registry.py:26). `DDTreeSpecAlgo` answers every `is_*`/`supports_*` predicate of
+`SpeculativeAlgorithm` as DFLASH does, so DDTREE counts as DFlash family wherever
+DFLASH does. Call `register()` once per process before SGLang reads
+`--speculative-algorithm` (see README.md).
+"""
+
+from __future__ import annotations
+
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+from sglang.srt.speculative.spec_registry import CustomSpecAlgo
+
+NAME = "DDTREE"
+_registered = False
+
+
+class DDTreeSpecAlgo(CustomSpecAlgo):
+    """DDTREE: the predicates of DFLASH, the DDTree worker."""
+
+    def is_some(self) -> bool:  # sglang/srt/speculative/spec_info.py:93
+        return True
+
+    def is_none(self) -> bool:  # sglang/srt/speculative/spec_info.py:96
+        return False
+
+    def is_speculative(self) -> bool:  # sglang/srt/speculative/spec_info.py:99
+        return True
+
+    def is_eagle(self) -> bool:  # sglang/srt/speculative/spec_info.py:102
+        return False
+
+    def is_eagle3(self) -> bool:  # sglang/srt/speculative/spec_info.py:111
+        return False
+
+    def is_frozen_kv_mtp(self) -> bool:  # sglang/srt/speculative/spec_info.py:114
+        return False
+
+    def is_dflash(self) -> bool:  # sglang/srt/speculative/spec_info.py:117
+        return True
+
+    def is_uno(self) -> bool:  # sglang/srt/speculative/spec_info.py:120
+        return False
+
+    def is_dspark(self) -> bool:  # sglang/srt/speculative/spec_info.py:123
+        return False
+
+    def is_dflash_family(self) -> bool:  # sglang/srt/speculative/spec_info.py:126
+        return True
+
+    def is_standalone(self) -> bool:  # sglang/srt/speculative/spec_info.py:129
+        return False
+
+    def is_ngram(self) -> bool:  # sglang/srt/speculative/spec_info.py:132
+        return False
+
+    def supports_target_verify_for_draft(self) -> bool:  # sglang/srt/speculative/spec_info.py:135
+        return True
+
+    def supports_prefill_shared_read_done(self) -> bool:  # sglang/srt/speculative/spec_info.py:138
+        return True
+
+    def supports_mixed_chunk(self) -> bool:  # sglang/srt/speculative/spec_info.py:147
+        return True
+
+    def supports_ragged_verify(self) -> bool:  # sglang/srt/speculative/spec_info.py:160
+        return False
+
+    def supports_grammar_overlap(self) -> bool:  # sglang/srt/speculative/spec_info.py:166
+        return True
+
+    def build_disagg_draft_input(self, batch, last_tokens_tensor, future_map):  # sglang/srt/speculative/spec_info.py:202 branches on DFLASH
+        return SpeculativeAlgorithm.DFLASH.build_disagg_draft_input(batch=batch, last_tokens_tensor=last_tokens_tensor, future_map=future_map)
+
+    def handle_server_args(self, server_args):  # sglang/srt/speculative/spec_info.py:235 branches on DFLASH
+        return SpeculativeAlgorithm.DFLASH.handle_server_args(server_args=server_args)
+
+
+def worker_factory(server_args):
+    """The worker class SGLang instantiates for DDTREE."""
+    from .worker import DDTreeWorker
+
+    return DDTreeWorker
+
+
+def register() -> None:
+    """Register DDTREE (idempotent within a process)."""
+    global _registered
+    if _registered:
+        return
+    SpeculativeAlgorithm.register(NAME, supports_overlap=True, spec_class=DDTreeSpecAlgo)(worker_factory)
+    _registered = True

@@ -1,0 +1,87 @@
+"""The DDTree plan from real releases: base worker, registration mode, predicates, sites, refusal."""
+
+from __future__ import annotations
+
+import pytest
+
+from sgl_scan.codegen.ddtree.plan import FIRST_DFLASH_RELEASE, plan_ddtree
+from sgl_scan.errors import CodegenError
+
+pytestmark = pytest.mark.slow
+
+SPEC_INFO = "sglang/srt/speculative/spec_info.py"
+
+
+def test_0_5_23_plugin_mode_on_the_v2_worker(release_0_5_23):
+    _, analysis = release_0_5_23
+    plan = plan_ddtree(analysis, budget=32, topk=8)
+    assert plan.mode == "plugin"
+    assert plan.base.qualname == "sglang.srt.speculative.dflash_worker_v2.DFlashWorkerV2"
+    assert str(plan.base.location) == "sglang/srt/speculative/dflash_worker_v2.py:378"
+    assert [p.name for p in plan.base.init.params] == ["server_args", "gpu_id", "nccl_port", "target_worker"]
+    assert str(plan.base.init.location) == "sglang/srt/speculative/dflash_worker_v2.py:388"
+    assert plan.base.entry.name == "forward_batch_generation"
+    assert str(plan.base.entry.location) == "sglang/srt/speculative/dflash_worker_v2.py:2336"
+    assert plan.plugin.base_qualname == "sglang.srt.speculative.spec_registry.CustomSpecAlgo"
+    assert str(plan.plugin.register.location) == f"{SPEC_INFO}:68"
+    values = {p.name: p.value for p in plan.predicates}
+    # every is_*/supports_* of the enum (spec_info.py:93-166), answered as DFLASH does
+    assert set(values) == {
+        "is_some", "is_none", "is_speculative", "is_eagle", "is_eagle3", "is_frozen_kv_mtp", "is_dflash",
+        "is_uno", "is_dspark", "is_dflash_family", "is_standalone", "is_ngram",
+        "supports_target_verify_for_draft", "supports_prefill_shared_read_done", "supports_mixed_chunk",
+        "supports_ragged_verify", "supports_grammar_overlap",
+    }
+    assert {n for n, v in values.items() if v} == {
+        "is_some", "is_speculative", "is_dflash", "is_dflash_family", "supports_target_verify_for_draft",
+        "supports_prefill_shared_read_done", "supports_mixed_chunk", "supports_grammar_overlap",
+    }
+    assert plan.supports_overlap  # create_worker's DFLASH branch (spec_info.py:324) does not raise
+    assert [d.name for d in plan.delegated] == ["build_disagg_draft_input", "handle_server_args"]
+    sites = {str(j.site.location): j for j in plan.sites}
+    assert sites[f"{SPEC_INFO}:324"].joined and "create_worker" in sites[f"{SPEC_INFO}:324"].how
+    assert sites["sglang/srt/managers/scheduler.py:1231"].joined  # is_dflash_family()
+    assert not sites["sglang/srt/speculative/spec_utils.py:412"].joined  # `in ("STANDALONE", "DFLASH", "DSPARK")`
+    assert f"{SPEC_INFO}:316" not in sites  # `assert not self.is_none()` is not a DFLASH branch
+
+
+def test_0_5_11_patch_mode_on_the_v1_worker(release_0_5_11):
+    _, analysis = release_0_5_11
+    plan = plan_ddtree(analysis, budget=16, topk=4)
+    assert plan.mode == "patch" and plan.plugin is None
+    assert plan.base.qualname == "sglang.srt.speculative.dflash_worker.DFlashWorker"
+    assert str(plan.base.location) == "sglang/srt/speculative/dflash_worker.py:50"
+    assert [p.name for p in plan.base.init.params] == [
+        "server_args", "gpu_id", "tp_rank", "dp_rank", "moe_ep_rank", "attn_cp_rank", "moe_dp_rank", "nccl_port",
+        "target_worker",
+    ]
+    assert str(plan.base.entry.location) == "sglang/srt/speculative/dflash_worker.py:1112"
+    assert {p.name for p in plan.predicates if p.value} == {"is_speculative", "is_dflash"}
+    assert not plan.supports_overlap and f"{SPEC_INFO}:70" in plan.overlap_reason
+    assert {str(j.site.location) for j in plan.sites} == {
+        "sglang/srt/managers/scheduler.py:2069", "sglang/srt/server_args.py:3319", f"{SPEC_INFO}:68",
+    }
+    assert all(j.joined for j in plan.sites)
+
+
+def test_0_5_10_is_refused_naming_the_first_dflash_release(release_0_5_10):
+    _, analysis = release_0_5_10
+    with pytest.raises(CodegenError) as info:
+        plan_ddtree(analysis, budget=32, topk=8)
+    message = str(info.value)
+    assert "0.5.10" in message and "no DFlash worker" in message
+    assert f"sglang {FIRST_DFLASH_RELEASE}" in message and FIRST_DFLASH_RELEASE == "0.5.11"
+    assert "\n" not in message
+
+
+def test_plugin_mode_is_refused_without_the_plugin_api(release_0_5_11):
+    _, analysis = release_0_5_11
+    with pytest.raises(CodegenError, match="no plugin API"):
+        plan_ddtree(analysis, budget=32, topk=8, mode="plugin")
+
+
+def test_patch_mode_can_be_forced_on_a_plugin_release(release_0_5_23):
+    _, analysis = release_0_5_23
+    plan = plan_ddtree(analysis, budget=32, topk=8, mode="patch")
+    assert plan.mode == "patch" and plan.delegated == ()
+    assert {str(j.site.location) for j in plan.sites if not j.joined} == set()
