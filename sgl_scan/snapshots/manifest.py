@@ -52,9 +52,20 @@ class Manifest:
     manifest_version: int = MANIFEST_VERSION
 
     def to_json(self) -> str:
-        data = asdict(self)
+        """Indented JSON with one line per file (fast for thousands of files; `from_dict` reads it)."""
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "files"}
         data["source"] = dict(self.source)
-        return json.dumps(data, indent=2, sort_keys=True)
+        data["git"] = asdict(self.git) if self.git else None
+        data["skipped"] = [asdict(s) for s in self.skipped]
+        data["files"] = []
+        head = json.dumps(data, indent=2, sort_keys=True)
+        rows = ",\n".join(
+            "    " + json.dumps({"mtime": f.mtime, "path": f.path, "sha256": f.sha256, "size": f.size})
+            for f in self.files
+        )
+        if not rows:
+            return head
+        return head.replace('\n  "files": []', '\n  "files": [\n' + rows + "\n  ]", 1)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Manifest":

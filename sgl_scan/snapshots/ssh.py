@@ -43,7 +43,7 @@ from sgl_scan.snapshots.tarstream import Limits, extract_stream, human
 log = logging.getLogger(__name__)
 
 PREFIX = "sglang/"
-RECV = 1 << 18
+RECV = 1 << 24  # take paramiko's whole buffer at once: its reads shift the rest
 FIND_FMT = "%s %T@ %p\\0"
 
 REMOTE_SCRIPT = r"""

@@ -55,8 +55,9 @@ def read_version(data: bytes) -> str | None:
 
 def check_relpath(path: str) -> str:
     """A safe tree path: relative, POSIX, no `..`, no empty or dot parts."""
-    pure = PurePosixPath(path)
-    if not path or pure.is_absolute() or path != str(pure) or any(p in ("", ".", "..") for p in pure.parts):
+    if not path or path.startswith("/") or "\0" in path or "\\" in path:
+        raise SnapshotError(f"unsafe path in snapshot: {path!r}")
+    if any(part in ("", ".", "..") for part in path.split("/")):
         raise SnapshotError(f"unsafe path in snapshot: {path!r}")
     return path
 
@@ -222,7 +223,7 @@ class Store:
                     pass
 
     def blob_path(self, sha256: str) -> Path:
-        return self.root / ".blobs" / sha256[:2] / sha256
+        return self.root / ".blobs" / sha256
 
     def remove(self, ref: str) -> str:
         """Delete a snapshot (and blobs nothing else uses); returns its id."""
@@ -244,14 +245,13 @@ class Store:
         blobs = self.root / ".blobs"
         if not blobs.is_dir():
             return 0
-        for sub in blobs.iterdir():
-            for blob in sub.iterdir():
-                try:
-                    if blob.stat().st_nlink <= 1:
-                        blob.unlink()
-                        removed += 1
-                except OSError:
-                    pass
+        for blob in blobs.iterdir():
+            try:
+                if blob.stat().st_nlink <= 1:
+                    blob.unlink()
+                    removed += 1
+            except OSError:
+                pass
         return removed
 
     def new_id(self, source_kind: str, version: str | None, now: datetime) -> str:
@@ -368,20 +368,19 @@ class Stage:
 
     def _share_blobs(self) -> None:
         """Hard-link each new tree file with its blob (creating the blob when new); read-only."""
-        made: set[Path] = set()
+        blobs = self.store.root / ".blobs"
+        blobs.mkdir(exist_ok=True)
+        blobs_str = str(blobs)
         for entry in self.files.values():
             if entry.path in self.reused:
                 continue  # already a link to the earlier snapshot's blob
             path = os.path.join(self.tree_str, entry.path)
-            blob = self.store.blob_path(entry.sha256)
+            blob = os.path.join(blobs_str, entry.sha256)
             try:
-                if blob.parent not in made:
-                    blob.parent.mkdir(parents=True, exist_ok=True)
-                    made.add(blob.parent)
                 try:
                     os.link(path, blob)
                 except FileExistsError:
-                    tmp = path + ".sgl-link"
+                    tmp = path + ".sgl-link"  # an identical file is stored already: share it
                     os.link(blob, tmp)
                     os.replace(tmp, path)
             except OSError as exc:

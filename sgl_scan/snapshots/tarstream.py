@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import tarfile
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import BinaryIO, Callable, Mapping
 
 from sgl_scan.errors import RemoteError, SnapshotError
@@ -54,17 +53,16 @@ def human(size: float) -> str:
 
 def check_member_name(name: str) -> str:
     """The member's path if it is a plain relative path; else RemoteError."""
-    pure = PurePosixPath(name)
-    if not name or name.startswith("/") or pure.is_absolute():
+    if not name or name.startswith("/"):
         raise RemoteError(f"refusing tar member with an absolute path: {name!r}")
-    if ".." in pure.parts:
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
         raise RemoteError(f"refusing tar member that climbs out with '..': {name!r}")
-    if "\\" in name or "\x00" in name or len(name) > MAX_PATH_CHARS or len(pure.parts) > MAX_PATH_PARTS:
+    if "\\" in name or "\x00" in name or len(name) > MAX_PATH_CHARS or len(parts) > MAX_PATH_PARTS:
         raise RemoteError(f"refusing tar member with a suspicious path: {name[:80]!r}")
-    clean = str(pure)
-    if clean in ("", "."):
+    if not parts:
         raise RemoteError(f"refusing tar member with an empty path: {name!r}")
-    return clean
+    return "/".join(parts)
 
 
 def _check_type(member: tarfile.TarInfo) -> None:
