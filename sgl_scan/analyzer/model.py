@@ -50,6 +50,7 @@ class Algorithm:
     predicates: tuple[str, ...]  # predicates true for it
     worker: str | None  # qualified name of the worker class it creates, if any dispatch path does
     worker_location: Location | None = None  # where that worker is chosen (create_worker, factory, branch)
+    workers: tuple[str, ...] = ()  # every worker any dispatch path may give it (overlap/V2 variants), in order
 
 
 @dataclass(frozen=True)

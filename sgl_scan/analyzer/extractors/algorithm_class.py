@@ -1,0 +1,198 @@
+"""The algorithm class (`SpeculativeAlgorithm`) and its plugin base: form, members, predicate bodies.
+
+Also records module constants of alias literals (`_RESERVED_ALIASES = frozenset({"NEXTN"})`),
+which `from_string` consults (`if upper in _RESERVED_ALIASES: return cls.EAGLE`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+import libcst.metadata as meta
+
+from sgl_scan.analyzer.extractors._cst import (
+    ALGO_CLASS_NAME,
+    Resolver,
+    body_statements,
+    dotted,
+    last_name,
+    small_statements,
+    string_value,
+    string_values,
+    strip_docstring,
+    walk_no_defs,
+)
+from sgl_scan.analyzer.extractors.records import AlgoClassRecord, ConstStrings, PredicateBody
+
+_ENUM_FORMS = {"enum.IntEnum": "IntEnum", "enum.Enum": "Enum", "enum.StrEnum": "Enum", "enum.IntFlag": "IntEnum",
+               "enum.Flag": "Enum"}
+_ALIAS_CONST = re.compile(r"(?i)alias")
+
+
+class _BoolParser:
+    """Turns a predicate's return expression into a bool expression (see records.BOOL_OPS)."""
+
+    def __init__(self, self_name: str, class_name: str) -> None:
+        self.self_name, self.class_name = self_name, class_name
+
+    def member(self, node: cst.CSTNode) -> str | None:
+        if isinstance(node, cst.Attribute) and dotted(node.value) in (self.class_name, "cls", "type(self)"):
+            return node.attr.value
+        return None
+
+    def is_self(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Name) and node.value == self.self_name
+
+    def parse(self, node: cst.CSTNode) -> tuple | None:
+        if isinstance(node, cst.Name) and node.value in ("True", "False"):
+            return ("const", node.value == "True")
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            inner = self.parse(node.expression)
+            return ("not", inner) if inner else None
+        if isinstance(node, cst.BooleanOperation):
+            op = "and" if isinstance(node.operator, cst.And) else "or"
+            left, right = self.parse(node.left), self.parse(node.right)
+            if left is None or right is None:
+                return None
+            terms = []
+            for part in (left, right):
+                terms.extend(part[1] if part[0] == op else (part,))
+            return (op, tuple(terms))
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and self.is_self(node.func.value):
+            method = node.func.attr.value
+            if not node.args:
+                return ("call", method)
+            if len(node.args) == 1 and "flag" in method.lower():
+                flag = string_value(node.args[0].value)
+                return ("flag", flag.upper()) if flag is not None else None
+            return None
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            target = node.comparisons[0]
+            left, right, op = node.left, target.comparator, target.operator
+            if not self.is_self(left):
+                left, right = right, left
+            if not self.is_self(left):
+                return None
+            if isinstance(op, (cst.Equal, cst.Is, cst.NotEqual, cst.IsNot)):
+                name = self.member(right)
+                if name is None:
+                    return None
+                return ("eq", name) if isinstance(op, (cst.Equal, cst.Is)) else ("ne", name)
+            if isinstance(op, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+                names = [self.member(e.value) for e in right.elements if isinstance(e, cst.Element)]
+                if not names or None in names:
+                    return None
+                return ("in" if isinstance(op, cst.In) else "notin", tuple(names))
+        return None
+
+
+def _plain_method(node: cst.FunctionDef) -> str | None:
+    """The `self` name of an undecorated method with exactly one positional parameter."""
+    params = node.params
+    if node.decorators or params.kwonly_params or params.posonly_params or params.star_kwarg:
+        return None
+    if not isinstance(params.star_arg, cst.MaybeSentinel) or len(params.params) != 1:
+        return None
+    return params.params[0].name.value
+
+
+class AlgorithmClassExtractor:
+    name = "spec_algo_class"
+    version = 1
+    trigger = re.compile(r"class\s+\w*[Ss]pec\w*[Aa]lgo|ALIAS\w*\s*(?::[^=\n]*)?=")
+    metadata = (meta.PositionProvider,)
+
+    def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:
+        r = Resolver(wrapper, context.module)
+        out: list = []
+        for statement in wrapper.module.body:
+            if isinstance(statement, cst.ClassDef) and ALGO_CLASS_NAME.search(statement.name.value):
+                record = self._class(r, statement)
+                if record is not None:
+                    out.append(record)
+            for small in small_statements(statement):
+                const = self._const(r, small)
+                if const is not None:
+                    out.append(const)
+        return tuple(out)
+
+    def _const(self, r: Resolver, node: cst.CSTNode) -> ConstStrings | None:
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0].target, node.value
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            return None
+        if not isinstance(target, cst.Name) or not _ALIAS_CONST.search(target.value):
+            return None
+        values = string_values(value)
+        if values is None:
+            return None
+        return ConstStrings(**vars(r.at(node)), qualname=f"{r.module_name}.{target.value}", values=values)
+
+    def _class(self, r: Resolver, node: cst.ClassDef) -> AlgoClassRecord | None:
+        bases = tuple(r.resolve(arg.value) or r.text(arg.value) for arg in node.bases if arg.keyword is None)
+        if "type" in bases:
+            return None  # a metaclass, not the algorithm class
+        metaclass = next((r.resolve(arg.value) for arg in node.bases if arg.keyword and arg.keyword.value == "metaclass"), None)
+        form = next((_ENUM_FORMS[b] for b in bases if b in _ENUM_FORMS), None)
+        statements = body_statements(node.body)
+        members: list = []
+        predicates: list = []
+        methods: list = []
+        register_defaults: list = []
+        alias_returns: list = []
+        parser_name = node.name.value
+        for statement in statements:
+            if isinstance(statement, cst.FunctionDef):
+                methods.append(statement.name.value)
+                self_name = _plain_method(statement)
+                if self_name is not None:
+                    body = strip_docstring(body_statements(statement.body))
+                    smalls = small_statements(body[0]) if len(body) == 1 else []
+                    if len(smalls) == 1 and isinstance(smalls[0], cst.Return) and smalls[0].value is not None:
+                        expr = _BoolParser(self_name, parser_name).parse(smalls[0].value)
+                        if expr is not None:
+                            predicates.append(PredicateBody(**vars(r.at(statement)), name=statement.name.value, expr=expr))
+                if statement.name.value == "register":
+                    for param in (*statement.params.params, *statement.params.kwonly_params):
+                        if isinstance(param.default, (cst.Name, cst.Attribute)):
+                            register_defaults.append(r.resolve(param.default) or dotted(param.default))
+                alias_returns.extend(self._alias_returns(r, statement, parser_name))
+                continue
+            if form is None:
+                continue
+            for small in small_statements(statement):
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                    name = small.targets[0].target.value
+                    if not name.startswith("_"):
+                        members.append((name, r.at(statement)))
+        if form is None:
+            form = "registry" if (metaclass or "register" in methods) and not members else "plain"
+        at = r.at(node)
+        return AlgoClassRecord(**vars(at), qualname=f"{r.module_name}.{node.name.value}", name=node.name.value,
+                               form=form, bases=bases, metaclass=metaclass, members=tuple(members),
+                               predicates=tuple(predicates), methods=tuple(methods),
+                               register_defaults=tuple(d for d in register_defaults if d),
+                               alias_returns=tuple(alias_returns))
+
+    def _alias_returns(self, r: Resolver, function: cst.FunctionDef, class_name: str) -> list:
+        """`if <x> in CONTAINER: return cls.MEMBER` inside a method (as in `from_string`)."""
+        found = []
+        for node in walk_no_defs(function):
+            if not isinstance(node, cst.If) or not isinstance(node.test, cst.Comparison):
+                continue
+            test = node.test
+            if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, cst.In):
+                continue
+            container = test.comparisons[0].comparator
+            if not isinstance(container, (cst.Name, cst.Attribute)):
+                continue
+            body = body_statements(node.body)
+            smalls = small_statements(body[0]) if len(body) == 1 else []
+            if len(smalls) == 1 and isinstance(smalls[0], cst.Return) and isinstance(smalls[0].value, cst.Attribute):
+                value = smalls[0].value
+                if dotted(value.value) in ("cls", class_name):
+                    found.append((r.resolve(container) or dotted(container), last_name(value)))
+        return found

@@ -1,0 +1,147 @@
+"""Frozen records the speculative-decoding extractors put in `FileFacts.extras`.
+
+Positions are 1-based (line, column, end_line). Qualified names are absolute dotted names
+(`sglang.srt.speculative.eagle_worker.EAGLEWorker`) where the file's imports and definitions allow,
+else the name as written. Boolean predicate bodies are kept as small nested tuples ("bool
+expressions", see `BOOL_OPS`) so the inventory can evaluate them across files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# A bool expression is one of:
+#   ("eq", MEMBER) ("ne", MEMBER) ("in", (MEMBER, ...)) ("notin", (MEMBER, ...))
+#   ("call", PREDICATE) ("flag", FLAG) ("const", True|False)
+#   ("not", EXPR) ("or", (EXPR, ...)) ("and", (EXPR, ...))
+BOOL_OPS = ("eq", "ne", "in", "notin", "call", "flag", "const", "not", "or", "and")
+
+
+@dataclass(frozen=True)
+class At:
+    line: int
+    column: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class WorkerRef:
+    """A worker class returned or instantiated at `at`."""
+
+    qualname: str
+    at: At
+
+
+@dataclass(frozen=True)
+class PredicateBody(At):
+    """A boolean method (`def is_x(self): return <expr>`) on an algorithm-like class."""
+
+    name: str
+    expr: tuple
+
+
+@dataclass(frozen=True)
+class AlgoClassRecord(At):
+    """A class that looks like the algorithm class or its plugin base (name matches `spec…algo`)."""
+
+    qualname: str
+    name: str
+    form: str  # "IntEnum" | "Enum" | "registry" | "plain"
+    bases: tuple[str, ...]
+    metaclass: str | None
+    members: tuple[tuple[str, At], ...]  # enum members in order
+    predicates: tuple[PredicateBody, ...]
+    methods: tuple[str, ...]
+    register_defaults: tuple[str, ...] = ()  # classes named as parameter defaults of `register`
+    alias_returns: tuple[tuple[str, str], ...] = ()  # (container qualname, member): `if x in C: return cls.M`
+
+
+@dataclass(frozen=True)
+class Registration(At):
+    """`SpeculativeAlgorithm.register("NAME", ...)`, `register_speculative_algorithm("NAME", ...)`, or the
+    decorator form `@SpeculativeAlgorithm.register("NAME")` on a worker factory."""
+
+    name: str
+    callee: str  # resolved callee
+    receiver: str | None  # resolved receiver for `X.register(...)`
+    worker: str | None  # resolved worker class or factory function (worker_cls=, factory, decorated fn)
+    flags: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    function: str = "<module>"
+
+
+@dataclass(frozen=True)
+class WorkerFactory(At):
+    """A function that returns (or returns an instance of) a `…Worker` class."""
+
+    qualname: str
+    workers: tuple[WorkerRef, ...]  # every worker it may return, in order
+    fallthrough: WorkerRef | None  # the one returned by its last top-level return
+
+
+@dataclass(frozen=True)
+class DispatchTerm(At):
+    """One test on the active algorithm: a predicate call, a string or member comparison."""
+
+    function: str  # qualified enclosing function ("<module>" at module level)
+    via: str  # "predicate" | "string" | "member"
+    detail: str  # predicate name | the literal(s) | the member(s), comma-separated
+    values: tuple[str, ...]  # predicate name, literals, or member names
+    negated: bool  # `!=`, `not in`, `not x.is_y()`
+    subject: str  # the receiver / compared expression as written
+    owner_class: str | None = None  # qualified class when the test is `self.is_x()` inside an algo class
+
+
+@dataclass(frozen=True)
+class Branch(At):
+    """An `if`/`elif` whose test holds dispatch terms and whose body creates or returns a worker."""
+
+    function: str
+    terms: tuple[DispatchTerm, ...]  # the tests in the condition, in order
+    pure: bool  # the test is only (an `or` of) positive dispatch terms
+    workers: tuple[WorkerRef, ...]  # every worker the branch body may create, in order
+    fallthrough: WorkerRef | None  # the worker of its last top-level statement that creates one
+    owner_class: str | None = None
+
+
+@dataclass(frozen=True)
+class AliasAssign(At):
+    """`if x == "NEXTN": x = "EAGLE"` on a speculative-algorithm name: literal → target literal."""
+
+    alias: str
+    target: str
+
+
+@dataclass(frozen=True)
+class ConstStrings(At):
+    """A module-level constant holding string literals (`_RESERVED_ALIASES = frozenset({"NEXTN"})`)."""
+
+    qualname: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OptionRecord(At):
+    """`--speculative-algorithm`: argparse `add_argument` or an annotated config field."""
+
+    name: str
+    kind: str  # "argument" | "config_field"
+    choices: str | None  # the choices variable, when `choices=NAME`
+    values: tuple[str, ...]  # literal choices
+    function: str = "<module>"
+
+
+@dataclass(frozen=True)
+class HookRecord(At):
+    """`def add_x_choices(choices): X.extend(choices)` or `add_x_choices = X.extend`."""
+
+    name: str
+    kind: str  # "function" | "alias"
+    choices: str | None  # the list it extends
+
+
+@dataclass(frozen=True)
+class D2tRecord(At):
+    kind: str  # see model.D2T_KINDS
+    function: str
+    detail: str

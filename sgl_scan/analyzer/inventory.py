@@ -1,0 +1,343 @@
+"""`build_inventory`: what a snapshot says about speculative decoding, from the extractors' records.
+
+Pure and cross-file: it reads `FileFacts.extras` (see `analyzer/extractors/`) and never the files.
+It picks the algorithm class and its plugin base, lists the algorithms (enum members, then those
+registered at import time), evaluates every predicate body to the set of algorithms it is true for
+(recursively, including registry flags), finds the worker each algorithm creates (the algorithm
+class's own `create_worker`-style branches first, then registration factories, then `if/elif`
+branches elsewhere that import and create a worker), and resolves dispatch sites, aliases, choice
+hooks, the `--speculative-algorithm` definition and d2t sites.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable, Mapping
+
+from sgl_scan.analyzer.extractors.records import (
+    AlgoClassRecord,
+    AliasAssign,
+    At,
+    Branch,
+    ConstStrings,
+    D2tRecord,
+    DispatchTerm,
+    HookRecord,
+    OptionRecord,
+    PredicateBody,
+    Registration,
+    WorkerFactory,
+    WorkerRef,
+)
+from sgl_scan.analyzer.model import (
+    Algorithm,
+    AlgorithmClass,
+    ChoiceHook,
+    D2tSite,
+    DispatchSite,
+    Location,
+    Predicate,
+    SpecInventory,
+)
+
+ALGORITHM_CLASS = "SpeculativeAlgorithm"
+
+
+def _loc(path: str, at: At) -> Location:
+    return Location(path, at.line, at.column, at.end_line)
+
+
+def _records(files: Mapping[str, Any]) -> dict[type, list[tuple[str, Any]]]:
+    """(path, record) pairs by record type, in path then source order."""
+    out: dict[type, list[tuple[str, Any]]] = defaultdict(list)
+    for path in sorted(files):
+        extras = getattr(files[path], "extras", None) or {}
+        for name in sorted(extras):
+            if not name.startswith("spec_"):
+                continue
+            for record in extras[name]:
+                out[type(record)].append((path, record))
+    for pairs in out.values():
+        pairs.sort(key=lambda pair: (pair[0], getattr(pair[1], "line", 0), getattr(pair[1], "column", 0)))
+    return out
+
+
+def _pick_class(classes: list[tuple[str, AlgoClassRecord]]) -> tuple[str, AlgoClassRecord] | None:
+    def score(pair: tuple[str, AlgoClassRecord]) -> tuple:
+        path, record = pair
+        return (record.name != ALGORITHM_CLASS, not (record.members or record.form == "registry"),
+                "speculative" not in path, -len(record.predicates), path)
+
+    candidates = [pair for pair in classes if pair[1].predicates or pair[1].members or pair[1].form == "registry"]
+    return min(candidates, key=score) if candidates else None
+
+
+def _pick_plugin_base(classes, algo: AlgoClassRecord | None) -> tuple[str, AlgoClassRecord] | None:
+    if algo is None:
+        return None
+    others = [pair for pair in classes if pair[1].qualname != algo.qualname and pair[1].predicates]
+    for pair in others:
+        if pair[1].qualname in algo.register_defaults:
+            return pair
+    names = {p.name for p in algo.predicates}
+    if "register" not in algo.methods:
+        return None
+    shared = [pair for pair in others if pair[1].form == "plain" and names & {p.name for p in pair[1].predicates}]
+    return shared[0] if shared else None
+
+
+class _Evaluator:
+    """Evaluates predicate bodies to member sets over a universe of algorithm names."""
+
+    def __init__(self, universe: list[str], bodies: dict[str, PredicateBody], flags: dict[str, set[str]]) -> None:
+        self.universe, self.bodies, self.flags = universe, bodies, flags
+        self._memo: dict[str, frozenset[str] | None] = {}
+
+    def predicate(self, name: str, stack: tuple[str, ...] = ()) -> frozenset[str] | None:
+        if name in self._memo:
+            return self._memo[name]
+        if name not in self.bodies or name in stack:
+            return None
+        result = self.expr(self.bodies[name].expr, stack + (name,))
+        self._memo[name] = result
+        return result
+
+    def expr(self, expr: tuple, stack: tuple[str, ...]) -> frozenset[str] | None:
+        op, arg = expr
+        every = frozenset(self.universe)
+        if op == "eq":
+            return frozenset({arg}) & every
+        if op == "ne":
+            return every - {arg}
+        if op == "in":
+            return frozenset(arg) & every
+        if op == "notin":
+            return every - set(arg)
+        if op == "const":
+            return every if arg else frozenset()
+        if op == "flag":
+            return frozenset(self.flags.get(arg, ())) & every
+        if op == "call":
+            return self.predicate(arg, stack)
+        if op == "not":
+            inner = self.expr(arg, stack)
+            return None if inner is None else every - inner
+        parts = [self.expr(part, stack) for part in arg]
+        if any(part is None for part in parts):
+            return None
+        if op == "or":
+            return frozenset().union(*parts)
+        if op == "and":
+            result = every
+            for part in parts:
+                result &= part
+            return result
+        return None
+
+
+def _ordered(names: Iterable[str], universe: list[str]) -> tuple[str, ...]:
+    chosen = set(names)
+    return tuple(name for name in universe if name in chosen)
+
+
+def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
+    """Combine the per-file speculative records of a snapshot into one `SpecInventory`."""
+    recs = _records(files)
+    classes = recs.get(AlgoClassRecord, [])
+    picked = _pick_class(classes)
+    algo_path, algo = picked if picked else (None, None)
+    plugin = _pick_plugin_base(classes, algo)
+
+    # -- algorithms -----------------------------------------------------------------------------
+    registrations = [(p, r) for p, r in recs.get(Registration, []) if _is_algorithm_registration(r, algo)]
+    universe: list[str] = []
+    locations: dict[str, Location] = {}
+    kinds: dict[str, str] = {}
+    if algo is not None:
+        for name, at in algo.members:
+            if name not in kinds:
+                universe.append(name)
+                locations[name], kinds[name] = _loc(algo_path, at), "enum"
+    flags: dict[str, set[str]] = defaultdict(set)
+    reg_by_name: dict[str, tuple[str, Registration]] = {}
+    for path, reg in registrations:
+        if reg.name in kinds:
+            continue
+        universe.append(reg.name)
+        locations[reg.name], kinds[reg.name] = _loc(path, reg), "registered"
+        reg_by_name[reg.name] = (path, reg)
+        for flag in reg.flags:
+            flags[flag].add(reg.name)
+
+    # -- predicates -----------------------------------------------------------------------------
+    plugin_true: set[str] = set()
+    plugin_preds: tuple[str, ...] = ()
+    if plugin is not None:
+        plugin_preds = tuple(p.name for p in plugin[1].predicates)
+        plugin_true = {p.name for p in plugin[1].predicates if p.expr == ("const", True)}
+    # Algorithms the class's own predicates reason about: every algorithm in the registry form;
+    # only the enum members when plugins are separate `CustomSpecAlgo` objects.
+    plugin_algos = [n for n in universe if kinds[n] == "registered"] if algo is not None and algo.form != "registry" else []
+    members_universe = [n for n in universe if n not in plugin_algos]
+    predicates: list[Predicate] = []
+    table: dict[str, tuple[str, ...]] = {}
+    if algo is not None:
+        evaluator = _Evaluator(members_universe, {p.name: p for p in algo.predicates}, flags)
+        for body in algo.predicates:
+            result = evaluator.predicate(body.name)
+            if result is None:
+                continue
+            chosen = set(result) | ({*plugin_algos} if body.name in plugin_true else set())
+            table[body.name] = _ordered(chosen, universe)
+            predicates.append(Predicate(body.name, table[body.name], _loc(algo_path, body), algo.qualname))
+
+    aliases = _aliases(recs, reg_by_name, algo, set(universe))
+
+    # -- workers and dispatch -------------------------------------------------------------------
+    def selected(term: DispatchTerm) -> tuple[str, ...] | None:
+        if term.via == "predicate":
+            if term.values[0] not in table:
+                return None
+            chosen = set(table[term.values[0]])
+        else:
+            chosen = {aliases.get(v.upper(), v.upper()) if term.via == "string" else v for v in term.values}
+            chosen &= set(universe)
+        if term.negated:
+            chosen = set(universe) - chosen
+        return _ordered(chosen, universe)
+
+    branches = recs.get(Branch, [])
+    worker_of, branch_of_term = _workers(algo, branches, selected, universe)
+    factories = {f.qualname: (p, f) for p, f in recs.get(WorkerFactory, [])}
+    for name, (path, reg) in reg_by_name.items():
+        if name in worker_of or reg.worker is None:
+            continue
+        if reg.worker in factories:
+            fpath, factory = factories[reg.worker]
+            if factory.fallthrough is not None:
+                worker_of[name] = (factory.fallthrough, fpath, factory.workers)
+        elif reg.worker.rpartition(".")[2].endswith("Worker"):
+            ref = WorkerRef(reg.worker, At(reg.line, reg.column, reg.end_line))
+            worker_of[name] = (ref, path, (ref,))
+
+    algorithms = []
+    for name in universe:
+        preds = tuple(p.name for p in predicates if name in p.members)
+        found = worker_of.get(name)
+        if found:
+            ref, path, candidates = found
+            workers = tuple(dict.fromkeys(c.qualname for c in candidates))
+            algorithms.append(Algorithm(name, kinds[name], locations[name], preds, ref.qualname, _loc(path, ref.at), workers))
+        else:
+            algorithms.append(Algorithm(name, kinds[name], locations[name], preds, None, None, ()))
+
+    dispatch = []
+    for path, term in recs.get(DispatchTerm, []):
+        algos = selected(term)
+        if algos is None:
+            continue
+        ref = branch_of_term.get((path, term))
+        dispatch.append(DispatchSite(term.function, _loc(path, term), term.via, term.detail, algos,
+                                     ref.qualname if ref else None))
+
+    option, hooks = _options(recs)
+    d2t = [D2tSite(r.kind, _loc(p, r), r.function, r.detail) for p, r in recs.get(D2tRecord, [])]
+    return SpecInventory(
+        algorithm_class=AlgorithmClass(algo.qualname, _loc(algo_path, algo), algo.form) if algo else None,
+        algorithms=tuple(algorithms),
+        predicates=tuple(predicates),
+        dispatch_sites=tuple(dispatch),
+        choice_hooks=tuple(hooks),
+        algorithm_option=option,
+        d2t_sites=tuple(sorted(d2t, key=lambda s: s.location)),
+        plugin_base=plugin[1].qualname if plugin else None,
+        plugin_base_predicates=plugin_preds,
+        aliases=aliases,
+    )
+
+
+def _is_algorithm_registration(reg: Registration, algo: AlgoClassRecord | None) -> bool:
+    if reg.callee.rpartition(".")[2] != "register":
+        return True  # register_speculative_algorithm(...) and friends
+    if algo is None:
+        return False
+    receiver = reg.receiver or ""
+    return receiver == algo.qualname or receiver.rpartition(".")[2] == algo.name
+
+
+def _aliases(recs, reg_by_name, algo, known: set[str]) -> dict[str, str]:
+    aliases: dict[str, str] = {}
+    for name, (_path, reg) in reg_by_name.items():
+        for alias in reg.aliases:
+            aliases.setdefault(alias, name)
+    if algo is not None:
+        consts = {c.qualname: c for _p, c in recs.get(ConstStrings, [])}
+        by_short = {q.rpartition(".")[2]: c for q, c in consts.items()}
+        for container, member in algo.alias_returns:
+            const = consts.get(container) or by_short.get(container.rpartition(".")[2])
+            for value in const.values if const else ():
+                aliases.setdefault(value.upper(), member)
+    for _path, record in recs.get(AliasAssign, []):
+        aliases.setdefault(record.alias, record.target)
+    resolved = {}
+    for alias, target in aliases.items():
+        seen = {alias}
+        while target not in known and target in aliases and target not in seen:
+            seen.add(target)
+            target = aliases[target]
+        if alias not in known and target in known:
+            resolved[alias] = target
+    return dict(sorted(resolved.items()))
+
+
+def _workers(algo, branches, selected, universe):
+    """Worker per algorithm from if/elif branches: the algorithm class's own first, then the rest.
+
+    Within one function, branches are taken in source order; a pure branch (only positive tests,
+    `or`-ed) claims the algorithms it selects and gives them its fall-through worker; a conditional
+    one (`is_eagle() and flag`) only adds candidates. Claimed algorithms ignore later branches.
+    """
+    by_function: dict[tuple[int, str, str], list[tuple[str, Branch]]] = defaultdict(list)
+    branch_of_term: dict[tuple[str, DispatchTerm], WorkerRef] = {}
+    for path, branch in branches:
+        own = algo is not None and branch.owner_class == algo.qualname
+        by_function[(0 if own else 1, path, branch.function)].append((path, branch))
+        ref = branch.fallthrough or branch.workers[0]
+        for term in branch.terms:
+            branch_of_term[(path, term)] = ref
+    worker_of: dict[str, tuple[WorkerRef, str, tuple[WorkerRef, ...]]] = {}
+    for key in sorted(by_function):
+        claimed: set[str] = set()
+        candidates: dict[str, list[WorkerRef]] = defaultdict(list)
+        result: dict[str, tuple[WorkerRef, str]] = {}
+        for path, branch in sorted(by_function[key], key=lambda pair: pair[1].line):
+            chosen: set[str] = set()
+            for term in branch.terms:
+                if not term.negated:
+                    chosen |= set(selected(term) or ())
+            for name in _ordered(chosen - claimed, universe):
+                candidates[name].extend(branch.workers)
+                if branch.pure and branch.fallthrough is not None:
+                    result[name] = (branch.fallthrough, path)
+                    claimed.add(name)
+        for name, (ref, path) in result.items():
+            if name not in worker_of:
+                worker_of[name] = (ref, path, tuple(candidates[name]))
+    return worker_of, branch_of_term
+
+
+def _options(recs) -> tuple[ChoiceHook | None, list[ChoiceHook]]:
+    options = recs.get(OptionRecord, [])
+    option = None
+    if options:
+        path, record = options[0]
+        option = ChoiceHook(record.name, record.kind, record.choices, True, _loc(path, record), record.values)
+    hooks = []
+    for path, hook in recs.get(HookRecord, []):
+        speculative = bool(option and option.choices and hook.choices
+                           and hook.choices.rpartition(".")[2] == option.choices.rpartition(".")[2])
+        hooks.append(ChoiceHook(hook.name, hook.kind, hook.choices, speculative, _loc(path, hook)))
+    if option is not None:
+        hooks.append(option)
+    hooks.sort(key=lambda hook: hook.location)
+    return option, hooks
