@@ -127,3 +127,17 @@ def test_ssh_and_pip_snapshots_of_the_same_release_agree(tmp_path, sshd_server, 
     assert [(f["path"], f["sha256"], f["size"]) for f in ssh["files"]] == \
         [(f["path"], f["sha256"], f["size"]) for f in pip["files"]]
     assert len(ssh["files"]) > 150
+
+
+@pytest.mark.slow
+def test_verbose_logs_and_manifests_hold_no_key_material(capsys, caplog, tmp_path, sshd_server, mini_package):
+    caplog.set_level("DEBUG")
+    code, out, err = _run(capsys, "-vv", "snapshot", "pull", *_ssh_args(sshd_server, mini_package))
+    assert code == 0
+    key_lines = [l for l in sshd_server.client_key.read_text().splitlines() if "PRIVATE KEY" not in l]
+    logs = caplog.text + err
+    assert "authenticated to" in logs and str(sshd_server.client_key) in logs  # the path, at most
+    manifest = next((tmp_path / "sgl-scan-home" / "snapshots").glob("*/manifest.json")).read_text()
+    for line in key_lines:
+        assert line not in logs and line not in manifest
+    assert str(sshd_server.client_key) not in manifest

@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -130,3 +131,28 @@ def test_concurrent_pulls_into_one_store_corrupt_nothing(tmp_path):
     for snap_id in ids:
         assert [f.path for f in store.open(snap_id).manifest.files] == MINI_SPECULATIVE
     assert list((root / ".staging").iterdir()) == []
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 400 KB tmpfs (needs root and mount rights; skipped elsewhere)."""
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(mount)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {result.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_disk_mid_pull_fails_cleanly_and_keeps_the_old_snapshot(tmp_path, small_disk, mini_package, real_package):
+    store = Store(small_disk / "store")
+    old = _pull(store, mini_package)
+    with pytest.raises(SnapshotError, match="disk full"):
+        _pull(store, real_package)  # 3.4 MB of files into what is left of 400 KB
+    assert store.ids() == [old.id]
+    store.open(old.id)
+    assert list((store.root / ".staging").iterdir()) == []
