@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from markupsafe import Markup
 
 from sgl_scan.reports.common import (
+    SEVERITIES_DESC,
     algorithm_matrix,
     d2t_by_kind,
     describe_source,
@@ -24,6 +25,10 @@ from sgl_scan.reports.common import (
 from sgl_scan.reports.dispatch_graph import to_svg
 from sgl_scan.reports.model import Report
 from sgl_scan.reports.templating import anchor, html_env
+
+
+# Info findings are folded when there are more than this many (they are all in the page).
+OPEN_INFO = 20
 
 
 @dataclass(frozen=True)
@@ -86,14 +91,20 @@ def render(report: Report, *, color: bool = False) -> str:
     del color
     inv = report.inventory
     svg, note = to_svg(inv)
-    findings = []
+    findings = []  # (severity, count, open, [(path, [(n, finding, excerpt)])]), worst first
     counter = 0
-    for path, group in findings_by_file(report.findings):
-        items = []
-        for f in group:
-            counter += 1
-            items.append((counter, f, excerpt(report.sources, f.path, f.line, f.end_line, context=3)))
-        findings.append((path, items))
+    for severity in SEVERITIES_DESC + tuple(sorted({f.severity for f in report.findings} - set(SEVERITIES_DESC))):
+        chosen = [f for f in report.findings if f.severity == severity]
+        if not chosen:
+            continue
+        groups = []
+        for path, group in findings_by_file(chosen):
+            items = []
+            for f in group:
+                counter += 1
+                items.append((counter, f, excerpt(report.sources, f.path, f.line, f.end_line, context=3)))
+            groups.append((path, items))
+        findings.append((severity, len(chosen), severity != "info" or len(chosen) <= OPEN_INFO, groups))
     rules = sorted(report.rules, key=lambda r: r.id)
     known = {r.id for r in rules}
     return html_env().get_template("report.html.j2").render(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -31,9 +32,20 @@ def test_findings_link_to_their_lines_and_rules():
     ids = dom.ids()
     links = [a["href"][1:] for t, a in dom.tags if t == "a" and a.get("href", "").startswith("#")]
     assert all(target in ids for target in links), sorted(set(links) - ids)
-    assert {"finding-1", "finding-1-L6", "finding-3-L6", "rule-SGL301", "rule-SGL401"} <= ids
+    assert {"finding-1", "finding-1-L3100", "finding-2-L6", "finding-3-L6", "rule-SGL301", "rule-SGL401"} <= ids
     focus = [a for t, a in dom.tags if t == "span" and "focus" in (a.get("class") or "")]
-    assert [a["id"] for a in focus] == ["finding-1-L6", "finding-3-L6"]
+    assert [a["id"] for a in focus] == ["finding-2-L6", "finding-3-L6"]
+
+
+def test_findings_are_grouped_worst_first_and_many_infos_fold():
+    page = render(fx.report(), "html")
+    order = [page.index(f'<summary><span class="pill {sev}">') for sev in ("error", "warning", "info")]
+    assert order == sorted(order)
+    assert page.count("<details class=\"severity-group\" open>") == 3
+    many = tuple(dataclasses.replace(fx.findings()[1], line=i % 9 + 1, fingerprint=f"fp{i}") for i in range(25))
+    page = render(fx.report(findings=fx.findings()[:1] + many), "html")
+    assert page.count("<details class=\"severity-group\" open>") == 1  # the warning; 25 infos folded
+    assert page.count('<div class="finding"') == 26
 
 
 def test_graph_nodes_link_to_dispatch_site_rows():
