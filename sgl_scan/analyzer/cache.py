@@ -1,0 +1,181 @@
+"""The facts cache under `$SGL_SCAN_HOME/facts/<signature>/`: per-file entries and packed trees.
+
+Facts are a pure function of (path, bytes, analyzer signature), so entries are keyed by the file's
+path and content sha256 and live in a folder named after the signature (analyzer version, Python
+minor version, libcst version, extractor names and versions): changing any of them starts a fresh
+cache. Each entry is `MAGIC + sha256(payload) + payload` (a pickle); an entry that is truncated,
+corrupt or of another format reads as missing and is rebuilt. A *pack* holds all facts of one tree
+(keyed by the digest of its sorted (path, sha256) list) so a warm re-scan is one read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import libcst
+
+ANALYZER_VERSION = 1
+MAGIC = b"SGLF1\n"
+_DIGEST = 32
+KEEP_PACKS = 12
+
+
+def signature(extractors: Sequence[Any]) -> str:
+    """The cache namespace for this analyzer build and these extractors.
+
+    Besides the declared versions it covers the analyzer's own source files, so editing the
+    analyzer (or an extractor) never serves facts an older build produced.
+    """
+    parts = [f"analyzer={ANALYZER_VERSION}", f"python={sys.version_info[0]}.{sys.version_info[1]}",
+             f"libcst={getattr(libcst, '__version__', '?')}"]
+    parts += sorted(f"{ex.name}={ex.version}" for ex in extractors)
+    parts.append(f"code={_code_digest()}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _code_digest() -> str:
+    """Digest of the analyzer package's Python sources (facts, parsers, extractors, inventory, graph)."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for source in sorted(root.rglob("*.py")):
+        try:
+            h.update(source.relative_to(root).as_posix().encode() + b"\0" + source.read_bytes())
+        except OSError:
+            continue
+    return h.hexdigest()
+
+
+def entry_key(path: str, sha256: str) -> str:
+    return hashlib.sha256(f"{path}\0{sha256}".encode()).hexdigest()
+
+
+def tree_key(items: Iterable[tuple[str, str]]) -> str:
+    h = hashlib.sha256()
+    for path, sha in sorted(items):
+        h.update(f"{path}\0{sha}\n".encode())
+    return h.hexdigest()
+
+
+def dumps(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def wrap(payload: bytes) -> bytes:
+    return MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def encode(value: Any) -> bytes:
+    return wrap(dumps(value))
+
+
+def decode(data: bytes) -> Any | None:
+    """The value stored in `data`, or None when it is not an intact entry."""
+    head = len(MAGIC) + _DIGEST
+    if len(data) < head or not data.startswith(MAGIC):
+        return None
+    payload = data[head:]
+    if hashlib.sha256(payload).digest() != data[len(MAGIC):head]:
+        return None
+    try:
+        return pickle.loads(payload)
+    except Exception:  # an intact digest over an unreadable pickle: another build's classes
+        return None
+
+
+def _write_atomic(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+class FactsCache:
+    """Per-file entries and packs in one signature folder; all I/O errors degrade to misses."""
+
+    def __init__(self, root: Path, sig: str) -> None:
+        self.folder = Path(root) / sig
+
+    def _entry_path(self, path: str, sha256: str) -> Path:
+        key = entry_key(path, sha256)
+        return self.folder / "files" / key[:2] / f"{key}.pkl"
+
+    def _pack_path(self, key: str) -> Path:
+        return self.folder / "packs" / f"{key}.pkl"
+
+    def get(self, path: str, sha256: str) -> tuple[Any, bytes] | None:
+        """The cached facts of `path` with this content, and their pickle (None on a miss)."""
+        data = _read(self._entry_path(path, sha256))
+        value = decode(data) if data is not None else None
+        if value is None or getattr(value, "path", None) != path or getattr(value, "sha256", None) != sha256:
+            return None
+        return value, data[len(MAGIC) + _DIGEST:]
+
+    def put(self, path: str, sha256: str, payload: bytes) -> None:
+        """Store the pickled facts `payload` of `path` with content `sha256`."""
+        try:
+            _write_atomic(self._entry_path(path, sha256), wrap(payload))
+        except OSError:
+            pass
+
+    def get_pack(self, key: str) -> dict[str, Any] | None:
+        data = _read(self._pack_path(key))
+        value = decode(data) if data is not None else None
+        return value if isinstance(value, dict) else None
+
+    def put_pack(self, key: str, pack: Mapping[str, Any]) -> None:
+        try:
+            _write_atomic(self._pack_path(key), encode(dict(pack)))
+            self._prune_packs()
+        except OSError:
+            pass
+
+    def get_value(self, name: str) -> Any | None:
+        """A derived value (e.g. a tree's graph) stored under `name`."""
+        data = _read(self.folder / "values" / f"{name}.pkl")
+        return decode(data) if data is not None else None
+
+    def put_value(self, name: str, value: Any) -> None:
+        try:
+            _write_atomic(self.folder / "values" / f"{name}.pkl", encode(value))
+            self._prune(self.folder / "values")
+        except OSError:
+            pass
+
+    def _prune_packs(self) -> None:
+        self._prune(self.folder / "packs")
+
+    @staticmethod
+    def _prune(folder: Path) -> None:
+        def mtime(entry: Path) -> float:
+            try:
+                return entry.stat().st_mtime
+            except OSError:
+                return 0.0
+
+        entries = sorted(folder.glob("*.pkl"), key=mtime, reverse=True)
+        for old in entries[KEEP_PACKS:]:
+            try:
+                old.unlink()
+            except OSError:
+                pass

@@ -1,0 +1,321 @@
+"""The analyzer pipeline: files -> cached per-file facts (process pool) -> inventory -> graph.
+
+`analyze_tree` reads a folder (paths relative to it, `sglang/srt/...`); `analyze` reads a stored
+snapshot. Files whose facts are cached (same path, same content hash, same analyzer signature) are
+not parsed again; the rest are parsed in a process pool when there are enough of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import multiprocessing
+import os
+import pickle
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from sgl_scan.analyzer.cache import FactsCache, dumps, signature, tree_key
+from sgl_scan.analyzer.facts import FileFacts
+from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
+from sgl_scan.analyzer.parse import parse_file
+from sgl_scan.errors import AnalysisError
+
+Progress = Callable[[int, int], None]
+PARALLEL_MIN_FILES = 48  # below this a pool costs more than it saves
+
+
+def load_extractors() -> tuple[Any, ...]:
+    """`sgl_scan.analyzer.extractors.EXTRACTORS`; empty while that package does not exist.
+
+    Once it exists, failing to import it (or a malformed extractor) is an `AnalysisError`.
+    """
+    name = "sgl_scan.analyzer.extractors"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return ()
+        raise AnalysisError(f"cannot load extractors: {exc}") from exc
+    except Exception as exc:
+        raise AnalysisError(f"cannot load extractors: {type(exc).__name__}: {exc}") from exc
+    extractors = tuple(getattr(module, "EXTRACTORS", None) or ())
+    for ex in extractors:
+        for attr in ("name", "version", "trigger", "metadata", "extract"):
+            if not hasattr(ex, attr):
+                raise AnalysisError(f"extractor {ex!r} has no {attr!r}")
+    if len({ex.name for ex in extractors}) != len(extractors):
+        raise AnalysisError("two extractors share a name")
+    return extractors
+
+
+def build_inventory(files: Mapping[str, FileFacts]) -> SpecInventory:
+    """`sgl_scan.analyzer.inventory.build_inventory`, or an empty inventory while it does not exist."""
+    name = "sgl_scan.analyzer.inventory"
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return empty_inventory()
+        raise AnalysisError(f"cannot load the inventory: {exc}") from exc
+    except Exception as exc:
+        raise AnalysisError(f"cannot load the inventory: {type(exc).__name__}: {exc}") from exc
+    return module.build_inventory(files)
+
+
+def empty_inventory() -> SpecInventory:
+    return SpecInventory(algorithm_class=None, algorithms=(), predicates=(), dispatch_sites=(), choice_hooks=(),
+                         algorithm_option=None, d2t_sites=())
+
+
+# -- per-file work (runs in the pool's processes) ---------------------------------------------
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(extractors: tuple[Any, ...], cache: FactsCache | None) -> None:
+    _WORKER["extractors"] = extractors
+    _WORKER["cache"] = cache
+
+
+def matching_extractors(data: bytes, extractors: Sequence[Any]) -> tuple[Any, ...]:
+    """The pre-pass: extractors whose trigger matches the file's text."""
+    if not extractors:
+        return ()
+    text = data.decode("utf-8", "replace")
+    return tuple(ex for ex in extractors if ex.trigger.search(text))
+
+
+def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes]:
+    """Parse one file; returns (path, sha256, pickled facts) and stores them in the cache."""
+    absolute, rel = job
+    extractors = _WORKER.get("extractors", ())
+    try:
+        data = Path(absolute).read_bytes()
+    except OSError as exc:
+        raise AnalysisError(f"cannot read {rel}: {exc.strerror or exc}") from exc
+    sha = hashlib.sha256(data).hexdigest()
+    facts = parse_file(rel, data, sha, matching_extractors(data, extractors))
+    blob = dumps(facts)
+    cache = _WORKER.get("cache")
+    if cache is not None:
+        cache.put(rel, sha, blob)
+    return rel, sha, blob
+
+
+# -- the pipeline ---------------------------------------------------------------------------------
+class LazyFiles(Mapping[str, FileFacts]):
+    """path -> FileFacts, unpickled from the cache on first access (a warm scan reads few files)."""
+
+    def __init__(self, blobs: Mapping[str, bytes], ready: Mapping[str, FileFacts] | None = None) -> None:
+        self._blobs = dict(blobs)
+        self._ready: dict[str, FileFacts] = dict(ready or {})
+
+    def __getitem__(self, path: str) -> FileFacts:
+        facts = self._ready.get(path)
+        if facts is None:
+            facts = pickle.loads(self._blobs[path])
+            self._ready[path] = facts
+        return facts
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._blobs)
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._blobs
+
+    def __reduce__(self) -> tuple:
+        return (dict, (dict(self.items()),))
+
+
+@dataclass(frozen=True)
+class FactsRun:
+    """Facts for a set of files, and how they were obtained (for tests, benchmarks and -v)."""
+
+    files: Mapping[str, FileFacts]
+    parsed: tuple[str, ...]  # paths parsed in this run (cache misses)
+    from_pack: bool  # the whole set came from one packed cache entry
+    key: str  # digest of the (path, sha256) list: names this exact set of facts
+
+
+def discover(tree: Path) -> list[str]:
+    """Every `*.py` file under `tree`, as sorted POSIX paths relative to it (no `__pycache__`)."""
+    out = []
+    root = str(tree)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.startswith("."))
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        for name in filenames:
+            if name.endswith(".py"):
+                out.append(name if rel_dir == "." else f"{rel_dir}/{name}")
+    return sorted(out)
+
+
+RACY_NS = 2_000_000_000  # files modified this close to when their hash was recorded are hashed again
+
+
+def _hash_files(tree: Path, paths: Sequence[str], cache: FactsCache | None) -> dict[str, str]:
+    """sha256 of each file; unchanged files (same size, mtime, inode as last time) are not re-read."""
+    index_name = "stat-" + hashlib.sha256(str(tree.resolve()).encode()).hexdigest()[:24]
+    index = (cache.get_value(index_name) if cache is not None else None) or {}
+    out: dict[str, str] = {}
+    fresh: dict[str, tuple] = {}
+    now = time.time_ns()
+    for rel in paths:
+        absolute = tree / rel
+        try:
+            st = os.stat(absolute)
+            stamp = (st.st_size, st.st_mtime_ns, st.st_ino)
+            known = index.get(rel)
+            if known is not None and known[0] == stamp and known[2] - st.st_mtime_ns > RACY_NS:
+                out[rel] = known[1]
+                fresh[rel] = known
+                continue
+            with open(absolute, "rb") as handle:
+                out[rel] = hashlib.sha256(handle.read()).hexdigest()
+            fresh[rel] = (stamp, out[rel], now)
+        except OSError as exc:
+            raise AnalysisError(f"cannot read {rel}: {exc.strerror or exc}") from exc
+    if cache is not None and fresh != {k: index.get(k) for k in fresh}:
+        cache.put_value(index_name, fresh)
+    return out
+
+
+def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Mapping[str, str] | None = None,
+                  cache_dir: Path | None = None, use_cache: bool = True, jobs: int | None = None,
+                  progress: Progress | None = None, extractors: Sequence[Any] | None = None) -> FactsRun:
+    """Facts for `paths` (default: every `.py` file) under `tree`, from the cache where possible.
+
+    `hashes` (path -> sha256, e.g. from a snapshot manifest) saves hashing the files.
+    """
+    from sgl_scan.paths import facts_cache_dir
+
+    tree = Path(tree)
+    if not tree.is_dir():
+        raise AnalysisError(f"not a folder: {tree}")
+    extractors = tuple(load_extractors() if extractors is None else extractors)
+    cache = FactsCache(cache_dir or facts_cache_dir(), signature(extractors)) if use_cache else None
+    rels = sorted({p for p in paths if p.endswith(".py")}) if paths is not None else discover(tree)
+    known = {p: hashes[p] for p in rels if hashes and p in hashes}
+    missing = [p for p in rels if p not in known]
+    if missing:
+        known.update(_hash_files(tree, missing, cache))
+    items = [(p, known[p]) for p in rels]
+    key = tree_key(items)
+
+    if cache is not None:
+        pack = cache.get_pack(key)
+        if pack is not None and all(pack.get(p, (None,))[0] == s for p, s in items):
+            if progress:
+                progress(len(items), len(items))
+            return FactsRun(LazyFiles({p: pack[p][1] for p in rels}), (), True, key)
+
+    ready: dict[str, FileFacts] = {}
+    blobs: dict[str, tuple[str, bytes]] = {}
+    todo: list[tuple[str, str]] = []
+    for rel, sha in items:
+        hit = cache.get(rel, sha) if cache is not None else None
+        if hit is not None:
+            ready[rel] = hit[0]
+            blobs[rel] = (sha, hit[1])
+        else:
+            todo.append((str(tree / rel), rel))
+    done = len(ready)
+    if progress:
+        progress(done, len(items))
+    parsed = []
+    for rel, sha, blob in _run_jobs(todo, extractors, cache, jobs):
+        ready[rel] = pickle.loads(blob)
+        blobs[rel] = (sha, blob)
+        parsed.append(rel)
+        done += 1
+        if progress:
+            progress(done, len(items))
+    actual = tree_key((p, blobs[p][0]) for p in rels)
+    if cache is not None and (parsed or actual != key):
+        pack = {p: blobs[p] for p in rels}
+        cache.put_pack(actual, pack)
+        if actual != key:  # a file changed between hashing and parsing: the next run hashes again
+            key = actual
+    files = LazyFiles({p: blobs[p][1] for p in rels}, ready)
+    return FactsRun(files, tuple(sorted(parsed)), False, key)
+
+
+def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int | None) -> Iterator[tuple]:
+    if not todo:
+        return
+    workers = jobs if jobs is not None else (os.cpu_count() or 1)
+    workers = max(1, min(workers, len(todo)))
+    if workers == 1 or len(todo) < PARALLEL_MIN_FILES:
+        _init_worker(extractors, cache)
+        try:
+            for job in todo:
+                yield _parse_one(job)
+        finally:
+            _WORKER.clear()
+        return
+    # biggest files first so the last chunks are small and the workers finish together
+    todo = sorted(todo, key=lambda job: -_size(job[0]))
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
+                             initializer=_init_worker, initargs=(extractors, cache)) as pool:
+        yield from pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16))))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+GRAPH_FORMAT = 1
+
+
+def analyze_tree(tree: Path, paths: Sequence[str] | None = None, *, snapshot_id: str = "",
+                 sglang_version: str | None = None, cache_dir: Path | None = None, jobs: int | None = None,
+                 progress: Progress | None = None, hashes: Mapping[str, str] | None = None,
+                 use_cache: bool = True) -> Analysis:
+    """Analyse the Python files under `tree` (or just `paths`, relative to it).
+
+    The inventory and graph of a set of facts are cached with them: a warm re-scan reads both from
+    one entry and unpickles per-file facts only when someone reads them.
+    """
+    from sgl_scan.analyzer.graph import build_graph
+    from sgl_scan.paths import facts_cache_dir
+
+    extractors = load_extractors()
+    run = collect_facts(tree, paths, hashes=hashes, cache_dir=cache_dir, use_cache=use_cache, jobs=jobs,
+                        progress=progress, extractors=extractors)
+    cache = FactsCache(cache_dir or facts_cache_dir(), signature(extractors)) if use_cache else None
+    name = f"analysis-{GRAPH_FORMAT}-{run.key}"
+    derived = cache.get_value(name) if cache is not None else None
+    if isinstance(derived, tuple) and len(derived) == 3:
+        inventory, graph, errors = derived
+    else:
+        errors = tuple(f.parse_error for f in run.files.values() if f.parse_error is not None)
+        inventory = build_inventory(run.files)
+        graph = build_graph(run.files, inventory)
+        if cache is not None:
+            cache.put_value(name, (inventory, graph, errors))
+    return Analysis(snapshot_id=snapshot_id, sglang_version=sglang_version, files=run.files,
+                    parse_errors=errors, inventory=inventory, graph=graph)
+
+
+def analyze(snapshot: Any, **kw: Any) -> Analysis:
+    """Analyse a stored snapshot (`sgl_scan.snapshots.manifest.Snapshot`): the files its manifest lists."""
+    manifest = snapshot.manifest
+    entries = [e for e in manifest.files if e.path.endswith(".py")]
+    kw.setdefault("snapshot_id", manifest.id)
+    kw.setdefault("sglang_version", manifest.sglang_version)
+    kw.setdefault("hashes", {e.path: e.sha256 for e in entries if e.sha256})
+    return analyze_tree(snapshot.tree, [e.path for e in entries], **kw)
+
+
+__all__ = ["FactsRun", "LazyFiles", "ParseError", "analyze", "analyze_tree", "build_inventory", "collect_facts", "discover",
+           "empty_inventory", "load_extractors", "matching_extractors"]

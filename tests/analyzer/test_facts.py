@@ -1,0 +1,216 @@
+"""Per-file facts: one example per kind of fact, through both parsers (stdlib ast and libcst)."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import textwrap
+
+import pytest
+
+from sgl_scan.analyzer.builder import module_name
+from sgl_scan.analyzer.parse import parse_file
+
+PATH = "sglang/srt/speculative/sample.py"
+
+SOURCE = textwrap.dedent('''\
+    """A sample module."""
+    from __future__ import annotations
+
+    import os.path
+    import numpy as np
+    from enum import IntEnum, auto
+    from . import spec_utils as su
+    from ..managers.scheduler import Scheduler
+    from .eagle_worker import EAGLEWorker as EAGLEWorker
+    from sglang.srt.server_args import ServerArgs, LOAD_FORMAT_CHOICES
+
+    __all__ = ["su", "SpeculativeAlgorithm"]
+
+
+    class SpeculativeAlgorithm(IntEnum):
+        NONE = auto()
+        EAGLE = auto()
+        EAGLE3 = 3
+        _ignore_ = ["helper"]
+
+        def is_eagle(self):
+            return self in (SpeculativeAlgorithm.EAGLE, SpeculativeAlgorithm.EAGLE3)
+
+        @staticmethod
+        def from_string(name: str) -> "SpeculativeAlgorithm":
+            return SpeculativeAlgorithm[name.upper()]
+
+
+    @su.register("worker")
+    @np.vectorize
+    async def create(algo, /, size: int = (1 + 2), *rest, flag=True, **options) -> Worker:
+        from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2 as V2
+
+        def nested(x):
+            class Local:
+                pass
+            return V2(os.path.join(x, "a"))
+
+        if algo.is_eagle():
+            return EAGLEWorker(*rest, **options)
+        return nested(algo)
+
+
+    class Worker(Scheduler, metaclass=type):
+        def run(self):
+            self.step()
+            return self.unknown()
+
+        def step(self):
+            print("café")
+
+
+    add_load_format_choices = LOAD_FORMAT_CHOICES.extend
+    DEFAULT: int = 3
+    a, (b, c) = 1, (2, 3)
+    DEFAULT += 1
+    create(SpeculativeAlgorithm.EAGLE)
+''')
+
+
+@pytest.fixture(params=["ast", "cst"])
+def facts(request):
+    return parse_file(PATH, SOURCE.encode(), "0" * 64, force_cst=request.param == "cst")
+
+
+def test_both_parsers_give_identical_facts():
+    fast = parse_file(PATH, SOURCE.encode(), "0" * 64)
+    full = parse_file(PATH, SOURCE.encode(), "0" * 64, force_cst=True)
+    assert (fast.source, full.source) == ("ast", "cst")
+    assert dataclasses.replace(fast, source="") == dataclasses.replace(full, source="")
+
+
+def test_module_name():
+    assert module_name("sglang/srt/speculative/__init__.py") == "sglang.srt.speculative"
+    assert module_name("sglang/srt/server_args.py") == "sglang.srt.server_args"
+
+
+def test_imports_with_aliases_relative_and_reexports(facts):
+    by_bound = {i.bound: i for i in facts.imports}
+    assert by_bound["os"].target == "os" and by_bound["os"].module == "os.path" and by_bound["os"].name is None
+    assert by_bound["np"].target == "numpy" and by_bound["np"].alias == "np"
+    su = by_bound["su"]
+    assert (su.module, su.name, su.alias, su.level, su.target) == (
+        "sglang.srt.speculative", "spec_utils", "su", 1, "sglang.srt.speculative.spec_utils")
+    assert su.reexport  # listed in __all__
+    assert by_bound["Scheduler"].target == "sglang.srt.managers.scheduler.Scheduler"
+    assert by_bound["Scheduler"].level == 2 and not by_bound["Scheduler"].reexport
+    assert by_bound["EAGLEWorker"].reexport  # `import X as X`
+    assert (su.line, su.column, su.end_line) == (7, 15, 7)
+    local = [i for i in facts.imports if i.scope]
+    assert [(i.bound, i.target, i.scope) for i in local] == [
+        ("V2", "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2", "create")]
+    assert facts.all_names == ("su", "SpeculativeAlgorithm")
+
+
+def test_enum_members_in_order_with_values(facts):
+    algo = next(c for c in facts.classes if c.name == "SpeculativeAlgorithm")
+    assert algo.enum_base == "enum.IntEnum"
+    assert algo.bases == ("enum.IntEnum",)
+    assert [(m.name, m.value, m.line, m.column) for m in algo.enum_members] == [
+        ("NONE", "auto()", 16, 5), ("EAGLE", "auto()", 17, 5), ("EAGLE3", "3", 18, 5)]
+    assert algo.methods == ("is_eagle", "from_string")
+    assert (algo.line, algo.column, algo.end_line) == (15, 1, 26)
+
+
+def test_functions_nested_decorated_and_params(facts):
+    funcs = {f.qualname: f for f in facts.functions}
+    assert set(funcs) == {
+        "SpeculativeAlgorithm.is_eagle", "SpeculativeAlgorithm.from_string", "create",
+        "create.<locals>.nested", "Worker.run", "Worker.step"}
+    create = funcs["create"]
+    assert create.is_async and create.owner is None
+    assert create.decorators == ("sglang.srt.speculative.spec_utils.register", "numpy.vectorize")
+    assert (create.decorator_line, create.line, create.column, create.end_line) == (29, 31, 1, 41)
+    assert [(p.name, p.kind, p.annotation, p.default) for p in create.params] == [
+        ("algo", "posonly", None, None), ("size", "positional", "int", "1 + 2"), ("rest", "vararg", None, None),
+        ("flag", "kwonly", None, "True"), ("options", "varkw", None, None)]
+    assert create.returns == "Worker"
+    assert funcs["SpeculativeAlgorithm.from_string"].decorators == ("builtins.staticmethod",)
+    assert funcs["Worker.run"].owner == "Worker"
+    assert [c.qualname for c in facts.classes] == ["SpeculativeAlgorithm", "create.<locals>.nested.<locals>.Local", "Worker"]
+
+
+def test_calls_resolved_through_imports_and_self(facts):
+    funcs = {f.qualname: f for f in facts.functions}
+    calls = [(c.callee, c.resolved, c.line) for c in funcs["create"].calls]
+    assert calls == [
+        ("algo.is_eagle", None, 39),
+        ("EAGLEWorker", "sglang.srt.speculative.eagle_worker.EAGLEWorker", 40),
+        ("nested", None, 41),  # a local function: not resolved (lexical, module-level names only)
+    ]
+    eagle = funcs["create"].calls[1]
+    assert (eagle.args, eagle.keywords, eagle.column) == (1, ("**",), 16)
+    nested = [(c.callee, c.resolved) for c in funcs["create.<locals>.nested"].calls]
+    assert nested == [("V2", "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2"), ("os.path.join", "os.path.join")]
+    run = [(c.callee, c.resolved) for c in funcs["Worker.run"].calls]
+    assert run == [("self.step", "sglang.srt.speculative.sample.Worker.step"), ("self.unknown", None)]
+    module_level = [(c.callee, c.resolved, c.line) for c in facts.module_calls]
+    assert ("create", "sglang.srt.speculative.sample.create", 57) in module_level
+    assert ("su.register", "sglang.srt.speculative.spec_utils.register", 29) in module_level
+    assert ("auto", "enum.auto", 16) in module_level
+
+
+def test_assignments_and_aliases(facts):
+    got = [(a.target, a.value, a.value_name, a.kind, a.line) for a in facts.assignments]
+    assert got == [
+        ("__all__", '["su", "SpeculativeAlgorithm"]', None, "assign", 12),
+        ("add_load_format_choices", "LOAD_FORMAT_CHOICES.extend",
+         "sglang.srt.server_args.LOAD_FORMAT_CHOICES.extend", "assign", 53),
+        ("DEFAULT", "3", None, "annassign", 54),
+        ("a", "1, (2, 3)", None, "assign", 55),
+        ("b", "1, (2, 3)", None, "assign", 55),
+        ("c", "1, (2, 3)", None, "assign", 55),
+        ("DEFAULT", "1", None, "augassign", 56),
+    ]
+    assert facts.assignments[2].annotation == "int"
+
+
+def test_worker_class(facts):
+    worker = next(c for c in facts.classes if c.name == "Worker")
+    assert worker.bases == ("sglang.srt.managers.scheduler.Scheduler",)
+    assert dict(worker.keywords) == {"metaclass": "builtins.type"}
+    assert worker.enum_base is None and worker.enum_members == ()
+
+
+def test_facts_pickle_round_trip(facts):
+    assert pickle.loads(pickle.dumps(facts)) == facts
+
+
+def test_non_ascii_columns_are_characters():
+    src = 'x = "é"; y = f("é", g())\n'.encode()
+    fast = parse_file("m.py", src, "h")
+    full = parse_file("m.py", src, "h", force_cst=True)
+    assert [(c.callee, c.column) for c in fast.module_calls] == [("f", 14), ("g", 21)]
+    assert dataclasses.replace(fast, source="") == dataclasses.replace(full, source="")
+
+
+@pytest.mark.parametrize("data, message, line", [
+    (b"def f(:\n    pass\n", "syntax error", 1),
+    (b"x = 1\ny = 2\x00\n", "null bytes", 2),
+    ("s = 'caf\xe9'\n".encode("latin-1"), "cannot decode", 1),
+    (b"import os\nprint 'hello'\n", "Missing parentheses", 2),
+    (b"# -*- coding: no-such-codec -*-\nx = 1\n", "cannot decode", 1),
+    (bytes(range(256)), "null bytes", 1),
+])
+@pytest.mark.parametrize("force_cst", [False, True])
+def test_unparsable_files_are_recorded(data, message, line, force_cst):
+    facts = parse_file("sglang/srt/bad.py", data, "h", force_cst=force_cst)
+    assert facts.parse_error is not None
+    assert message in facts.parse_error.message
+    assert facts.parse_error.location.path == "sglang/srt/bad.py"
+    assert facts.parse_error.location.line == line
+    assert facts.functions == () and facts.imports == ()
+
+
+def test_latin1_with_coding_declaration_parses():
+    data = "# -*- coding: latin-1 -*-\ndef f():\n    return 'caf\xe9'\n".encode("latin-1")
+    facts = parse_file("m.py", data, "h")
+    assert facts.parse_error is None
+    assert [f.qualname for f in facts.functions] == ["f"]
