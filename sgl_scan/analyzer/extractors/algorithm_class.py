@@ -135,7 +135,8 @@ class AlgorithmClassExtractor:
         bases = tuple(r.resolve(arg.value) or r.text(arg.value) for arg in node.bases if arg.keyword is None)
         if "type" in bases:
             return None  # a metaclass, not the algorithm class
-        metaclass = next((r.resolve(arg.value) for arg in node.bases if arg.keyword and arg.keyword.value == "metaclass"), None)
+        metaclass = next((r.resolve(arg.value) for arg in (*node.bases, *node.keywords)
+                          if arg.keyword and arg.keyword.value == "metaclass"), None)
         form = next((_ENUM_FORMS[b] for b in bases if b in _ENUM_FORMS), None)
         statements = body_statements(node.body)
         members: list = []
@@ -157,7 +158,8 @@ class AlgorithmClassExtractor:
                             predicates.append(PredicateBody(**vars(r.at(statement)), name=statement.name.value, expr=expr))
                 if statement.name.value == "register":
                     for param in (*statement.params.params, *statement.params.kwonly_params):
-                        if isinstance(param.default, (cst.Name, cst.Attribute)):
+                        if isinstance(param.default, (cst.Name, cst.Attribute)) and dotted(param.default) not in (
+                                "None", "True", "False"):
                             register_defaults.append(r.resolve(param.default) or dotted(param.default))
                 alias_returns.extend(self._alias_returns(r, statement, parser_name))
                 continue

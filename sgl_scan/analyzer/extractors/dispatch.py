@@ -225,4 +225,4 @@ class DispatchExtractor:
         pattern = _HITS if not aliases else re.compile(_HITS.pattern + r"|\b(?:" + "|".join(aliases) + r")\b")
         visitor = _Visitor(Resolver(wrapper, context.module), hit_lines(text, pattern))
         wrapper.visit(visitor)
-        return tuple(visitor.terms) + tuple(visitor.out)
+        return tuple(visitor.terms) + tuple(sorted(visitor.out, key=lambda r: (r.line, r.column, type(r).__name__)))

@@ -1,0 +1,129 @@
+"""Dispatch terms (predicate / string / member tests), worker-creating branches and alias assignments."""
+
+from sgl_scan.analyzer.extractors.dispatch import DispatchExtractor
+from sgl_scan.analyzer.extractors.records import AliasAssign, Branch, DispatchTerm
+from tests.analyzer.extractors.driver import records
+
+EX = DispatchExtractor()
+
+
+def terms(found):
+    return [(t.line, t.via, t.values, t.negated, t.subject) for t in found if isinstance(t, DispatchTerm)]
+
+
+def test_predicate_calls_on_algorithm_receivers_only():
+    found = records('''
+        def f(self, batch, device):
+            if self.spec_algorithm.is_eagle():
+                pass
+            ok = not batch.spec_algorithm.is_none() and device.is_cuda()
+            algo = get_spec_algorithm()
+            return algo.supports_spec_v2() or self.tree_cache.is_chunk_cache() or self.is_eagle()
+    ''', EX, "sglang/srt/managers/scheduler.py")
+    assert terms(found) == [
+        (3, "predicate", ("is_eagle",), False, "self.spec_algorithm"),
+        (5, "predicate", ("is_none",), True, "batch.spec_algorithm"),
+        (7, "predicate", ("supports_spec_v2",), False, "algo"),
+    ]
+    assert {t.function for t in found} == {"sglang.srt.managers.scheduler.f"}
+
+
+def test_string_comparisons_direct_upper_alias_and_tuples():
+    found = records('''
+        class ServerArgs:
+            def check(self, server_args):
+                if self.speculative_algorithm == "NEXTN":
+                    self.speculative_algorithm = "EAGLE"
+                if server_args.speculative_algorithm.upper() in ("EAGLE", "EAGLE3"):
+                    pass
+                algo = server_args.speculative_algorithm
+                if algo != "STANDALONE":
+                    pass
+                if "EAGLE" in self.speculative_algorithm:  # a substring test, not dispatch
+                    pass
+                name = "EAGLE"  # speculative_algorithm == "EAGLE" in a comment
+    ''', EX, "sglang/srt/server_args.py")
+    assert terms(found) == [
+        (4, "string", ("NEXTN",), False, "self.speculative_algorithm"),
+        (6, "string", ("EAGLE", "EAGLE3"), False, "server_args.speculative_algorithm.upper()"),
+        (9, "string", ("STANDALONE",), True, "algo"),
+    ]
+    aliases = [(a.alias, a.target, a.line) for a in found if isinstance(a, AliasAssign)]
+    assert aliases == [("NEXTN", "EAGLE", 4)]
+    assert next(t for t in found if isinstance(t, DispatchTerm)).function == "sglang.srt.server_args.ServerArgs.check"
+
+
+def test_member_comparisons():
+    found = records('''
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+        def g(spec_algorithm, x):
+            a = spec_algorithm == SpeculativeAlgorithm.EAGLE3
+            b = x.algo in (SpeculativeAlgorithm.DFLASH, SpeculativeAlgorithm.NGRAM)
+            c = x is not SpeculativeAlgorithm.NONE
+    ''', EX)
+    assert terms(found) == [
+        (5, "member", ("EAGLE3",), False, "spec_algorithm"),
+        (6, "member", ("DFLASH", "NGRAM"), False, "x.algo"),
+        (7, "member", ("NONE",), True, "x"),
+    ]
+
+
+def test_branches_in_create_worker_pure_conditional_and_fallthrough():
+    found = records('''
+        class SpeculativeAlgorithm(Enum):
+            EAGLE = auto()
+
+            def is_eagle(self) -> bool:
+                return self == SpeculativeAlgorithm.EAGLE
+
+            def create_worker(self, server_args):
+                if self.is_eagle() and server_args.enable_multi_layer_eagle:
+                    from sglang.srt.speculative.multi_layer_eagle_worker import MultiLayerEagleWorker
+
+                    return MultiLayerEagleWorker
+                elif self.is_eagle():
+                    if server_args.enable_overlap:
+                        from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+
+                        return EAGLEWorkerV2
+                    from sglang.srt.speculative.eagle_worker import EAGLEWorker
+
+                    return EAGLEWorker
+                raise ValueError("unreachable")
+    ''', EX, "sglang/srt/speculative/spec_info.py")
+    # the predicate body itself is a definition, not a dispatch site
+    assert [t.line for t in found if isinstance(t, DispatchTerm)] == [9, 13]
+    branches = [b for b in found if isinstance(b, Branch)]
+    assert [(b.line, b.pure, [w.qualname.rpartition(".")[2] for w in b.workers],
+             b.fallthrough.qualname if b.fallthrough else None) for b in branches] == [
+        (9, False, ["MultiLayerEagleWorker"], "sglang.srt.speculative.multi_layer_eagle_worker.MultiLayerEagleWorker"),
+        (13, True, ["EAGLEWorkerV2", "EAGLEWorker"], "sglang.srt.speculative.eagle_worker.EAGLEWorker"),
+    ]
+    assert branches[0].owner_class == "sglang.srt.speculative.spec_info.SpeculativeAlgorithm"
+    assert branches[1].fallthrough.at.line == 20
+
+
+def test_inline_scheduler_branch_instantiates_worker():
+    found = records('''
+        class Scheduler:
+            def __init__(self, server_args):
+                if self.spec_algorithm.is_eagle():
+                    from sglang.srt.speculative.eagle_worker import EAGLEWorker
+
+                    self.draft_worker = EAGLEWorker(server_args=server_args)
+                else:
+                    self.draft_worker = None
+    ''', EX, "sglang/srt/managers/scheduler.py")
+    (branch,) = [b for b in found if isinstance(b, Branch)]
+    assert branch.pure and branch.owner_class is None
+    assert branch.fallthrough.qualname == "sglang.srt.speculative.eagle_worker.EAGLEWorker"
+    assert branch.fallthrough.at.line == 7
+
+
+def test_trigger():
+    assert EX.trigger.search("if self.spec_algorithm.is_eagle():")
+    assert EX.trigger.search('if server_args.speculative_algorithm == "EAGLE":')
+    assert EX.trigger.search("algo = server_args.speculative_algorithm\n")
+    assert EX.trigger.search("x = SpeculativeAlgorithm.EAGLE")
+    assert not EX.trigger.search("def f(speculative_algorithm: Optional[str]):\n    return g(speculative_algorithm)")
