@@ -282,3 +282,25 @@ def test_limits_skip_big_files_and_refuse_big_pulls(tmp_path, sshd_server, mini_
         pull_ssh(ssh_params(sshd_server, mini_package, max_bytes=10_000), store=_store(tmp_path))
     with pytest.raises(RemoteError, match="max-files"):
         pull_ssh(ssh_params(sshd_server, mini_package, max_files=3), store=_store(tmp_path))
+
+
+def test_ssh_agent_keys_are_used(tmp_path, sshd_server, mini_package, monkeypatch):
+    home = tmp_path / "client-home"  # no ~/.ssh/id_* keys: only the agent can authenticate
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        agent.stdout.readline()  # the agent prints its environment once it listens
+        env = {**os.environ, "SSH_AUTH_SOCK": str(sock)}
+        subprocess.run(["ssh-add", "-q", str(sshd_server.client_key)], env=env, check=True, capture_output=True)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        params = {**ssh_params(sshd_server, mini_package), "identity": None}
+        snap = pull_ssh(params, store=_store(tmp_path)).snapshot
+        assert [f.path for f in snap.manifest.files] == MINI_SPECULATIVE
+        monkeypatch.delenv("SSH_AUTH_SOCK")
+        with pytest.raises(RemoteError, match="authentication failed"):
+            pull_ssh(params, store=Store(tmp_path / "store2"))
+    finally:
+        agent.terminate()
+        agent.wait()
