@@ -1,0 +1,126 @@
+"""The rules on real SGLang releases from the package index: exact findings, file:line and data.
+
+SGL101-SGL103 expectations come from `tests/data/expected/<version>.json` (hand-read from the
+releases; the d2t sites and choice hooks of 0.5.23 and the members of 0.4.6 were re-read for these
+tests) plus the literal assertions below. The checks (SGL2xx, SGL3xx) are pinned too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sgl_scan.analyzer.pipeline import analyze_tree
+from sgl_scan.rules.engine import run_rules
+from sgl_scan.snapshots.scope import select_local
+from tests.support.releases import cache_root, release_tree
+
+EXPECTED = Path(__file__).resolve().parents[1] / "data" / "expected"
+
+pytestmark = pytest.mark.slow
+
+
+def _at(text: str) -> tuple[str, int]:
+    path, line = text.rsplit(":", 1)
+    return path, int(line)
+
+
+@pytest.fixture(scope="module", params=["0.4.6", "0.5.23"])
+def release(request):
+    version = request.param
+    tree = release_tree(version)
+    package = tree / "sglang"
+    # The files a default (`--scope speculative`) scan takes, as the snapshot layer selects them.
+    relative = [p.relative_to(package).as_posix() for p in package.rglob("*.py")]
+    paths = ["sglang/" + p for p in select_local(relative, "speculative", lambda p: (package / p).read_bytes())]
+    analysis = analyze_tree(
+        tree, paths, snapshot_id=f"pypi-{version}", sglang_version=version,
+        cache_dir=cache_root() / "facts-cache", jobs=2, progress=None,
+    )
+    expected = json.loads((EXPECTED / f"{version}.json").read_text())
+    return version, analysis, run_rules(analysis), expected
+
+
+def by_rule(findings, rule_id):
+    return [f for f in findings if f.rule_id == rule_id]
+
+
+def test_sgl101_members(release):
+    version, _, findings, expected = release
+    got = {(f.path, f.line): dict(f.data) for f in by_rule(findings, "SGL101")}
+    want = {
+        _at(a["at"]): {"member": a["name"], "kind": a["kind"], "predicates": a["predicates"], "worker": a["worker"]}
+        for a in expected["algorithms"]
+    }
+    assert got == want
+    assert all(f.snapshot_id == f"pypi-{version}" and f.severity == "info" for f in by_rule(findings, "SGL101"))
+
+
+def test_sgl102_hooks(release):
+    _, _, findings, expected = release
+    got = {(f.path, f.line): (f.data["hook"], f.data["kind"], f.data["choices"], f.data["speculative"], tuple(f.data["values"]))
+           for f in by_rule(findings, "SGL102")}
+    hooks = list(expected["choice_hooks"])
+    if expected["algorithm_option"] and all(h["at"] != expected["algorithm_option"]["at"] for h in hooks):
+        hooks.append(expected["algorithm_option"])
+    want = {_at(h["at"]): (h["name"], h["kind"], h["choices"], h["speculative"], tuple(h["values"])) for h in hooks}
+    assert got == want
+
+
+def test_sgl103_d2t_sites(release):
+    _, _, findings, expected = release
+    got = Counter((f.path, f.line, f.data["kind"]) for f in by_rule(findings, "SGL103"))
+    want = Counter((*_at(s["at"]), s["kind"]) for s in expected["d2t_sites"])
+    assert got == want
+    assert not any("nvtx" in f.path or "rpd_utils" in f.path for f in by_rule(findings, "SGL103"))
+
+
+def test_0_4_6_literal_expectations(release):
+    version, _, findings, _ = release
+    if version != "0.4.6":
+        pytest.skip("0.4.6 only")
+    spec = "sglang/srt/speculative/spec_info.py"
+    assert [(f.path, f.line, f.data["member"]) for f in by_rule(findings, "SGL101")] == [
+        (spec, 5, "NONE"), (spec, 6, "EAGLE"), (spec, 7, "EAGLE3")
+    ]
+    (option,) = by_rule(findings, "SGL102")
+    assert (option.path, option.data["values"]) == ("sglang/srt/server_args.py", ["EAGLE", "EAGLE3", "NEXTN"])
+    model = "sglang/srt/models/llama_eagle3.py"
+    assert [(f.path, f.line, f.data["tensor"]) for f in by_rule(findings, "SGL302")] == [
+        (model, 182, "d2t"), (model, 186, "d2t"), (model, 186, "t2d")
+    ]
+    # server_args.py:317 `== "NEXTN"` (then rewritten to "EAGLE"), :321 `in ("EAGLE", "EAGLE3")`
+    assert [(f.path, f.line, f.data["literals"]) for f in by_rule(findings, "SGL202")] == [
+        ("sglang/srt/server_args.py", 317, ["NEXTN"]), ("sglang/srt/server_args.py", 321, ["EAGLE", "EAGLE3"])
+    ]
+    for rule_id in ("SGL201", "SGL203", "SGL204", "SGL205", "SGL206", "SGL301"):
+        assert by_rule(findings, rule_id) == [], rule_id
+
+
+def test_0_5_23_literal_expectations(release):
+    version, _, findings, _ = release
+    if version != "0.5.23":
+        pytest.skip("0.5.23 only")
+    model = "sglang/srt/models/llama_eagle3.py"
+    assert [(f.path, f.line, f.data["tensor"]) for f in by_rule(findings, "SGL302")] == [(model, 350, "d2t"), (model, 355, "t2d")]
+    assert "sglang/srt/models/kimi_k25_eagle3.py" not in {f.path for f in by_rule(findings, "SGL302")}
+    strings = {}
+    for f in by_rule(findings, "SGL202"):
+        strings.setdefault((f.path, f.line), []).append(f.data["literals"])
+    assert strings[("sglang/srt/speculative/spec_utils.py", 412)] == [["STANDALONE", "DFLASH", "DSPARK"]]
+    assert strings[("sglang/srt/arg_groups/kv_cache_hook.py", 608)] == [["EAGLE", "EAGLE3"]]
+    # `speculative_algorithm == "NEXTN" or speculative_algorithm == "EAGLE"`: two comparisons
+    assert sorted(strings[("sglang/srt/arg_groups/speculative_hook.py", 109)]) == [["EAGLE"], ["NEXTN"]]
+    assert strings[("sglang/srt/arg_groups/hisparse_hook.py", 116)] == [["NONE"]]  # after .upper()
+    # CustomSpecAlgo lacks need_topk() and carries_draft_hidden_states(), which are called on the algorithm.
+    assert [(f.path, f.line, f.data["method"]) for f in by_rule(findings, "SGL206")] == [
+        ("sglang/srt/managers/overlap_utils.py", 381, "need_topk"),
+        ("sglang/srt/managers/scheduler.py", 1540, "carries_draft_hidden_states"),
+    ]
+    # Every literal compared in 0.5.23 is a member or the NEXTN alias; every member has a worker or is NONE;
+    # CustomSpecAlgo has every is_*/supports_* predicate; the option has no literal choices.
+    for rule_id in ("SGL201", "SGL203", "SGL204", "SGL205", "SGL301"):
+        assert by_rule(findings, rule_id) == [], rule_id
