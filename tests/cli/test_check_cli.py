@@ -1,0 +1,103 @@
+"""`sgl-scan check --diff-base` in a real git checkout made in tmp_path from real SGLang 0.5.23 files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from sgl_scan.cli import cli
+from tests.cli.gitrepo import commit_all, init_repo
+
+FILES_0_5_23 = (
+    "sglang/version.py",
+    "sglang/srt/speculative/spec_info.py",
+    "sglang/srt/speculative/spec_registry.py",
+    "sglang/srt/models/llama_eagle3.py",
+    "sglang/srt/models/kimi_k25_eagle3.py",
+)
+KIMI = "sglang/srt/models/kimi_k25_eagle3.py"
+LLAMA = "sglang/srt/models/llama_eagle3.py"
+OFFSETS = "self.hot_token_id = loaded_weight + torch.arange(loaded_weight.shape[0])"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def checkout(tmp_path, sglang_0_5_23):
+    root = tmp_path / "sglang-fork"
+    for rel in FILES_0_5_23:
+        target = root / "python" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(sglang_0_5_23 / rel, target)
+    repo = init_repo(root)
+    commit_all(repo, "upstream 0.5.23 files")
+    return root, repo
+
+
+def check(root, *args):
+    runner = CliRunner()
+    cwd = os.getcwd()
+    try:
+        os.chdir(root)
+        return runner.invoke(cli, ["check", *args])
+    finally:
+        os.chdir(cwd)
+
+
+def rows(result):
+    return [(f["rule_id"], f["path"], f["line"]) for f in json.loads(result.stdout)["findings"]]
+
+
+def test_a_commit_that_breaks_d2t_is_caught_and_old_findings_stay_quiet(checkout):
+    root, repo = checkout
+    model = root / "python" / KIMI
+    text = model.read_text()
+    assert text.count(OFFSETS) == 1
+    line = text[: text.index(OFFSETS)].count("\n") + 1
+    assert line == 440  # read in the 0.5.23 wheel
+    model.write_text(text.replace(OFFSETS, "self.hot_token_id = loaded_weight"))
+    commit_all(repo, "use d2t directly")
+
+    result = check(root, "--diff-base", "HEAD~1", "--format", "json")
+    assert result.exit_code == 1, result.output
+    found = rows(result)
+    assert ("SGL301", KIMI, 440) in found
+    assert {r for r in found if r[0] != "SGL103"} == {("SGL301", KIMI, 440)}
+    # The substring tests in llama_eagle3.py (SGL302, lines 350 and 355) predate the change.
+    assert not [r for r in found if r[1] == LLAMA]
+
+    clean = check(root, "--diff-base", "HEAD", "--format", "json")
+    assert (clean.exit_code, rows(clean)) == (0, [])
+
+
+def test_uncommitted_and_untracked_changes_count_and_paths_limit(checkout):
+    root, _ = checkout
+    llama = root / "python" / LLAMA
+    text = llama.read_text()
+    llama.write_text(text.replace('if "d2t" in name:', 'if "d2t" in name:  # sgl-scan: ignore[SGL302]', 1))
+    extra = root / "python" / "sglang" / "srt" / "models" / "my_eagle3.py"
+    extra.write_text(
+        "class MyEagle3:\n"
+        "    def load_weights(self, weights):\n"
+        "        for name, loaded_weight in weights:\n"
+        '            if "d2t" in name:\n'
+        "                self.hot_token_id = loaded_weight\n"
+    )
+    result = check(root, "--diff-base", "HEAD", "--format", "json", "--ignore", "SGL1")
+    assert result.exit_code == 1, result.output
+    assert rows(result) == [
+        ("SGL302", "sglang/srt/models/my_eagle3.py", 4),
+        ("SGL301", "sglang/srt/models/my_eagle3.py", 5),
+    ]
+    only_llama = check(root, "python/sglang/srt/models/llama_eagle3.py", "--diff-base", "HEAD", "--format", "json")
+    assert (only_llama.exit_code, rows(only_llama)) == (0, [("SGL103", LLAMA, 350)])
+
+
+def test_check_outside_a_checkout_is_a_usage_error(tmp_path):
+    result = check(tmp_path, "--diff-base", "HEAD")
+    assert result.exit_code != 0
+    assert "not inside a git checkout" in str(result.exception)
