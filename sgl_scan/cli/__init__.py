@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "sgl_scan.cli.rules_cmd",
     "sgl_scan.cli.diff_cmd",
     "sgl_scan.cli.gen_cmd",
+    "sgl_scan.cli.graph_cmd",
 )
 
 _state = {"verbose": 0}

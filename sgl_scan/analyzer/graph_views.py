@@ -1,0 +1,126 @@
+"""Views of the program graph: a focused neighbourhood, DOT/GraphML/JSON text, dispatch listings."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from typing import Iterable
+
+import networkx as nx
+
+from sgl_scan.analyzer.graph import ALGORITHM_PREFIX, algorithm_node
+from sgl_scan.analyzer.model import Algorithm, DispatchSite, SpecInventory
+
+FORMATS = ("dot", "graphml", "json")
+
+
+class FocusError(LookupError):
+    """The focus names nothing in the graph (message lists close matches)."""
+
+
+def find_nodes(g: nx.MultiDiGraph, name: str) -> list[str]:
+    """Nodes `name` denotes: an algorithm (any case), a node id, or a unique dotted suffix of one."""
+    wanted = algorithm_node(name)
+    for node in g:
+        if isinstance(node, str) and node.startswith(ALGORITHM_PREFIX) and node.upper() == wanted.upper():
+            return [node]
+    if name in g:
+        return [name]
+    suffix = "." + name
+    return sorted(n for n in g if isinstance(n, str) and n.endswith(suffix))
+
+
+def focus(g: nx.MultiDiGraph, name: str, depth: int = 1) -> nx.MultiDiGraph:
+    """The subgraph within `depth` edges (either direction) of the nodes `name` denotes."""
+    roots = find_nodes(g, name)
+    if not roots:
+        raise FocusError(f"nothing in the graph is called {name!r}")
+    keep: set = set(roots)
+    frontier = set(roots)
+    for _ in range(max(depth, 0)):
+        step = set()
+        for node in frontier:
+            step.update(g.successors(node))
+            step.update(g.predecessors(node))
+        frontier = step - keep
+        keep |= step
+    return g.subgraph(keep).copy()
+
+
+def _dot_id(value: object) -> str:
+    return json.dumps(str(value))  # DOT quoted ids use the same escapes as JSON strings
+
+
+def to_dot(g: nx.MultiDiGraph) -> str:
+    """Graphviz DOT: nodes labelled with their name and kind, edges with their kind."""
+    out = io.StringIO()
+    out.write("digraph sglang {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n")
+    for node, attrs in sorted(g.nodes(data=True), key=lambda item: str(item[0])):
+        extra = {"kind": attrs.get("kind", "")}
+        if "path" in attrs:
+            extra["path"] = f"{attrs['path']}:{attrs.get('line', 1)}"
+        fields = ", ".join(f"{k}={_dot_id(v)}" for k, v in extra.items())
+        out.write(f"  {_dot_id(node)} [{fields}];\n")
+    for u, v, attrs in sorted(g.edges(data=True), key=lambda e: (str(e[0]), str(e[1]), str(e[2].get("kind")))):
+        out.write(f"  {_dot_id(u)} -> {_dot_id(v)} [label={_dot_id(attrs.get('kind', ''))}];\n")
+    out.write("}\n")
+    return out.getvalue()
+
+
+def to_json(g: nx.MultiDiGraph) -> str:
+    nodes = [{"id": n, **attrs} for n, attrs in sorted(g.nodes(data=True), key=lambda item: str(item[0]))]
+    edges = [{"source": u, "target": v, **attrs}
+             for u, v, attrs in sorted(g.edges(data=True), key=lambda e: (str(e[0]), str(e[1]), str(e[2].get("kind"))))]
+    return json.dumps({"directed": True, "multigraph": True, "nodes": nodes, "edges": edges}, indent=1) + "\n"
+
+
+def to_graphml(g: nx.MultiDiGraph) -> str:
+    clean = nx.MultiDiGraph()
+    for node, attrs in g.nodes(data=True):
+        clean.add_node(node, **{k: v for k, v in attrs.items() if v is not None})
+    for u, v, attrs in g.edges(data=True):
+        clean.add_edge(u, v, **{k: v_ for k, v_ in attrs.items() if v_ is not None})
+    return "\n".join(nx.generate_graphml(clean)) + "\n"
+
+
+def render(g: nx.MultiDiGraph, fmt: str) -> str:
+    if fmt == "dot":
+        return to_dot(g)
+    if fmt == "json":
+        return to_json(g)
+    if fmt == "graphml":
+        return to_graphml(g)
+    raise ValueError(f"unknown graph format {fmt!r} (choose from {', '.join(FORMATS)})")
+
+
+@dataclass(frozen=True)
+class DispatchListing:
+    algorithm: Algorithm
+    sites: tuple[DispatchSite, ...]
+
+
+def dispatch_listing(inventory: SpecInventory, name: str) -> DispatchListing:
+    """Every dispatch site whose branch selects algorithm `name` (any case), in file order."""
+    algo = next((a for a in inventory.algorithms if a.name.upper() == name.upper()), None)
+    if algo is None:
+        known = ", ".join(a.name for a in inventory.algorithms) or "none found"
+        raise FocusError(f"no speculative algorithm {name!r} in this snapshot (algorithms: {known})")
+    sites = tuple(sorted((s for s in inventory.dispatch_sites if algo.name in s.algorithms),
+                         key=lambda s: (s.location.path, s.location.line, s.location.column)))
+    return DispatchListing(algo, sites)
+
+
+def format_dispatch(listing: DispatchListing) -> Iterable[str]:
+    """Text lines: a header with the algorithm's worker, then one line per site."""
+    algo = listing.algorithm
+    workers = getattr(algo, "workers", ()) or ((algo.worker,) if algo.worker else ())
+    worker = ", ".join(workers) if workers else "no worker found"
+    where = f" (chosen at {algo.worker_location})" if algo.worker_location else ""
+    yield f"{algo.name}: defined at {algo.location}; creates {worker}{where}"
+    predicates = ", ".join(algo.predicates) or "none"
+    yield f"  predicates true for it: {predicates}"
+    yield f"  {len(listing.sites)} site(s) branch on {algo.name}:"
+    for site in listing.sites:
+        creates = f" -> creates {site.worker}" if site.worker else ""
+        yield f"  {site.location.path}:{site.location.line}  {site.function}  [{site.via}: {site.detail}]{creates}"
