@@ -1,0 +1,187 @@
+"""The facts cache: unchanged files are not parsed again, changed ones are, corrupt entries are rebuilt."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from sgl_scan.analyzer import pipeline
+from sgl_scan.analyzer.cache import MAGIC, FactsCache, decode, encode
+from sgl_scan.analyzer.pipeline import LazyFiles, analyze_tree, collect_facts
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "tree"
+    _write(root, "sglang/srt/a.py", "def f():\n    return 1\n")
+    _write(root, "sglang/srt/b.py", "from sglang.srt.a import f\n\ndef g():\n    return f()\n")
+    _write(root, "sglang/srt/pkg/__init__.py", "")
+    _write(root, "sglang/srt/pkg/c.py", "class C:\n    pass\n")
+    return root
+
+
+@pytest.fixture
+def parse_counter(monkeypatch):
+    """Counts real parses (calls of parse_file) in this process."""
+    seen: list[str] = []
+    real = pipeline.parse_file
+
+    def counting(path, *args, **kw):
+        seen.append(path)
+        return real(path, *args, **kw)
+
+    monkeypatch.setattr(pipeline, "parse_file", counting)
+    return seen
+
+
+def test_unchanged_files_are_not_parsed_again(tree, tmp_path, parse_counter):
+    cache = tmp_path / "cache"
+    first = collect_facts(tree, cache_dir=cache, jobs=1)
+    assert sorted(parse_counter) == sorted(first.files) == [
+        "sglang/srt/a.py", "sglang/srt/b.py", "sglang/srt/pkg/__init__.py", "sglang/srt/pkg/c.py"]
+    parse_counter.clear()
+    second = collect_facts(tree, cache_dir=cache, jobs=1)
+    assert parse_counter == [] and second.parsed == () and second.from_pack
+    assert dict(second.files) == dict(first.files)
+
+
+def test_changed_file_is_reparsed_alone(tree, tmp_path, parse_counter):
+    cache = tmp_path / "cache"
+    collect_facts(tree, cache_dir=cache, jobs=1)
+    parse_counter.clear()
+    _write(tree, "sglang/srt/a.py", "def f():\n    return 2\n\ndef h():\n    pass\n")
+    run = collect_facts(tree, cache_dir=cache, jobs=1)
+    assert parse_counter == ["sglang/srt/a.py"] and run.parsed == ("sglang/srt/a.py",)
+    assert [f.qualname for f in run.files["sglang/srt/a.py"].functions] == ["f", "h"]
+    # back to the first content: served by the per-file entry, no parse
+    parse_counter.clear()
+    _write(tree, "sglang/srt/a.py", "def f():\n    return 1\n")
+    run = collect_facts(tree, cache_dir=cache, jobs=1)
+    assert parse_counter == [] and [f.qualname for f in run.files["sglang/srt/a.py"].functions] == ["f"]
+
+
+def test_racy_edit_with_same_stamp_is_noticed(tree, tmp_path, parse_counter):
+    """A file whose mtime is too close to when its hash was recorded is hashed again next time,
+    so an edit that keeps size, inode and mtime is still seen."""
+    cache = tmp_path / "cache"
+    target = tree / "sglang/srt/a.py"
+    future = time.time_ns() + 60_000_000_000  # inside the racy window whenever the run happens
+    os.utime(target, ns=(future, future))
+    collect_facts(tree, cache_dir=cache, jobs=1)
+    target.write_text("def z():\n    return 1\n")  # same length as before
+    os.utime(target, ns=(future, future))
+    parse_counter.clear()
+    run = collect_facts(tree, cache_dir=cache, jobs=1)
+    assert parse_counter == ["sglang/srt/a.py"]
+    assert [f.qualname for f in run.files["sglang/srt/a.py"].functions] == ["z"]
+
+
+def test_explicit_hashes_decide(tree, tmp_path, parse_counter):
+    """Hashes given by the caller (a snapshot manifest) are used as they are, without reading files."""
+    cache = tmp_path / "cache"
+    first = collect_facts(tree, cache_dir=cache, jobs=1)
+    hashes = {p: f.sha256 for p, f in first.files.items()}
+    (tree / "sglang/srt/a.py").write_text("def other():\n    pass\n")
+    parse_counter.clear()
+    run = collect_facts(tree, cache_dir=cache, jobs=1, hashes=hashes)
+    assert parse_counter == [] and run.from_pack
+
+
+def _entries(cache: Path, kind: str) -> list[Path]:
+    return sorted(p for p in cache.rglob("*.pkl") if p.parent.name == kind or p.parent.parent.name == kind)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip", "empty"])
+def test_corrupt_entries_are_rebuilt(tree, tmp_path, parse_counter, damage):
+    cache = tmp_path / "cache"
+    first = collect_facts(tree, cache_dir=cache, jobs=1)
+    packs = _entries(cache, "packs")
+    files = _entries(cache, "files")
+    assert len(packs) == 1 and len(files) == 4
+    victim = next(p for p in files if decode(p.read_bytes()).path == "sglang/srt/b.py")
+    for entry in (packs[0], victim):
+        data = entry.read_bytes()
+        if damage == "truncate":
+            entry.write_bytes(data[: len(data) // 2])
+        elif damage == "garbage":
+            entry.write_bytes(b"not a cache entry at all")
+        elif damage == "flip":
+            entry.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))
+        else:
+            entry.write_bytes(b"")
+    parse_counter.clear()
+    run = collect_facts(tree, cache_dir=cache, jobs=1)
+    assert parse_counter == ["sglang/srt/b.py"] and not run.from_pack
+    assert dict(run.files) == dict(first.files)
+    parse_counter.clear()
+    again = collect_facts(tree, cache_dir=cache, jobs=1)  # the rebuilt pack serves the next run
+    assert parse_counter == [] and again.from_pack
+
+
+def test_entry_format_checks_digest():
+    data = encode({"x": 1})
+    assert data.startswith(MAGIC) and decode(data) == {"x": 1}
+    assert decode(data[:-1]) is None
+    assert decode(b"") is None
+
+
+def test_cache_namespace_follows_extractors(tree, tmp_path, parse_counter):
+    cache = tmp_path / "cache"
+    collect_facts(tree, cache_dir=cache, jobs=1, extractors=())
+
+    class Fake:
+        name, version, metadata = "fake", 1, ()
+        trigger = __import__("re").compile("nothing-matches-this")
+
+        def extract(self, wrapper, context):
+            return ()
+
+    parse_counter.clear()
+    collect_facts(tree, cache_dir=cache, jobs=1, extractors=(Fake(),))
+    assert len(parse_counter) == 4  # another signature: nothing reused
+
+
+def test_pool_and_serial_give_the_same_facts(tree, tmp_path, monkeypatch):
+    for i in range(60):  # enough files for the pool
+        _write(tree, f"sglang/srt/many/m{i}.py", f"import os\n\ndef f{i}(x):\n    return os.path.join(x, '{i}')\n")
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
+    pooled = collect_facts(tree, cache_dir=tmp_path / "c1", jobs=2)
+    serial = collect_facts(tree, use_cache=False, jobs=1)
+    assert len(pooled.parsed) == 64
+    assert dict(pooled.files) == dict(serial.files)
+
+
+def test_warm_analysis_reads_lazily(tree, tmp_path):
+    cache = tmp_path / "cache"
+    cold = analyze_tree(tree, cache_dir=cache, jobs=1)
+    warm = analyze_tree(tree, cache_dir=cache, jobs=1)
+    assert isinstance(warm.files, LazyFiles)
+    assert sorted(warm.graph.edges(data="kind")) == sorted(cold.graph.edges(data="kind"))
+    assert dict(warm.files) == dict(cold.files)
+
+
+def test_unreadable_cache_folder_degrades_to_no_cache(tree, tmp_path):
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder should be")
+    run = collect_facts(tree, cache_dir=blocker, jobs=1)
+    assert len(run.parsed) == 4
+
+
+def test_facts_cache_get_checks_path_and_hash(tmp_path):
+    from sgl_scan.analyzer.parse import parse_file
+    from sgl_scan.analyzer.cache import dumps
+
+    cache = FactsCache(tmp_path, "sig")
+    facts = parse_file("a.py", b"x = 1\n", "s1")
+    cache.put("a.py", "s1", dumps(facts))
+    assert cache.get("a.py", "s1")[0] == facts
+    assert cache.get("a.py", "s2") is None and cache.get("b.py", "s1") is None
