@@ -17,7 +17,13 @@ def _python_drawing(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def real_report_0_5_23(tmp_path_factory, sglang_0_5_23) -> Report:
+def reports_home(tmp_path_factory):
+    """An $SGL_SCAN_HOME shared by the real-release tests, so each release's facts are parsed once."""
+    return tmp_path_factory.mktemp("reports-home")
+
+
+@pytest.fixture(scope="session")
+def real_report_0_5_23(reports_home, sglang_0_5_23) -> Report:
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.cli.scan_cmd import read_sources
     from sgl_scan.rules.engine import run_rules
@@ -25,7 +31,7 @@ def real_report_0_5_23(tmp_path_factory, sglang_0_5_23) -> Report:
     from sgl_scan.snapshots.resolve import obtain_snapshot
     from sgl_scan.snapshots.store import Store
 
-    home = tmp_path_factory.mktemp("reports-home")
+    home = reports_home
     params = {name: None for name in SOURCE_PARAM_NAMES}
     params["local_path"] = str(sglang_0_5_23)
     snapshot = obtain_snapshot(params, store=Store(home / "snapshots"))
