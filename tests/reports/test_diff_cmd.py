@@ -199,3 +199,19 @@ def test_progress_goes_to_a_terminal_on_stderr_only(trees):
     assert result.returncode == 0
     assert b"sgl-scan diff: A: obtaining path:" in seen and b"sgl-scan diff: B:" in seen
     assert json.loads(result.stdout)["kind"] == "sgl-scan/diff"
+
+
+@pytest.mark.slow
+def test_patched_remote_build_against_upstream(trees, sshd_server, tmp_path):
+    """The typical use: a patched tree on a host reached over SSH (a private loopback sshd here)
+    against the upstream tree it came from."""
+    remote_root = trees[1].removeprefix("path:") + "/sglang"
+    ref = f"ssh:{sshd_server.user}@{sshd_server.host}:{sshd_server.port}:{remote_root}"
+    result = CliRunner().invoke(cli, [
+        "diff", trees[0], ref, "--format", "json",
+        "--identity", str(sshd_server.client_key), "--known-hosts", str(sshd_server.known_hosts),
+    ])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["b"]["label"] == ref
+    assert ("algorithm", "added", "DDTREE") in {(c["category"], c["status"], c["key"]) for c in doc["changes"]}
