@@ -15,6 +15,8 @@ from sgl_scan.reports.templating import markdown_env
 
 # Findings beyond this many go inside a collapsed <details> block (all of them are still listed).
 OPEN_FINDINGS = 20
+# A diff category with more changes than this goes inside a collapsed <details> block.
+FOLD_CHANGES = 15
 
 
 def render(report: Report, *, color: bool = False) -> str:
@@ -36,4 +38,8 @@ def render(report: Report, *, color: bool = False) -> str:
 
 def render_diff(diff, *, color: bool = False) -> str:
     del color
-    return markdown_env().get_template("diff.md.j2").render(diff=diff, groups=diff.by_category(), counts=diff.counts())
+    from sgl_scan.reports.diff import CATEGORIES
+
+    return markdown_env().get_template("diff.md.j2").render(
+        diff=diff, groups=diff.by_category(), counts=diff.counts(), titles=CATEGORIES, fold_after=FOLD_CHANGES
+    )

@@ -48,6 +48,15 @@ def test_no_findings():
 def test_diff_markdown():
     text = render_diff(sample_diff(), "markdown")
     assert text.startswith("### sgl-scan diff: pip:sglang==0.5.20 → ssh:root@gpu-box:/root/sglang/python")
-    assert "| ➕ added | algorithm | `UNO` |" in text
+    assert "**Algorithms**" in text and "| ➕ added | `UNO` |" in text
     assert "members +UNO -NGRAM" in text
     assert "**New findings**" in text and "**Resolved findings**" in text
+
+
+def test_a_long_diff_category_is_folded():
+    diff = sample_diff()
+    extra = tuple(dataclasses.replace(diff.changes[0], key=f"ALG{i}") for i in range(20))
+    text = render_diff(dataclasses.replace(diff, changes=extra + diff.changes), "markdown")
+    assert "<details><summary>Algorithms: 23 changes</summary>" in text
+    assert "**Predicates**" in text  # short categories stay open
+    assert all(f"`ALG{i}`" in text for i in range(20))
