@@ -195,6 +195,13 @@ def _symbol(function: str, loc: Location) -> str:
     return f"{loc.path}:<module>" if function in ("<module>", "") else function
 
 
+def _short_symbol(function: str, loc: Location) -> str:
+    """The function's own name (a method keeps its class), to find it again in another module."""
+    if function in ("<module>", ""):
+        return _symbol(function, loc)
+    return ".".join(function.split(".")[-2:])
+
+
 class _Tracker:
     """Runs the per-category comparisons and counts items that only shifted lines."""
 
@@ -279,7 +286,7 @@ class _Tracker:
         where = lambda x: x.location  # noqa: E731
         keys = [
             lambda s: (_symbol(s.function, s.location), s.via, s.detail),
-            lambda s: (short_name(_symbol(s.function, s.location)), s.via, s.detail),
+            lambda s: (_short_symbol(s.function, s.location), s.via, s.detail),
         ]
         pairs, removed, added = _match(a.dispatch_sites, b.dispatch_sites, keys, where)
         key_text = lambda s: f"{_symbol(s.function, s.location)} [{s.via}: {s.detail}]"  # noqa: E731

@@ -98,3 +98,24 @@ def test_algorithm_option_values_change():
     assert (change.category, change.status, change.details) == ("algorithm_option", "changed", ("values +UNO",))
     [gone] = _diff(dataclasses.replace(inv, algorithm_option=None)).changes
     assert (gone.category, gone.status, gone.after) == ("algorithm_option", "removed", None)
+
+
+def test_a_dispatch_site_whose_class_moved_to_another_module_is_moved():
+    inv = fx.inventory()
+    site = inv.dispatch_sites[4]  # Scheduler.__init__, is_speculative
+    moved = dataclasses.replace(site, function="sglang.srt.managers.scheduler_core.Scheduler.__init__",
+                                location=Location("sglang/srt/managers/scheduler_core.py", 40, 12))
+    sites = inv.dispatch_sites[:4] + (moved,) + inv.dispatch_sites[5:]
+    [change] = _diff(dataclasses.replace(inv, dispatch_sites=sites)).changes
+    assert change.status == "moved"
+    assert change.details == ("function sglang.srt.managers.scheduler.Scheduler.__init__ -> "
+                              "sglang.srt.managers.scheduler_core.Scheduler.__init__",)
+
+
+def test_module_level_sites_in_different_files_are_not_matched():
+    inv = fx.inventory()
+    a_site = dataclasses.replace(inv.dispatch_sites[6], function="<module>", location=Location("sglang/srt/a.py", 3))
+    b_site = dataclasses.replace(a_site, location=Location("sglang/srt/b.py", 3))
+    a = dataclasses.replace(inv, dispatch_sites=(a_site,))
+    statuses = sorted(c.status for c in _diff(dataclasses.replace(inv, dispatch_sites=(b_site,)), a_inv=a).changes)
+    assert statuses == ["added", "removed"]
