@@ -138,3 +138,13 @@ def test_sgl206_calls_of_methods_the_plugin_base_lacks():
     (finding,) = findings("SGL206", inv)
     assert (finding.path, finding.line, finding.data["method"]) == ("sglang/srt/managers/overlap_utils.py", 381, "need_topk")
     assert findings("SGL206", dataclasses.replace(inv, plugin_base=None)) == []
+
+
+def test_sgl207_predicate_named_after_a_member_but_wider():
+    inv = inventory()
+    mtp = Algorithm("FROZEN_KV_MTP", "enum", loc(SPEC, 8), ("is_eagle",), "w.MTPWorker")
+    wide = Predicate("is_eagle", ("EAGLE", "EAGLE3", "FROZEN_KV_MTP"), loc(SPEC, 12), OWNER)
+    inv = dataclasses.replace(inv, algorithms=inv.algorithms + (mtp,), predicates=(inv.predicates[0], wide, inv.predicates[2]))
+    (finding,) = findings("SGL207", inv)
+    assert (finding.line, finding.data["extra"], finding.severity) == (12, ["FROZEN_KV_MTP"], "warning")
+    assert findings("SGL207", inventory()) == []  # EAGLE3 is a variant of EAGLE
