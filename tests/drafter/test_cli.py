@@ -92,3 +92,11 @@ def test_installed_entry_point(good, target_cfg):
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["summary"]["fail"] == 0
+
+
+def test_missing_backend_is_a_clear_usage_error(good, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "safetensors", None)  # import safetensors now raises ImportError
+    rc, out, err = run(["drafter", "check", str(good), "--no-snapshot"], capsys)
+    assert rc == 2 and out == ""
+    assert err.startswith("sgl-scan: error: drafter checks need numpy and safetensors")
+    assert "pip install 'sgl-scan[drafter]'" in err
