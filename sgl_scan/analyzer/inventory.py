@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
+from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
 from sgl_scan.analyzer.extractors.records import (
     AlgoClassRecord,
     AliasAssign,
@@ -173,7 +174,7 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
     plugin_true: set[str] = set()
     plugin_preds: tuple[str, ...] = ()
     if plugin is not None:
-        plugin_preds = tuple(p.name for p in plugin[1].predicates)
+        plugin_preds = tuple(m for m in plugin[1].methods if PREDICATE_NAME.match(m))
         plugin_true = {p.name for p in plugin[1].predicates if p.expr == ("const", True)}
     # Algorithms the class's own predicates reason about: every algorithm in the registry form;
     # only the enum members when plugins are separate `CustomSpecAlgo` objects.
