@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from sgl_scan.cli.options import pop_source_params, source_options
-from sgl_scan.exitcodes import CLEAN, FINDINGS
+from sgl_scan.exitcodes import exit_code_for
 
+_SEVERITY = {"pass": "info", "warn": "warning", "fail": "error"}  # check status -> finding severity
 _FORMAT = click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format."
 )
@@ -82,8 +83,8 @@ def check(ctx: click.Context, path: str, target_config: str | None, target_vocab
     report = run_checks(read_checkpoint(path), target)
     engine, note = _engine(report, source, no_snapshot)
     click.echo(render_check(report, engine, note, fmt))
-    failed = report.failed or (engine is not None and engine.status == "fail")
-    ctx.exit(FINDINGS if failed else CLEAN)
+    statuses = [c.status for c in report.checks] + ([engine.status] if engine is not None else [])
+    ctx.exit(exit_code_for(_SEVERITY[s] for s in statuses if s in _SEVERITY))
 
 
 @command.command("diff")
