@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +105,9 @@ def test_a_rule_that_raises_is_reported_with_its_id(monkeypatch):
     monkeypatch.setattr(broken, "check", explode)
     with pytest.raises(RuleError, match=r"rule SGL101 \(speculative-algorithm-member\) failed: KeyError"):
         run_rules(analysis(), rules)
+
+
+def test_readme_documents_every_rule():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for rule in load_rules().rules:
+        assert f"| {rule.id} | {rule.name} | {rule.severity} |" in readme, rule.id
