@@ -38,6 +38,7 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
       sgl-scan gen ddtree --snapshot latest --dry-run
     """
     from sgl_scan.analyzer.pipeline import analyze
+    from sgl_scan.paths import snapshots_dir
     from sgl_scan.codegen.ddtree.generate import describe_plan, generate_ddtree
     from sgl_scan.codegen.write import check_destination, write_tree
     from sgl_scan.snapshots.resolve import obtain_snapshot
@@ -48,8 +49,9 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
     if not package.isidentifier():
         raise click.BadParameter(f"{out.name!r} is not a Python identifier; the folder name becomes the package name", param_hint="--out")
     snapshot = obtain_snapshot(pop_source_params(kwargs))
+    protected = (snapshot.folder, snapshots_dir())
     if out is not None and not dry_run:
-        check_destination(out, force=force, protected=snapshot.folder)
+        check_destination(out, force=force, protected=protected)
     analysis = analyze(snapshot)
     topk = topk if topk is not None else budget
     regenerate = f"sgl-scan gen ddtree --snapshot {snapshot.id} --budget {budget} --topk {topk} --mode {mode} --out <this folder> --force"
@@ -57,5 +59,5 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
     if dry_run:
         click.echo(describe_plan(generated.plan, generated.patch), nl=False)
         return
-    target = write_tree(generated.files, out, force=force, protected=snapshot.folder)
+    target = write_tree(generated.files, out, force=force, protected=protected)
     click.echo(f"wrote {len(generated.files)} files to {target} ({generated.plan.mode} mode, base {generated.plan.base.qualname})")

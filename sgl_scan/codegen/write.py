@@ -6,24 +6,29 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping, Union
 
 from sgl_scan.errors import CodegenError
 
 
-def check_destination(out: Path, *, force: bool, protected: Path) -> None:
-    """Refuse a folder inside (or containing) the snapshot, and an existing non-empty one without force."""
+Protected = Union[Path, Iterable[Path]]
+
+
+def check_destination(out: Path, *, force: bool, protected: Protected) -> None:
+    """Refuse a folder inside (or containing) a protected one (the snapshot, the store), and an
+    existing non-empty folder without force."""
     target = out.expanduser().resolve()
-    guard = protected.expanduser().resolve()
-    if target == guard or guard in target.parents or target in guard.parents:
-        raise CodegenError(f"refusing to write into {out}: it overlaps the snapshot at {protected}")
+    for folder in [protected] if isinstance(protected, Path) else protected:
+        guard = folder.expanduser().resolve()
+        if target == guard or guard in target.parents or target in guard.parents:
+            raise CodegenError(f"refusing to write into {out}: it overlaps the snapshot at {folder}")
     if target.exists() and not target.is_dir():
         raise CodegenError(f"{out} exists and is not a folder")
     if target.exists() and any(target.iterdir()) and not force:
         raise CodegenError(f"{out} exists and is not empty; pass --force to replace it")
 
 
-def write_tree(files: Mapping[str, str], out: Path, *, force: bool, protected: Path) -> Path:
+def write_tree(files: Mapping[str, str], out: Path, *, force: bool, protected: Protected) -> Path:
     """Write `files` (relative path -> text) as the new content of `out`; nothing changes on failure."""
     check_destination(out, force=force, protected=protected)
     target = out.expanduser().resolve()

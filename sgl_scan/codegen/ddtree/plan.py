@@ -8,7 +8,6 @@ facts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
 
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact, Param
 from sgl_scan.analyzer.model import Algorithm, Analysis, DispatchSite, Location
@@ -24,19 +23,12 @@ MODES = ("auto", "plugin", "patch")
 FIRST_DFLASH_RELEASE = "0.5.11"
 
 # Helpers SGLang (or sgl-kernel) offers for tree verification, by role. The names are the public
-# API the engine has used for them; whether a snapshot has them, where, and with which parameters
-# comes from its facts. `keywords` are what the generated worker passes when it reuses one.
+# API the engine has used for them; whether a snapshot has them, and where, comes from its facts.
+# They are reported (README, plan) as reuse candidates; the generated worker uses its own kernels.
 HELPER_ROLES = (
-    (
-        "greedy tree verification",
-        ("verify_tree_greedy_func", "verify_tree_greedy"),
-        (
-            "predicts", "accept_index", "accept_token_num", "candidates", "retrieve_index",
-            "retrieve_next_token", "retrieve_next_sibling", "target_predict",
-        ),
-    ),
-    ("tree mask to retrieve indices", ("reconstruct_indices_from_tree_mask_func", "reconstruct_indices_from_tree_mask"), ()),
-    ("target-only tree sampling", ("tree_speculative_sampling_target_only",), ()),
+    ("greedy tree verification", ("verify_tree_greedy_func", "verify_tree_greedy")),
+    ("tree mask to retrieve indices", ("reconstruct_indices_from_tree_mask_func", "reconstruct_indices_from_tree_mask")),
+    ("target-only tree sampling", ("tree_speculative_sampling_target_only",)),
 )
 
 
@@ -51,15 +43,6 @@ class Signature:
     @property
     def accepts_any_keyword(self) -> bool:
         return any(p.kind == "varkw" for p in self.params)
-
-    def accepts(self, keywords: Iterable[str]) -> bool:
-        """True when a call passing exactly `keywords` by name binds to these parameters."""
-        names = {p.name for p in self.params if p.kind in ("positional", "kwonly")}
-        given = set(keywords)
-        if not self.accepts_any_keyword and not given <= names:
-            return False
-        required = {p.name for p in self.params if p.kind in ("positional", "kwonly", "posonly") and p.default is None}
-        return required <= given
 
 
 @dataclass(frozen=True)
@@ -105,8 +88,6 @@ class Helper:
     module: str
     location: Location
     signature: Signature | None  # None when the snapshot only imports it (defined elsewhere)
-    reused: bool  # the generated worker calls it (its signature takes the keywords it passes)
-    keywords: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -449,7 +430,7 @@ def _overlap(analysis: Analysis, dflash: Algorithm) -> tuple[bool, str]:
 def _helpers(analysis: Analysis) -> tuple[Helper, ...]:
     helpers = []
     files = sorted(analysis.files.values(), key=lambda f: (not f.path.startswith("sglang/srt/speculative/"), f.path))
-    for role, names, keywords in HELPER_ROLES:
+    for role, names in HELPER_ROLES:
         found = None
         for name in names:
             for facts in files:
@@ -457,9 +438,7 @@ def _helpers(analysis: Analysis) -> tuple[Helper, ...]:
                     continue
                 fn = next((f for f in facts.functions if f.qualname == name), None)
                 if fn is not None:
-                    sig = signature(facts, fn)
-                    reused = bool(keywords) and sig.accepts(keywords)
-                    found = Helper(role, name, facts.module, facts.location(fn), sig, reused, keywords if reused else ())
+                    found = Helper(role, name, facts.module, facts.location(fn), signature(facts, fn))
                     break
             if found:
                 break
@@ -468,7 +447,7 @@ def _helpers(analysis: Analysis) -> tuple[Helper, ...]:
                 for facts in files:
                     imp = next((i for i in facts.imports if i.bound == name and not i.scope), None)
                     if imp is not None:
-                        found = Helper(role, name, facts.module, facts.location(imp), None, False)
+                        found = Helper(role, name, facts.module, facts.location(imp), None)
                         break
                 if found:
                     break

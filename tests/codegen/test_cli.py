@@ -1,0 +1,114 @@
+"""`sgl-scan gen ddtree` through the CLI: dry run, writing, overwrite refusal, latest snapshot, refusal."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from sgl_scan.cli import main
+from tests.support.releases import cache_root, release_tree
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def shared_home(tmp_path_factory):
+    """One store for the module's CLI runs; facts come from the suite's persistent facts cache."""
+    home = tmp_path_factory.mktemp("gen-home")
+    facts = cache_root() / "facts"
+    facts.mkdir(parents=True, exist_ok=True)
+    (home / "facts").symlink_to(facts, target_is_directory=True)
+    return home
+
+
+@pytest.fixture
+def home(shared_home, monkeypatch):
+    monkeypatch.setenv("SGL_SCAN_HOME", str(shared_home))
+    return shared_home
+
+
+def _run(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(capsys, home, tmp_path):
+    code, out, err = _run(capsys, "gen", "ddtree", "--path", str(release_tree("0.5.11")), "--dry-run", "--budget", "20")
+    assert code == 0, err
+    assert "base class:    sglang.srt.speculative.dflash_worker.DFlashWorker  sglang/srt/speculative/dflash_worker.py:50" in out
+    assert "registration:  patch" in out
+    assert "  joins  sglang/srt/server_args.py:3319  sglang.srt.server_args.ServerArgs._handle_speculative_decoding" in out
+    assert "  sglang/srt/speculative/spec_info.py:18  add DDTREE = auto() to SpeculativeAlgorithm" in out
+    assert "budget/top-K:  20 / 20" in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_no_source_uses_the_latest_snapshot(capsys, home):
+    _run(capsys, "snapshot", "pull", "--path", str(release_tree("0.5.11")))
+    code, out, err = _run(capsys, "gen", "ddtree", "--dry-run", "--mode", "patch")
+    assert code == 0, err
+    assert "DDTree plan for SGLang" in out and "dflash_worker.py:50" in out
+
+
+def test_writes_then_refuses_to_overwrite_without_force(capsys, home, tmp_path):
+    out_dir = tmp_path / "ddtree_sglang"
+    args = ("gen", "ddtree", "--snapshot", "latest", "--out", str(out_dir), "--budget", "16", "--topk", "4")
+    code, out, err = _run(capsys, *args)
+    assert code == 0, err
+    assert "patch mode, base sglang.srt.speculative.dflash_worker.DFlashWorker" in out
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "README.md", "__init__.py", "ddtree.patch", "kernels.py", "tests", "tree.py", "worker.py",
+    ]
+    (out_dir / "tree.py").write_text("# edited\n")
+    code, _, err = _run(capsys, *args)
+    assert code == 3 and "exists and is not empty; pass --force" in err
+    assert (out_dir / "tree.py").read_text() == "# edited\n"
+    code, _, err = _run(capsys, *args, "--force")
+    assert code == 0, err
+    assert (out_dir / "tree.py").read_text().startswith('"""DDTree reference')
+
+
+def test_refuses_an_output_folder_inside_the_snapshot(capsys, home):
+    code, out, _ = _run(capsys, "snapshot", "show", "latest", "--json")
+    folder = home / "snapshots" / json.loads(out)["id"]
+    assert (folder / "tree").is_dir()
+    for inside in (folder / "tree" / "ddtree_x", home / "snapshots" / "ddtree_y"):
+        code, _, err = _run(capsys, "gen", "ddtree", "--snapshot", "latest", "--out", str(inside))
+        assert code == 3 and "overlaps the snapshot" in err
+        assert not inside.exists()
+
+
+def test_usage_errors(capsys, home, tmp_path):
+    code, _, err = _run(capsys, "gen", "ddtree", "--snapshot", "latest")
+    assert code == 2 and "--out DIR is required" in err
+    code, _, err = _run(capsys, "gen", "ddtree", "--snapshot", "latest", "--out", str(tmp_path / "not-a-name"))
+    assert code == 2 and "not a Python identifier" in err
+
+
+def test_release_without_dflash_is_refused_in_one_line(capsys, home, tmp_path):
+    code, out, err = _run(capsys, "gen", "ddtree", "--path", str(release_tree("0.5.10")), "--out", str(tmp_path / "x"))
+    assert code == 3 and out == ""
+    assert err.count("\n") == 1 and "no DFlash worker" in err and "sglang 0.5.11" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_installed_entry_point_generates_the_plugin(home, tmp_path):
+    found = shutil.which("sgl-scan")
+    command = [found] if found else [sys.executable, "-m", "sgl_scan"]
+    out_dir = tmp_path / "ddtree_plugin"
+    result = subprocess.run(
+        command + ["gen", "ddtree", "--path", str(release_tree("0.5.23")), "--out", str(out_dir)],
+        capture_output=True, text=True, env=dict(os.environ), timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "plugin mode, base sglang.srt.speculative.dflash_worker_v2.DFlashWorkerV2" in result.stdout
+    register = (out_dir / "register.py").read_text()
+    assert "class DDTreeSpecAlgo(CustomSpecAlgo):" in register
+    assert "SpeculativeAlgorithm.register(NAME, supports_overlap=True, spec_class=DDTreeSpecAlgo)(worker_factory)" in register
