@@ -3,7 +3,9 @@
 Run inside an SGLang git checkout (a fork, or a pull request's head). The whole tree is analysed
 (whole-program rules need it); findings are then kept only where they touch a line that differs
 between the merge base of REV and HEAD and the working tree (committed, staged, unstaged or
-untracked), as `git diff <merge-base>` shows them.
+untracked), as `git diff <merge-base>` shows them. With `--include-new` the merge base is analysed
+too, and findings it did not have are kept wherever they are (a member added to the enum makes the
+unchanged `--speculative-algorithm` choices line wrong: SGL205).
 """
 
 from __future__ import annotations
@@ -111,10 +113,12 @@ def to_snapshot_paths(changed: dict[str, set[int]], prefix: str) -> dict[str, fr
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--diff-base", default="HEAD", show_default=True, metavar="REV",
               help="Report only findings on lines changed since the merge base of REV and HEAD.")
+@click.option("--include-new", is_flag=True,
+              help="Also report findings the change creates on unchanged lines (e.g. SGL205 after adding a member); analyses REV too.")
 @click.option("--scope", type=click.Choice(["speculative", "full"]), default=None, help="Which files to analyse (default: speculative).")
 @finding_options
 @click.pass_context
-def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, scope: str | None, **kwargs) -> None:
+def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_new: bool, scope: str | None, **kwargs) -> None:
     """Review a change in an SGLang git checkout: findings on changed lines only.
 
     PATHS (default: the whole checkout) limit which changed files count. Exit status as for scan.
@@ -148,4 +152,10 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, scope: s
 
     snapshot = obtain_snapshot({"local_path": str(parent), "scope": scope})
     analysis = analyze(snapshot)
-    ctx.exit(report_findings(snapshot, analysis, options, prepared, changed_lines=wanted))
+    previous = None
+    if include_new:
+        from sgl_scan.rules.engine import run_rules
+
+        before = obtain_snapshot({"git_repo": str(root), "rev": base, "scope": scope})
+        previous = frozenset(f.fingerprint for f in run_rules(analyze(before), prepared.rules))
+    ctx.exit(report_findings(snapshot, analysis, options, prepared, changed_lines=wanted, previous=previous))

@@ -102,6 +102,7 @@ def report_findings(
     prepared: Prepared,
     *,
     changed_lines: Mapping[str, frozenset[int]] | None = None,
+    previous: frozenset[str] | None = None,
 ) -> int:
     """Run the rules, filter once, render, write; return the exit code."""
     from sgl_scan import __version__
@@ -122,6 +123,7 @@ def report_findings(
             suppressions=suppressions,
             baseline=prepared.baseline,
             changed_lines=changed_lines,
+            previous=previous,
         ),
     )
     log.info("findings: %s", ", ".join(f"{k} {v}" for k, v in filtered.counts().items()))

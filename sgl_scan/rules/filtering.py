@@ -1,7 +1,7 @@
 """The one place that decides which findings are reported: after the rules, before the reporters.
 
-Order: selection (`--select/--ignore`), changed lines (`check --diff-base`), suppression comments,
-baseline. Every finding that is dropped is counted by reason, so reports can say what was hidden.
+Order: selection (`--select/--ignore`), changed lines (`check --diff-base`, optionally keeping
+findings the change created elsewhere), suppression comments, baseline. Every finding that is dropped is counted by reason, so reports can say what was hidden.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ class FilterOptions:
     suppressions: Mapping[str, LineSuppressions] = field(default_factory=dict)  # path -> line -> ids
     baseline: Baseline | None = None
     changed_lines: Mapping[str, frozenset[int]] | None = None  # path -> changed lines; None = all
+    # With changed_lines: fingerprints of the findings at the diff base. A finding absent there was
+    # created by the change and is kept even on an unchanged line (None: changed lines only).
+    previous: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,11 @@ def apply_filters(findings: Iterable[Finding], options: FilterOptions) -> Filter
     for finding in findings:
         if not options.selection.allows(finding.rule_id):
             deselected.append(finding)
-        elif options.changed_lines is not None and not touches_changed_lines(finding, options.changed_lines):
+        elif (
+            options.changed_lines is not None
+            and not touches_changed_lines(finding, options.changed_lines)
+            and (options.previous is None or finding.fingerprint in options.previous)
+        ):
             unchanged.append(finding)
         elif is_suppressed(finding.rule_id, finding.line, options.suppressions.get(finding.path)):
             suppressed.append(finding)

@@ -101,3 +101,39 @@ def test_check_outside_a_checkout_is_a_usage_error(tmp_path):
     result = check(tmp_path, "--diff-base", "HEAD")
     assert result.exit_code != 0
     assert "not inside a git checkout" in str(result.exception)
+
+
+FILES_0_4_6 = (
+    "sglang/version.py",
+    "sglang/srt/speculative/spec_info.py",
+    "sglang/srt/speculative/eagle_worker.py",
+    "sglang/srt/server_args.py",
+    "sglang/srt/managers/scheduler.py",
+)
+
+
+def test_include_new_reports_what_a_change_breaks_elsewhere(tmp_path, sglang_0_4_6):
+    root = tmp_path / "fork"
+    for rel in FILES_0_4_6:
+        target = root / "python" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(sglang_0_4_6 / rel, target)
+    repo = init_repo(root)
+    commit_all(repo, "upstream 0.4.6 files")
+    spec = root / "python" / "sglang" / "srt" / "speculative" / "spec_info.py"
+    text = spec.read_text()
+    assert "    EAGLE3 = auto()\n" in text  # line 7
+    spec.write_text(text.replace("    EAGLE3 = auto()\n", "    EAGLE3 = auto()\n    DDTREE = auto()\n", 1))
+    commit_all(repo, "add DDTREE to the enum only")
+
+    spec_path = "sglang/srt/speculative/spec_info.py"
+    only_changed = check(root, "--diff-base", "HEAD~1", "--format", "json", "--ignore", "SGL1")
+    assert only_changed.exit_code == 1, only_changed.output
+    # No worker, no predicate of its own: both reported on the new line 8.
+    assert rows(only_changed) == [("SGL201", spec_path, 8), ("SGL204", spec_path, 8)]
+
+    with_new = check(root, "--diff-base", "HEAD~1", "--format", "json", "--ignore", "SGL1", "--include-new")
+    assert with_new.exit_code == 1, with_new.output
+    # ...and the argparse choices (server_args.py:861, untouched) no longer match the enum.
+    assert rows(with_new) == [("SGL205", "sglang/srt/server_args.py", 861), ("SGL201", spec_path, 8), ("SGL204", spec_path, 8)]
+    assert json.loads(with_new.stdout)["findings"][0]["data"]["missing_choices"] == ["DDTREE"]

@@ -119,3 +119,12 @@ def test_bad_baselines_are_configuration_errors(tmp_path, content, message):
     with pytest.raises(ConfigError, match=message) as info:
         read_baseline(path)
     assert info.value.exit_code == 2
+
+
+def test_findings_new_since_the_base_are_kept_off_the_changed_lines():
+    findings = run_rules(analysis())
+    old = frozenset(f.fingerprint for f in findings if f.rule_id != "SGL205")
+    fresh = dataclasses.replace(findings[0], rule_id="SGL205", fingerprint="not-at-base", line=999)
+    options = FilterOptions(changed_lines={EAGLE3: frozenset({184})}, previous=old)
+    result = apply_filters([*findings, fresh], options)
+    assert [(f.rule_id, f.line) for f in result.kept] == [("SGL103", 184), ("SGL205", 999)]
