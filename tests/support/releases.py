@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 
 
+TREES_LAYOUT = "trees-v2"  # bump when the extracted file set changes (v2: `sglang/_version.py` too)
+
+
 def cache_root() -> Path:
     root = Path(os.environ.get("SGL_SCAN_TEST_CACHE", Path.home() / ".cache" / "sgl-scan-tests"))
     root.mkdir(parents=True, exist_ok=True)
@@ -53,7 +56,7 @@ def release_wheel(version: str) -> Path:
 
 def release_tree(version: str) -> Path:
     """A folder containing the `sglang/srt` Python files of release `version`."""
-    target = cache_root() / "trees" / version
+    target = cache_root() / TREES_LAYOUT / version
     with _locked(cache_root() / f".tree-{version}.lock"):
         if (target / ".complete").exists():
             return target
@@ -64,11 +67,9 @@ def release_tree(version: str) -> Path:
             for name in archive.namelist():
                 if name.startswith("sglang/srt/") and name.endswith(".py"):
                     archive.extract(name, staging)
-            version_file = "sglang/version.py"
-            if version_file in archive.namelist():
-                archive.extract(version_file, staging)
-            if "sglang/__init__.py" in archive.namelist():
-                archive.extract("sglang/__init__.py", staging)
+            for name in ("sglang/__init__.py", "sglang/version.py", "sglang/_version.py"):
+                if name in archive.namelist():
+                    archive.extract(name, staging)
         (staging / ".complete").write_text(version)
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
