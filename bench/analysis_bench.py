@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bench import accuracy, grep_patterns, semgrep_tool
-from bench.measure import Stats, peak_rss_mib, repeat, run_checked, unavailable
+from bench.measure import Stats, Step, peak_rss_mib, run_checked, unavailable
 
 SCAN_OK = (0, 1)  # 1 = findings at or above --fail-on; still a complete scan
 
@@ -32,48 +32,46 @@ def _fresh(path: Path) -> None:
     path.mkdir(parents=True)
 
 
-def measure_sgl_scan(tree: Path, work: Path, scope: str, runs: int) -> tuple[Stats, Stats, Path | None]:
-    """Cold runs (each with an empty `$SGL_SCAN_HOME`), then warm runs on a filled one.
+def analysis_steps(tree: Path, work: Path, semgrep: Path | None, semgrep_why_not: str | None,
+                   have_scan: bool) -> tuple[list[Step], dict[str, Stats], dict[str, Path]]:
+    """The analysis measurements as interleaved steps, the ones that cannot run, and output files.
 
-    Returns (cold, warm, path of one run's JSON output for the accuracy scores).
+    Keys: grep_{full,speculative}, semgrep_{full,speculative}, sgl_{full,speculative}_{cold,warm}.
+    Each round's cold scan gets an empty `$SGL_SCAN_HOME`; the warm scan right after it reuses it.
     """
-    home = work / f"home-{scope}"
-    output = work / f"sgl-scan-{scope}.json"
-    command = sgl_scan_command(tree, scope)
-    cold = repeat(
-        f"sgl-scan scan, {scope}, cold", runs,
-        lambda i: run_checked(command, env=env_for(home), ok_codes=SCAN_OK, stdout_path=output),
-        before=lambda i: _fresh(home),
-    )
-    if not cold.ok:
-        return cold, unavailable(f"sgl-scan scan, {scope}, warm", "cold scan failed"), None
-    warm = repeat(
-        f"sgl-scan scan, {scope}, warm", runs,
-        lambda i: run_checked(command, env=env_for(home), ok_codes=SCAN_OK, stdout_path=output),
-    )
-    return cold, warm, output
-
-
-def measure_grep(tree: Path, subdir: str, runs: int, work: Path) -> tuple[Stats, Path]:
-    output = work / f"grep-{subdir.replace('/', '_')}.txt"
-    stats = repeat(
-        f"grep -rnE, {subdir}", runs,
-        lambda i: run_checked(grep_patterns.grep_command(tree, subdir), cwd=tree, ok_codes=(0, 1), stdout_path=output),
-    )
-    return stats, output
-
-
-def measure_semgrep(binary: Path | None, why_not: str | None, tree: Path, subdir: str, runs: int, work: Path) -> tuple[Stats, Path | None]:
-    name = f"semgrep, {subdir}"
-    if binary is None:
-        return unavailable(name, why_not or "semgrep unavailable"), None
-    output = work / f"semgrep-{subdir.replace('/', '_')}.json"
-    command = semgrep_tool.semgrep_command(binary, subdir)
-    stats = repeat(
-        name, runs,
-        lambda i: run_checked(command, cwd=tree, env=semgrep_tool.semgrep_env(), ok_codes=(0, 1), stdout_path=output),
-    )
-    return stats, output if stats.ok else None
+    subdirs = {"full": "sglang/srt", "speculative": "sglang/srt/speculative"}
+    steps: list[Step] = []
+    missing: dict[str, Stats] = {}
+    outputs: dict[str, Path] = {}
+    for part, subdir in subdirs.items():
+        out = outputs[f"grep_{part}"] = work / f"grep-{part}.txt"
+        steps.append(Step(f"grep_{part}", f"grep -rnE, {subdir}", lambda out=out, subdir=subdir: run_checked(
+            grep_patterns.grep_command(tree, subdir), cwd=tree, ok_codes=(0, 1), stdout_path=out)))
+    for part, subdir in subdirs.items():
+        name = f"semgrep, {subdir}"
+        if semgrep is None:
+            missing[f"semgrep_{part}"] = unavailable(name, semgrep_why_not or "semgrep unavailable")
+            continue
+        out = outputs[f"semgrep_{part}"] = work / f"semgrep-{part}.json"
+        command = semgrep_tool.semgrep_command(semgrep, subdir)
+        steps.append(Step(f"semgrep_{part}", name, lambda out=out, command=command: run_checked(
+            command, cwd=tree, env=semgrep_tool.semgrep_env(), ok_codes=(0, 1), stdout_path=out)))
+    for scope in subdirs:
+        home = work / f"home-{scope}"
+        out = outputs[f"sgl_{scope}"] = work / f"sgl-scan-{scope}.json"
+        command = sgl_scan_command(tree, scope)
+        for kind in ("cold", "warm"):
+            key, name = f"sgl_{scope}_{kind}", f"sgl-scan scan, {scope}, {kind}"
+            if not have_scan:
+                missing[key] = unavailable(name, "sgl-scan scan --format json is not available in this checkout yet")
+                continue
+            once = (lambda command=command, home=home, out=out: run_checked(
+                command, env=env_for(home), ok_codes=SCAN_OK, stdout_path=out))
+            if kind == "cold":
+                steps.append(Step(key, name, once, before=lambda home=home: _fresh(home)))
+            else:
+                steps.append(Step(key, name, once, requires=f"sgl_{scope}_cold"))
+    return steps, missing, outputs
 
 
 def scores(sgl_json: Path | None, grep_out: Path | None, semgrep_json: Path | None) -> dict[str, list[dict]]:

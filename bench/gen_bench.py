@@ -16,7 +16,7 @@ def gen_command(tree: Path, out: Path) -> list[str]:
 
 def measure_gen(tree: Path, work: Path, runs: int) -> tuple[Stats, Stats]:
     """(warm, cold): warm reuses a `$SGL_SCAN_HOME` that one untimed run filled; cold starts empty."""
-    out = work / "ddtree-out"
+    out = work / "ddtree_out"
     warm_home, cold_home = work / "home-gen-warm", work / "home-gen-cold"
 
     def clean(i: int, home: Path | None = None) -> None:

@@ -142,3 +142,39 @@ def peak_rss_mib(command: Sequence[str], *, env: Mapping[str, str] | None = None
     if returncode not in ok_codes:
         raise CommandFailed(f"{command[0]} exited {returncode}: {probe.stderr.strip()[-300:]}")
     return peak_kib / 1024.0
+
+
+@dataclass(frozen=True)
+class Step:
+    """One measurement taken once per round by `interleave`."""
+
+    key: str
+    name: str
+    once: Callable[[], float]  # returns seconds
+    before: Callable[[], None] | None = None  # untimed set-up
+    requires: str | None = None  # skip (with a reason) once this step has failed
+
+
+def interleave(steps: Sequence[Step], runs: int) -> dict[str, Stats]:
+    """Run every step once per round, `runs` rounds, so a load spike hits all tools alike.
+
+    On a shared machine the load drifts over minutes; taking tool A three times and then tool B three
+    times would put the drift into their ratio. A step that fails stops being run and reports why.
+    """
+    times: dict[str, list[float]] = {step.key: [] for step in steps}
+    reasons: dict[str, str] = {}
+    for _round in range(runs):
+        for step in steps:
+            if step.key in reasons:
+                continue
+            if step.requires and step.requires in reasons:
+                reasons[step.key] = f"not run: {step.requires} failed"
+                continue
+            try:
+                if step.before:
+                    step.before()
+                times[step.key].append(step.once())
+            except Exception as exc:  # a benchmark reports, it does not crash
+                text = str(exc).strip()
+                reasons[step.key] = f"failed: {(text.splitlines()[0] if text else type(exc).__name__)[:300]}"
+    return {step.key: Stats(step.name, tuple(times[step.key]), reasons.get(step.key)) for step in steps}

@@ -27,7 +27,7 @@ if str(REPO) not in sys.path:  # `python bench/run.py` puts bench/ first, not th
     sys.path.insert(0, str(REPO))
 
 from bench import analysis_bench, gen_bench, pull_bench, semgrep_tool  # noqa: E402
-from bench.measure import Stats, unavailable  # noqa: E402
+from bench.measure import Stats, interleave, unavailable  # noqa: E402
 
 SECTIONS = ("analysis", "pull", "memory", "gen")
 RELEASE = "0.5.23"
@@ -132,27 +132,20 @@ def _git_commit() -> str:
 
 
 def run_analysis(tree: Path, work: Path, runs: int, install: bool, venv: Path, results: dict, extra: dict) -> None:
-    full, spec = "sglang/srt", "sglang/srt/speculative"
-    results["grep_full"], grep_full_out = analysis_bench.measure_grep(tree, full, runs, work)
-    results["grep_speculative"], _ = analysis_bench.measure_grep(tree, spec, runs, work)
-
     binary, why_not = semgrep_tool.semgrep_binary(venv, install=install)
-    extra["semgrep_version"] = semgrep_tool.semgrep_version(binary) if binary else f"n/a ({why_not})"
-    results["semgrep_full"], semgrep_full_out = analysis_bench.measure_semgrep(binary, why_not, tree, full, runs, work)
-    results["semgrep_speculative"], _ = analysis_bench.measure_semgrep(binary, why_not, tree, spec, runs, work)
+    extra["semgrep_version"] = f"semgrep {semgrep_tool.semgrep_version(binary)}" if binary else f"semgrep n/a ({why_not})"
+    steps, missing, outputs = analysis_bench.analysis_steps(tree, work, binary, why_not, _scan_has_json())
+    measured = interleave(steps, runs)
+    for key in ("grep_full", "grep_speculative", "semgrep_full", "semgrep_speculative", "sgl_full_cold",
+                "sgl_full_warm", "sgl_speculative_cold", "sgl_speculative_warm"):
+        results[key] = measured.get(key) or missing[key]
 
-    if not _scan_has_json():
-        reason = "sgl-scan scan --format json is not available in this checkout yet"
-        for key, scope, kind in (("sgl_full_cold", "full", "cold"), ("sgl_full_warm", "full", "warm"),
-                                 ("sgl_speculative_cold", "speculative", "cold"),
-                                 ("sgl_speculative_warm", "speculative", "warm")):
-            results[key] = unavailable(f"sgl-scan scan, {scope}, {kind}", reason)
-        return
-    results["sgl_full_cold"], results["sgl_full_warm"], sgl_full_out = analysis_bench.measure_sgl_scan(
-        tree, work, "full", runs)
-    results["sgl_speculative_cold"], results["sgl_speculative_warm"], _ = analysis_bench.measure_sgl_scan(
-        tree, work, "speculative", runs)
-    extra["accuracy"] = analysis_bench.scores(sgl_full_out, grep_full_out, semgrep_full_out)
+    sgl_ok = results["sgl_full_cold"].ok
+    extra["accuracy"] = analysis_bench.scores(
+        outputs["sgl_full"] if sgl_ok else None,
+        outputs["grep_full"] if results["grep_full"].ok else None,
+        outputs.get("semgrep_full") if results["semgrep_full"].ok else None,
+    )
     try:
         files = pull_bench.latest_manifest_files(work / "home-speculative")
         extra["tree"]["default scope"] = analysis_bench.tree_stats(tree, files)
