@@ -8,6 +8,7 @@ registry form (members only through `register...(...)` calls, workers from facto
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from pathlib import Path
@@ -29,9 +30,9 @@ def _at(text: str) -> tuple[str, int]:
     return path, int(line)
 
 
-@pytest.fixture(scope="module", params=["0.4.6", "0.5.6", "0.5.23"])
-def release(request):
-    version = request.param
+@functools.lru_cache(maxsize=None)
+def analysed(version: str):
+    """(version, analysis, findings, expected) for a release, computed once per test session."""
     tree = release_tree(version)
     package = tree / "sglang"
     # The files a default (`--scope speculative`) scan takes, as the snapshot layer selects them.
@@ -43,6 +44,11 @@ def release(request):
     )
     expected = json.loads((EXPECTED / f"{version}.json").read_text())
     return version, analysis, run_rules(analysis), expected
+
+
+@pytest.fixture(params=["0.4.6", "0.5.6", "0.5.23"])
+def release(request):
+    return analysed(request.param)
 
 
 def by_rule(findings, rule_id):
@@ -79,10 +85,8 @@ def test_sgl103_d2t_sites(release):
     assert not any("nvtx" in f.path or "rpd_utils" in f.path for f in by_rule(findings, "SGL103"))
 
 
-def test_0_4_6_literal_expectations(release):
-    version, _, findings, _ = release
-    if version != "0.4.6":
-        pytest.skip("0.4.6 only")
+def test_0_4_6_literal_expectations():
+    _, _, findings, _ = analysed("0.4.6")
     spec = "sglang/srt/speculative/spec_info.py"
     assert [(f.path, f.line, f.data["member"]) for f in by_rule(findings, "SGL101")] == [
         (spec, 5, "NONE"), (spec, 6, "EAGLE"), (spec, 7, "EAGLE3")
@@ -101,10 +105,8 @@ def test_0_4_6_literal_expectations(release):
         assert by_rule(findings, rule_id) == [], rule_id
 
 
-def test_0_5_23_literal_expectations(release):
-    version, _, findings, _ = release
-    if version != "0.5.23":
-        pytest.skip("0.5.23 only")
+def test_0_5_23_literal_expectations():
+    _, _, findings, _ = analysed("0.5.23")
     model = "sglang/srt/models/llama_eagle3.py"
     assert [(f.path, f.line, f.data["tensor"]) for f in by_rule(findings, "SGL302")] == [(model, 350, "d2t"), (model, 355, "t2d")]
     assert "sglang/srt/models/kimi_k25_eagle3.py" not in {f.path for f in by_rule(findings, "SGL302")}
