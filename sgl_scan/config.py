@@ -39,7 +39,7 @@ def find_config(start: Path | None = None) -> Path | None:
         if dotfile.is_file():
             return dotfile
         pyproject = candidate / "pyproject.toml"
-        if pyproject.is_file() and _table(pyproject) is not None:
+        if pyproject.is_file() and _mentions_us(pyproject) and _table(pyproject) is not None:
             return pyproject
     return None
 
@@ -87,6 +87,14 @@ def discover_default_map(start: Path | None = None, explicit: str | Path | None 
     if path is None:
         return {}, None
     return default_map(load_config(path)), path
+
+
+def _mentions_us(pyproject: Path) -> bool:
+    """Whether a pyproject.toml may hold our table (others' files are not parsed, so never break us)."""
+    try:
+        return b"sgl-scan" in pyproject.read_bytes()
+    except OSError:
+        return False
 
 
 def _table(path: Path) -> dict[str, Any] | None:

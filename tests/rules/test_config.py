@@ -51,3 +51,8 @@ def test_explicit_config_must_exist(tmp_path):
 
 def test_no_config_anywhere(tmp_path):
     assert discover_default_map(tmp_path) == ({}, None)
+
+
+def test_someone_elses_broken_pyproject_is_passed_over(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.black\nline-length = 100\n")
+    assert discover_default_map(tmp_path) == ({}, None)
