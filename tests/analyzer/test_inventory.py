@@ -212,3 +212,14 @@ def test_registry_form_members_flags_and_factories():
 def test_empty_tree():
     inv = inventory_of_sources({"sglang/srt/utils.py": "x = 1\n"})
     assert inv.algorithm_class is None and inv.algorithms == () and inv.algorithm_option is None
+
+
+def test_files_that_did_not_parse_are_skipped():
+    from sgl_scan.analyzer.facts import FileFacts
+    from sgl_scan.analyzer.inventory import build_inventory
+    from sgl_scan.analyzer.model import Location, ParseError
+
+    broken = FileFacts(path="sglang/srt/broken.py", module="sglang.srt.broken", sha256="0" * 64,
+                       parse_error=ParseError(Location("sglang/srt/broken.py", 3, 1), "syntax error"))
+    inv = build_inventory({"sglang/srt/broken.py": broken})
+    assert inv.algorithms == () and inv.d2t_sites == ()
