@@ -354,17 +354,24 @@ def _transfer(channel, store, target, params, scope, nonce, limits, progress, de
             stage.reuse(base, base_files[PREFIX + path])
         if fetch:
             extract_stream(
-                reader, stage.write, prefix=PREFIX, expected={p: listing[p].mtime for p in fetch},
+                reader, stage.write_later, prefix=PREFIX, expected={p: listing[p].mtime for p in fetch},
                 limits=limits,
             )
+            stage.flush()
         sender.join(timeout=max(0.0, deadline - time.monotonic()))
-        status = channel.recv_exit_status() if fetch else 0
+        status = _exit_status(channel, deadline) if fetch else 0
         if status != 0:
             detail = _stderr_tail(channel)
             raise RemoteError(f"remote tar failed (exit {status}){': ' + detail if detail else ''}; did the tree change during the pull? retry")
         snapshot = stage.commit(source_kind="ssh", source=source, root=root, scope=scope, git=git, patch=patch,
                                 skipped=tuple(skipped))
     return SshPull(snapshot, tuple(fetch), tuple(reuse), base.id if base else None, False, reader.received)
+
+
+def _exit_status(channel: paramiko.Channel, deadline: float) -> int:
+    if not channel.status_event.wait(max(0.0, deadline - time.monotonic())):
+        raise RemoteError("the remote command did not finish before the deadline (--timeout)")
+    return channel.recv_exit_status()
 
 
 def _send_names(channel: paramiko.Channel, names: list[str]) -> None:

@@ -27,6 +27,7 @@ import re
 import secrets
 import shutil
 import stat
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -43,6 +44,9 @@ PATCH_FILE = "git.patch"
 MANIFEST_FILE = "manifest.json"
 MANIFEST_HASH_FILE = "manifest.sha256"
 CHUNK = 1 << 20
+WRITERS = 4  # file creation is mostly waiting on the filesystem; threads overlap it
+MAX_PENDING_FILES = 256
+MAX_PENDING_BYTES = 64 << 20
 _ID_RE = re.compile(r"^\d{8}T\d{6}-[a-z]+-[A-Za-z0-9._+]+-[0-9a-f]{6}$")
 _VERSION_RE = re.compile(rb"""^__version__\s*=\s*(?:[A-Za-z_]\w*\s*=\s*)*["']([^"'\n]+)["']""", re.MULTILINE)
 
@@ -200,6 +204,7 @@ class Store:
                 raise SnapshotError(f"disk full while writing the snapshot under {self.root}; nothing was stored") from exc
             raise
         finally:
+            stage.close()
             if not stage.committed:
                 _rmtree(folder)
             lock_handle.close()
@@ -275,11 +280,15 @@ class Stage:
         self.committed = False
         self.tree_str = str(self.tree)
         self._dirs: set[str] = {self.tree_str}
+        self._claimed: set[str] = set()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[tuple[Future, int]] = []
 
     def _target(self, path: str) -> str:
         check_relpath(path)
-        if path in self.files:
+        if path in self._claimed:
             raise SnapshotError(f"duplicate file in snapshot: {path}")
+        self._claimed.add(path)
         target = os.path.join(self.tree_str, path)
         parent = os.path.dirname(target)
         if parent not in self._dirs:
@@ -310,6 +319,40 @@ class Stage:
         entry = FileEntry(path=path, size=size, sha256=digest.hexdigest(), mtime=mtime)
         self.files[path] = entry
         return entry
+
+    def write_later(self, path: str, data: bytes, *, mtime: float | None = None) -> None:
+        """Queue one file for a writer thread, so creating files overlaps with reading the next;
+        `flush` (and `commit`) wait for them and raise the first failure."""
+        target = self._target(path)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="sgl-scan-write")
+        self._pending.append((self._pool.submit(_write_new, path, target, data, mtime), len(data)))
+        if len(self._pending) > MAX_PENDING_FILES or sum(n for _, n in self._pending) > MAX_PENDING_BYTES:
+            self._drain(len(self._pending) // 2)
+
+    def _drain(self, keep: int = 0) -> None:
+        while len(self._pending) > keep:
+            future, _ = self._pending.pop(0)
+            entry = future.result()
+            self.files[entry.path] = entry
+
+    def flush(self) -> None:
+        """Wait for every queued write; raise the first failure."""
+        try:
+            self._drain()
+        finally:
+            if not self._pending and self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+
+    def close(self) -> None:
+        """Stop the writer threads (pending writes are finished or cancelled)."""
+        if self._pool is not None:
+            for future, _ in self._pending:
+                future.cancel()
+            self._pool.shutdown(wait=True)
+            self._pool = None
+            self._pending.clear()
 
     def reuse(self, snapshot: Snapshot, entry: FileEntry, *, mtime: float | None = None) -> FileEntry:
         """Take an unchanged file from an earlier snapshot (a hard link, or a copy)."""
@@ -342,6 +385,7 @@ class Stage:
                git: GitState | None = None, patch: str | None = None,
                skipped: tuple[SkippedFile, ...] = (), now: datetime | None = None) -> Snapshot:
         """Write the manifest, share blobs and rename into place under a fresh id."""
+        self.flush()
         if not self.files:
             raise SnapshotError(f"no SGLang files found in {root} for scope {scope!r}")
         now = now or datetime.now(timezone.utc)
@@ -388,6 +432,14 @@ class Stage:
                     log.debug("no blob sharing for %s: %s", entry.path, exc.strerror)
                     continue
                 raise
+
+
+def _write_new(path: str, target: str, data: bytes, mtime: float | None) -> FileEntry:
+    """Create `target` (never following or replacing anything), read-only, and hash `data`."""
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    return FileEntry(path=path, size=len(data), sha256=hashlib.sha256(data).hexdigest(), mtime=mtime)
 
 
 def _rmtree(path: Path) -> None:

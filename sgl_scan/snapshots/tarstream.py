@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import BinaryIO, Callable, Mapping
 
 from sgl_scan.errors import RemoteError, SnapshotError
-from sgl_scan.snapshots.manifest import FileEntry
 
 # `tarfile.data_filter` resolves the destination with realpath (two lstat chains per member).
 # The staging tree holds no links by construction (O_NOFOLLOW files, fresh folders), so running the
@@ -77,19 +76,19 @@ def _check_type(member: tarfile.TarInfo) -> None:
 
 def extract_stream(
     stream: BinaryIO,
-    write: Callable[..., FileEntry],
+    write: Callable[..., None],
     *,
     prefix: str,
     expected: Mapping[str, float | None],
     limits: Limits,
-    on_file: Callable[[FileEntry], None] | None = None,
-) -> dict[str, FileEntry]:
-    """Read a tar stream, writing each requested member with `write(prefix + name, fileobj, mtime=…)`.
+) -> list[str]:
+    """Read a tar stream, handing each requested member to `write(prefix + name, data, mtime=…)`.
 
     `expected` maps each requested member name to its listed mtime; every one must arrive exactly
-    once. Returns the written entries by member name.
+    once. Returns the member names in stream order.
     """
-    received: dict[str, FileEntry] = {}
+    received: list[str] = []
+    seen: set[str] = set()
     total = 0
     try:
         archive = tarfile.open(fileobj=stream, mode="r|", errorlevel=2, bufsize=TAR_BUFSIZE)
@@ -101,7 +100,7 @@ def extract_stream(
             _check_type(member)
             if name not in expected:
                 raise RemoteError(f"refusing tar member that was not requested: {name!r}")
-            if name in received:
+            if name in seen:
                 raise RemoteError(f"refusing repeated tar member: {name!r}")
             if member.size > limits.max_file_size:
                 raise RemoteError(
@@ -119,18 +118,18 @@ def extract_stream(
             source = archive.extractfile(member)
             if source is None:  # pragma: no cover - regular files always have data
                 raise RemoteError(f"tar member {name!r} has no data")
+            data = source.read()
+            if len(data) != member.size:
+                raise RemoteError(f"the transfer was cut short inside {name!r}")
             try:
-                entry = write(prefix + name, source, mtime=expected[name], max_size=member.size)
+                write(prefix + name, data, mtime=expected[name])
             except SnapshotError as exc:
                 raise RemoteError(f"refusing tar member {name!r}: {exc}") from exc
-            if entry.size != member.size:
-                raise RemoteError(f"the transfer was cut short inside {name!r}")
-            received[name] = entry
-            if on_file:
-                on_file(entry)
+            seen.add(name)
+            received.append(name)
     except (tarfile.TarError, EOFError) as exc:
         raise RemoteError(f"the transfer was cut short or is not a valid tar stream ({exc})") from exc
-    missing = sorted(set(expected) - set(received))
+    missing = sorted(set(expected) - seen)
     if missing:
         raise RemoteError(f"the transfer ended before {len(missing)} requested file(s) arrived (first: {missing[0]})")
     return received

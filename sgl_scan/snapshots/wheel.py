@@ -53,11 +53,16 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _archives(folder: Path, version: str | None = None) -> list[Path]:
-    stem = f"sglang-{version}" if version else "sglang-"
-    return sorted(
-        p for p in folder.glob("sglang-*") if p.name.endswith(ARCHIVE_SUFFIXES)
-        and (p.name.startswith(stem + "-") or p.name.startswith(stem + ".") or not version)
-    )
+    """sglang wheels and sdists in `folder` (of exactly `version` when given)."""
+    def wanted(name: str) -> bool:
+        if not name.endswith(ARCHIVE_SUFFIXES):
+            return False
+        if version is None:
+            return True
+        stem = f"sglang-{version}"
+        return name.startswith(stem + "-") or name in (stem + ".tar.gz", stem + ".zip")
+
+    return sorted(p for p in folder.glob("sglang-*") if wanted(p.name))
 
 
 def _readable(path: Path) -> bool:

@@ -37,8 +37,10 @@ def _special(name: str, kind: bytes, linkname: str = "") -> tuple[tarfile.TarInf
 def _extract(tmp_path, raw: bytes, expected, limits=Limits()):
     store = Store(tmp_path / "store")
     with store.stage() as stage:
-        return extract_stream(io.BytesIO(raw), stage.write, prefix="sglang/",
-                              expected={n: 1.0 for n in expected}, limits=limits)
+        names = extract_stream(io.BytesIO(raw), stage.write_later, prefix="sglang/",
+                               expected={n: 1.0 for n in expected}, limits=limits)
+        stage.flush()
+        return names, dict(stage.files)
 
 
 def _assert_refused(tmp_path, raw, expected, match, limits=Limits()):
@@ -54,9 +56,11 @@ def _assert_refused(tmp_path, raw, expected, match, limits=Limits()):
 
 def test_a_good_stream_is_extracted_with_hashes(tmp_path):
     raw = _tar(_file("srt/a.py", b"A = 1\n"), _file("version.py", b'__version__ = "1"\n'))
-    got = _extract(tmp_path, raw, ["srt/a.py", "version.py"])
-    assert got["srt/a.py"].sha256 == hashlib.sha256(b"A = 1\n").hexdigest()
-    assert got["srt/a.py"].size == 6 and got["srt/a.py"].mtime == 1.0
+    names, files = _extract(tmp_path, raw, ["srt/a.py", "version.py"])
+    assert names == ["srt/a.py", "version.py"]
+    entry = files["sglang/srt/a.py"]
+    assert entry.sha256 == hashlib.sha256(b"A = 1\n").hexdigest() and entry.size == 6 and entry.mtime == 1.0
+    assert (tmp_path / "store" / ".staging").exists()
 
 
 @pytest.mark.parametrize("members, expected, match", [
