@@ -27,4 +27,4 @@ def test_generated_tests_pass(release_0_5_11, tmp_path):
         cwd=out, capture_output=True, text=True, env=env, timeout=1200,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "9 passed" in result.stdout
+    assert "12 passed" in result.stdout

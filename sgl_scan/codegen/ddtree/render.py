@@ -25,6 +25,7 @@ COMMON_FILES = (
     ("tests/conftest.py", "tests/conftest.py.j2"),
     ("tests/test_tree.py", "tests/test_tree.py.j2"),
     ("tests/test_kernels.py", "tests/test_kernels.py.j2"),
+    ("tests/test_worker.py", "tests/test_worker.py.j2"),
     ("tests/kernel_check.py", "tests/kernel_check.py.j2"),
     ("README.md", "README.md.j2"),
 )
@@ -97,6 +98,7 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
         "init": init,
         "entry": {**entry.__dict__, "name": plan.base.entry.name, "location": str(plan.base.entry.location)},
         "init_params": init.text,
+        "init_names": repr([p.name for p in plan.base.init.params if p.kind in ("positional", "kwonly")]),
         "entry_params": entry.text,
         "regenerate": regenerate,
         "out_hint": f"/path/to/{package}",
