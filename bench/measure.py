@@ -7,6 +7,7 @@ A measurement that cannot be taken (a tool missing, a feature not built yet) is 
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -22,6 +23,7 @@ class Stats:
     name: str
     times: tuple[float, ...] = ()
     reason: str | None = None  # why there are no times
+    cpu_times: tuple[float, ...] = ()  # user + system seconds of the process tree, per run
     detail: Mapping[str, object] = field(default_factory=dict)
 
     @property
@@ -40,9 +42,15 @@ class Stats:
     def max(self) -> float | None:
         return max(self.times) if self.times else None
 
+    @property
+    def cpu_median(self) -> float | None:
+        return statistics.median(self.cpu_times) if self.cpu_times else None
+
     def to_json(self) -> dict:
         return {
             "name": self.name,
+            "cpu_s": [round(t, 4) for t in self.cpu_times],
+            "cpu_median_s": _round(self.cpu_median),
             "runs": len(self.times),
             "times_s": [round(t, 4) for t in self.times],
             "min_s": _round(self.min),
@@ -61,6 +69,22 @@ def unavailable(name: str, reason: str) -> Stats:
     return Stats(name=name, reason=reason)
 
 
+class Timing(float):
+    """Wall seconds (the float value) that also carries the CPU seconds the command used."""
+
+    cpu: float
+
+    def __new__(cls, wall: float, cpu: float) -> "Timing":
+        value = super().__new__(cls, wall)
+        value.cpu = cpu
+        return value
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 class CommandFailed(RuntimeError):
     """A benchmarked command exited with an unexpected status."""
 
@@ -73,12 +97,17 @@ def run_checked(
     ok_codes: Sequence[int] = (0,),
     stdout_path: str | os.PathLike | None = None,
 ) -> float:
-    """Run `command` once and return its wall time; its stdout goes to `stdout_path` or nowhere."""
+    """Run `command` once; return its wall time (a `Timing`, with the CPU time of its process tree).
+
+    Its stdout goes to `stdout_path` or nowhere. CPU time is the growth of RUSAGE_CHILDREN, which
+    counts every descendant the command waited for (pool workers included).
+    """
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
     try:
+        cpu_before = _children_cpu()
         start = time.perf_counter()
         result = subprocess.run(list(command), env=env, cwd=cwd, stdout=out, stderr=subprocess.PIPE)
-        elapsed = time.perf_counter() - start
+        elapsed = Timing(time.perf_counter() - start, _children_cpu() - cpu_before)
     finally:
         if stdout_path:
             out.close()
@@ -102,7 +131,7 @@ def repeat(
     A failure turns into an unavailable `Stats` carrying the error's first line, so one broken
     measurement never hides the others.
     """
-    times = []
+    times: list[float] = []
     try:
         for i in range(runs):
             if before:
@@ -112,8 +141,14 @@ def repeat(
                 after(i)
     except Exception as exc:  # a benchmark reports, it does not crash
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return Stats(name=name, times=tuple(times), reason=f"failed: {message[:300]}", detail=dict(detail or {}))
-    return Stats(name=name, times=tuple(times), detail=dict(detail or {}))
+        return _stats(name, times, f"failed: {message[:300]}", detail)
+    return _stats(name, times, None, detail)
+
+
+def _stats(name: str, times: Sequence[float], reason: str | None, detail: Mapping[str, object] | None = None) -> Stats:
+    cpu = tuple(t.cpu for t in times if isinstance(t, Timing))
+    return Stats(name=name, times=tuple(float(t) for t in times), reason=reason,
+                 cpu_times=cpu if len(cpu) == len(times) else (), detail=dict(detail or {}))
 
 
 _RSS_PROBE = """
@@ -177,4 +212,4 @@ def interleave(steps: Sequence[Step], runs: int) -> dict[str, Stats]:
             except Exception as exc:  # a benchmark reports, it does not crash
                 text = str(exc).strip()
                 reasons[step.key] = f"failed: {(text.splitlines()[0] if text else type(exc).__name__)[:300]}"
-    return {step.key: Stats(step.name, tuple(times[step.key]), reasons.get(step.key)) for step in steps}
+    return {step.key: _stats(step.name, times[step.key], reasons.get(step.key)) for step in steps}

@@ -78,9 +78,9 @@ def sgl_scan_pull(remote: Remote, scope: str) -> list[str]:
 
 
 def _env(home: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["SGL_SCAN_HOME"] = str(home)
-    return env
+    from bench.analysis_bench import env_for
+
+    return env_for(home)
 
 
 def rsync_command(remote: Remote, dest: Path, files_from: Path | None = None) -> list[str]:

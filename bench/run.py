@@ -68,13 +68,17 @@ def _ratio_target(name: str, limit: float, a: Stats | None, b: Stats | None) -> 
         missing = [s for s in (a, b) if s is None or not s.ok]
         why = "; ".join(f"{s.name}: {s.reason}" for s in missing if s is not None) or "not measured"
         return Target(name, limit, None, "x", why)
-    return Target(name, limit, value, "x", f"{a.median:.3f} s / {b.median:.3f} s")
+    basis = f"wall {a.median:.3f} s / {b.median:.3f} s"
+    if a.cpu_median is not None and b.cpu_median:
+        basis += f"; CPU {a.cpu_median:.2f} s / {b.cpu_median:.2f} s = {a.cpu_median / b.cpu_median:.2f}×"
+    return Target(name, limit, value, "x", basis)
 
 
 def _abs_target(name: str, limit: float, stats: Stats | None, unit: str = "s") -> Target:
     if stats is None or not stats.ok:
         return Target(name, limit, None, unit, stats.reason if stats is not None else "not measured")
-    return Target(name, limit, stats.median, unit, f"median of {len(stats.times)}")
+    cpu = f", CPU {stats.cpu_median:.2f} s" if stats.cpu_median is not None else ""
+    return Target(name, limit, stats.median, unit, f"median of {len(stats.times)}{cpu}")
 
 
 def targets(results: dict[str, Stats], rss: tuple[float | None, str | None] | None) -> list[Target]:
@@ -211,6 +215,8 @@ def markdown(results: dict[str, Stats], goals: list[Target], extra: dict) -> str
         f"Written by `python bench/run.py{extra.get('argv', '')}` on {extra['date']}: {extra['cpus']} CPUs, "
         f"Python {extra['python']}, sgl-scan at {extra['commit']}; {extra['runs']} run(s) per measurement.",
         f"Tools: {extra['grep_version']}; {extra['semgrep_version']}; {extra['rsync_version']}; {extra['ssh_version']}.",
+        f"Load average (1, 5, 15 min) at start {extra['load_average_at_start']}, at end "
+        f"{extra.get('load_average_at_end')}: the machine is shared, so compare ratios from the same run.",
         "",
         "## Targets (medians, same run)",
         "",
@@ -219,10 +225,11 @@ def markdown(results: dict[str, Stats], goals: list[Target], extra: dict) -> str
     ]
     for goal in goals:
         lines.append(f"| {goal.name} | {_fmt(goal.value, goal.unit)} | **{goal.verdict}** | {goal.basis} |")
-    lines += ["", "## Timings (seconds)", "", "| measurement | runs | min | median | max | note |", "|---|---|---|---|---|---|"]
+    lines += ["", "## Timings (wall seconds; CPU = user + system of the whole process tree)", "",
+              "| measurement | runs | min | median | max | CPU median | note |", "|---|---|---|---|---|---|---|"]
     for stats in results.values():
         lines.append(f"| {stats.name} | {len(stats.times)} | {_fmt(stats.min)} | {_fmt(stats.median)} | "
-                     f"{_fmt(stats.max)} | {stats.reason or ''} |")
+                     f"{_fmt(stats.max)} | {_fmt(stats.cpu_median)} | {stats.reason or ''} |")
     tree = extra.get("tree", {})
     if tree:
         lines += ["", "## Tree", "", "| part | files | lines | bytes |", "|---|---|---|---|"]
@@ -270,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     extra: dict = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "argv": "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:])),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(), "python": platform.python_version(), "commit": _git_commit(), "runs": runs,
         "sglang_version": label,
         "grep_version": _version(["grep", "--version"]), "rsync_version": _version(["rsync", "--version"]),
@@ -278,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     results: dict[str, Stats] = {}
     rss = None
+    analysis_bench.compile_package()
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sgl-scan-bench-")))
         for section in SECTIONS:
@@ -294,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                 rss = run_memory(tree, section_dir)
             elif section == "gen":
                 run_gen(tree, section_dir, runs, results)
+    extra["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     goals = [t for t in targets(results, rss) if t.value is not None or _section_of(t.name) in sections]
     document = {
         "environment": {k: v for k, v in extra.items() if k not in ("accuracy",)},
