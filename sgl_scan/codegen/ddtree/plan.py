@@ -158,7 +158,7 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
     base = _base_worker(analysis, dflash)
     plugin = _plugin_api(analysis)
     chosen_mode, mode_reason = _choose_mode(mode, plugin, version, algorithm_class.qualname)
-    predicates = _predicate_choices(analysis, algorithm_class.qualname, plugin)
+    predicates = _predicate_choices(analysis, algorithm_class.qualname)
     supports_overlap, overlap_reason = _overlap(analysis, dflash)
     return DDTreePlan(
         snapshot_id=analysis.snapshot_id,
@@ -203,21 +203,6 @@ def find_class(analysis: Analysis, qualname: str) -> tuple[FileFacts, ClassFact]
         for cls in facts.classes:
             if cls.qualname == inner:
                 return facts, cls
-    return None
-
-
-def find_function(analysis: Analysis, qualname: str) -> tuple[FileFacts, FunctionFact] | None:
-    """The file and fact of a module-level function or a method, by fully qualified name."""
-    modules = files_by_module(analysis)
-    parts = qualname.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        facts = modules.get(".".join(parts[:cut]))
-        if facts is None:
-            continue
-        inner = ".".join(parts[cut:])
-        for fn in facts.functions:
-            if fn.qualname == inner:
-                return facts, fn
     return None
 
 
@@ -326,7 +311,7 @@ def _choose_mode(mode: str, plugin: PluginApi | None, version: str, enum: str) -
     return "patch", f"{enum} has no register(..., spec_class=...) plugin API"
 
 
-def _predicate_choices(analysis: Analysis, enum_qualname: str, plugin: PluginApi | None) -> tuple[PredicateChoice, ...]:
+def _predicate_choices(analysis: Analysis, enum_qualname: str) -> tuple[PredicateChoice, ...]:
     choices = []
     for predicate in analysis.inventory.predicates:
         if predicate.owner != enum_qualname or not predicate.name.startswith(("is_", "supports_")):
