@@ -1,1 +1,7 @@
-"""snapshots stage of sgl-scan."""
+"""Snapshots: frozen local copies of SGLang trees with a manifest saying where they came from.
+
+- `resolve.obtain_snapshot(params)`: the entry point for every command (the CLI's source options).
+- `store.Store`: `open(ref)`, `latest()`, `list()`, `remove(ref)`, `stage()` for writers.
+- Sources: `ssh` (+ `sshconnect`, `tarstream`), `local`, `git`, `wheel` (PyPI); `scope` decides
+  which files each takes; `summary` formats a snapshot for people.
+"""
