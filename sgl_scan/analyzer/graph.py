@@ -11,6 +11,7 @@ function of the tree; imports and bases leading outside the tree end at `externa
 
 from __future__ import annotations
 
+import sys
 from typing import Iterable, Mapping
 
 import networkx as nx
@@ -89,7 +90,15 @@ def build_graph(files: Mapping[str, FileFacts], inventory: SpecInventory) -> nx.
     return g
 
 
+_intern = sys.intern  # one object per node id: the pickled graph (cached) stores each name once
+
+
+def _edge(g: nx.MultiDiGraph, u: str, v: str, **attrs: object) -> None:
+    g.add_edge(_intern(u), _intern(v), **attrs)
+
+
 def _node(g: nx.MultiDiGraph, node: str, kind: str, path: str | None = None, line: int | None = None) -> None:
+    node = _intern(node)
     attrs = {"kind": kind}
     if path is not None:
         attrs["path"] = path
@@ -99,6 +108,7 @@ def _node(g: nx.MultiDiGraph, node: str, kind: str, path: str | None = None, lin
 
 
 def _external(g: nx.MultiDiGraph, node: str) -> str:
+    node = _intern(node)
     if node not in g:
         g.add_node(node, kind="external")
     return node
@@ -112,9 +122,9 @@ def _add_definitions(g: nx.MultiDiGraph, facts: FileFacts) -> None:
     for f in facts.functions:
         _node(g, f"{mod}.{f.qualname}", "function", facts.path, f.line)
     for c in facts.classes:
-        g.add_edge(_parent(mod, c.qualname), f"{mod}.{c.qualname}", kind="defines", path=facts.path, line=c.line)
+        _edge(g, _parent(mod, c.qualname), f"{mod}.{c.qualname}", kind="defines", path=facts.path, line=c.line)
     for f in facts.functions:
-        g.add_edge(_parent(mod, f.qualname), f"{mod}.{f.qualname}", kind="defines", path=facts.path, line=f.line)
+        _edge(g, _parent(mod, f.qualname), f"{mod}.{f.qualname}", kind="defines", path=facts.path, line=f.line)
 
 
 def _parent(module: str, qualname: str) -> str:
@@ -130,12 +140,12 @@ def _add_links(g: nx.MultiDiGraph, facts: FileFacts, symbols: SymbolTable) -> No
         target = i.module if i.name in (None, "*") else i.target
         resolved = symbols.resolve(target) or (i.module if i.module in symbols.modules else None)
         node = resolved or _external(g, target.rstrip("."))
-        g.add_edge(mod, node, kind="imports", path=path, line=i.line)
+        _edge(g, mod, node, kind="imports", path=path, line=i.line)
     for c in facts.classes:
         node = f"{mod}.{c.qualname}"
         for base in c.bases:
             target = symbols.resolve(base) or _external(g, base)
-            g.add_edge(node, target, kind="inherits", path=path, line=c.line)
+            _edge(g, node, target, kind="inherits", path=path, line=c.line)
     for f in facts.functions:
         _add_calls(g, f"{mod}.{f.qualname}", f.calls, path, symbols)
     _add_calls(g, mod, facts.module_calls, path, symbols)
@@ -147,7 +157,7 @@ def _add_calls(g: nx.MultiDiGraph, caller: str, calls: Iterable, path: str, symb
             continue
         target = symbols.resolve(call.resolved)
         if target is not None and target in g and g.nodes[target].get("kind") in ("function", "class"):
-            g.add_edge(caller, target, kind="calls", path=path, line=call.line)
+            _edge(g, caller, target, kind="calls", path=path, line=call.line)
 
 
 def _add_spec_layer(g: nx.MultiDiGraph, inventory: SpecInventory, symbols: SymbolTable) -> None:
@@ -159,7 +169,7 @@ def _add_spec_layer(g: nx.MultiDiGraph, inventory: SpecInventory, symbols: Symbo
         if algo.worker:
             worker = symbols.resolve(algo.worker) or _external(g, algo.worker)
             where = algo.worker_location or algo.location
-            g.add_edge(node, worker, kind="creates_worker", path=where.path, line=where.line)
+            _edge(g, node, worker, kind="creates_worker", path=where.path, line=where.line)
     names = {a.name for a in inventory.algorithms}
     for site in inventory.dispatch_sites:
         function = _function_node(g, site.function, site.location.path, symbols)
@@ -170,14 +180,14 @@ def _add_spec_layer(g: nx.MultiDiGraph, inventory: SpecInventory, symbols: Symbo
                          detail=site.detail)
             if site.worker:
                 attrs["worker"] = site.worker
-            g.add_edge(function, algorithm_node(name), **attrs)
+            _edge(g, function, algorithm_node(name), **attrs)
     option = inventory.algorithm_option
     if option is not None:
         node = option_node(option.name)
         _node(g, node, "option", option.location.path, option.location.line)
         selected = _selected(inventory, option.values)
         for name in selected:
-            g.add_edge(algorithm_node(name), node, kind="configured_by", path=option.location.path,
+            _edge(g, algorithm_node(name), node, kind="configured_by", path=option.location.path,
                        line=option.location.line)
 
 
