@@ -412,13 +412,28 @@ def _error(path: str, sha256: str, message: str, line: int = 1, column: int = 1)
                      parse_error=ParseError(Location(path, line, column, line), message))
 
 
-def facts_from_ast(path: str, sha256: str, text: str, tree: ast.Module | None = None) -> FileFacts:
+def facts_from_ast(path: str, sha256: str, text: str, tree: ast.Module | None = None,
+                   extras: dict | None = None) -> FileFacts:
     """General facts through stdlib `ast` (raises SyntaxError/ValueError when it cannot parse)."""
     if tree is None:
         tree = ast.parse(text)
     builder = Builder(path, sha256, text)
     _AstWalker(builder, split_lines(text)).stmts(tree.body)
-    return builder.finish(parser="ast")
+    return builder.finish(parser="ast", extras=extras)
+
+
+def _wrap(module: cst.Module, extractors: Sequence[Any]) -> meta.MetadataWrapper:
+    wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
+    providers = {meta.PositionProvider}
+    for ex in extractors:
+        providers.update(ex.metadata)
+    wrapper.resolve_many(providers)  # every provider any extractor needs, resolved once
+    return wrapper
+
+
+def run_extractors(path: str, wrapper: meta.MetadataWrapper, extractors: Sequence[Any]) -> dict:
+    context = _Context(path, module_name(path))
+    return {ex.name: tuple(ex.extract(wrapper, context)) for ex in extractors}
 
 
 def facts_from_cst(path: str, sha256: str, text: str, extractors: Sequence[Any] = (),
@@ -426,17 +441,10 @@ def facts_from_cst(path: str, sha256: str, text: str, extractors: Sequence[Any] 
     """General facts through libcst, plus the records of `extractors` (raises libcst.ParserSyntaxError)."""
     if module is None:
         module = cst.parse_module(text)
-    wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
-    providers = {meta.PositionProvider}
-    for ex in extractors:
-        providers.update(ex.metadata)
-    wrapper.resolve_many(providers)
-    positions = wrapper.resolve(meta.PositionProvider)
+    wrapper = _wrap(module, extractors)
     builder = Builder(path, sha256, text)
-    _CstWalker(builder, split_lines(text), positions).stmts(wrapper.module.body)
-    context = _Context(path, builder.module)
-    extras = {ex.name: tuple(ex.extract(wrapper, context)) for ex in extractors}
-    return builder.finish(parser="cst", extras=extras)
+    _CstWalker(builder, split_lines(text), wrapper.resolve(meta.PositionProvider)).stmts(wrapper.module.body)
+    return builder.finish(parser="cst", extras=run_extractors(path, wrapper, extractors))
 
 
 class _Context:
@@ -449,27 +457,29 @@ class _Context:
 def parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False) -> FileFacts:
     """Facts for one file; never raises for bad input (the error is recorded in `parse_error`).
 
-    `extractors` are those whose trigger matched the file; with none (and not `force_cst`) the
-    fast `ast` path is used, falling back to libcst when `ast` rejects the file.
+    General facts come from stdlib `ast` (identical to libcst's, and several times cheaper);
+    libcst parses the file only for `extractors` (those whose trigger matched), when `ast` rejects
+    the file (newer syntax), or with `force_cst` (general facts from the CST walk too).
     """
     try:
         text = decode_source(data)
     except SourceError as exc:
         return _error(path, sha256, str(exc), exc.line, exc.column)
     ast_error: SyntaxError | None = None
-    if not extractors and not force_cst:
+    tree = None
+    if not force_cst:
         try:
             tree = ast.parse(text)
         except SyntaxError as exc:
-            tree, ast_error = None, exc
+            ast_error = exc
         except (ValueError, MemoryError, RecursionError):
-            tree = None
-        if tree is not None:
+            pass
+        if tree is not None and not extractors:
             return facts_from_ast(path, sha256, text, tree)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        if ast_error is None:
+        if ast_error is None and tree is None:
             try:
                 ast.parse(text)
             except SyntaxError as err:
@@ -482,5 +492,7 @@ def parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = 
         return _error(path, sha256, f"syntax error: {message}", exc.editor_line, exc.editor_column)
     except (RecursionError, MemoryError, ValueError) as exc:
         return _error(path, sha256, f"cannot parse: {type(exc).__name__}")
+    if tree is not None:
+        extras = run_extractors(path, _wrap(module, extractors), extractors)
+        return facts_from_ast(path, sha256, text, tree, extras)
     return facts_from_cst(path, sha256, text, extractors, module)
-

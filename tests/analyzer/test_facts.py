@@ -214,3 +214,48 @@ def test_latin1_with_coding_declaration_parses():
     facts = parse_file("m.py", data, "h")
     assert facts.parse_error is None
     assert [f.qualname for f in facts.functions] == ["f"]
+
+
+class _FirstCallExtractor:
+    """A minimal extractor: the position of every call to `spec_algorithm.is_*()`."""
+
+    name, version = "first_call", 1
+    trigger = __import__("re").compile(r"spec_algorithm\.is_")
+
+    @property
+    def metadata(self):
+        import libcst.metadata as meta
+
+        return (meta.PositionProvider,)
+
+    def extract(self, wrapper, context):
+        import libcst as cst
+        import libcst.metadata as meta
+
+        positions = wrapper.resolve(meta.PositionProvider)
+        found = []
+
+        class Visitor(cst.CSTVisitor):
+            def visit_Call(self, node):
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value.startswith("is_"):
+                    found.append((context.module, node.func.attr.value, positions[node].start.line))
+
+        wrapper.visit(Visitor())
+        return tuple(found)
+
+
+def test_extractors_get_the_cst_and_general_facts_stay_the_same():
+    src = b"def f(self):\n    if self.spec_algorithm.is_eagle():\n        return 1\n"
+    plain = parse_file("sglang/srt/x.py", src, "h")
+    with_extractor = parse_file("sglang/srt/x.py", src, "h", (_FirstCallExtractor(),))
+    assert with_extractor.extras == {"first_call": (("sglang.srt.x", "is_eagle", 2),)}
+    assert dataclasses.replace(with_extractor, extras={}) == plain
+
+
+def test_syntax_ast_rejects_falls_back_to_libcst():
+    # PEP 695 (Python 3.12): stdlib ast of older Pythons rejects it, libcst reads it
+    src = b"type Alias = list[int]\n\ndef f():\n    return g()\n"
+    facts = parse_file("m.py", src, "h")
+    assert facts.parse_error is None
+    assert [f.qualname for f in facts.functions] == ["f"]
+    assert [c.callee for c in facts.functions[0].calls] == ["g"]
