@@ -1,9 +1,9 @@
 """Parse one file into `FileFacts`: decoding, the two walkers (stdlib `ast`, libcst), extractors.
 
-`ast` is ~10x faster than libcst, so files that no extractor needs are read with it; a file that an
-extractor needs (or that `ast` cannot read, such as newer syntax) goes through libcst, and the same
-walk over the CST gives the general facts. Both walkers emit the same events to `Builder`; a test
-checks on a real SGLang tree that they produce identical facts.
+General facts come from the `ast` walk (~10x faster than libcst); libcst parses a file only when an
+extractor's trigger matches it (the extractors share one `MetadataWrapper`) or when `ast` cannot
+read it (newer syntax), and then the CST walk gives the general facts. Both walkers emit the same
+events to `Builder`; a test checks on a real SGLang tree that they produce identical facts.
 """
 
 from __future__ import annotations
