@@ -30,6 +30,7 @@ from bench import analysis_bench, gen_bench, pull_bench, semgrep_tool  # noqa: E
 from bench.measure import Stats, interleave, unavailable  # noqa: E402
 
 SECTIONS = ("analysis", "pull", "memory", "gen")
+OPTIONAL_SECTIONS = ("analyzer",)  # in-process analyze_tree (bench/analyzer_bench.py); only with --only
 RELEASE = "0.5.23"
 
 
@@ -181,6 +182,17 @@ def run_pull(tree: Path, work: Path, runs: int, results: dict, extra: dict) -> N
             results.setdefault(key, unavailable(key, reason))
 
 
+def run_analyzer(tree: Path, runs: int, extra: dict) -> None:
+    """The core engineer's in-process analyzer bench (`bench/analyzer_bench.py`), its table kept verbatim."""
+    command = [sys.executable, str(REPO / "bench" / "analyzer_bench.py"), "--tree", str(tree), "--runs", str(runs),
+               "--jobs", str(os.cpu_count() or 1)]
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env)
+    extra["analyzer_bench"] = result.stdout.strip() if result.returncode == 0 else \
+        f"n/a (analyzer_bench.py exited {result.returncode}: {result.stderr.strip()[-300:]})"
+
+
 def run_memory(tree: Path, work: Path) -> tuple[float | None, str | None]:
     if not _scan_has_json():
         return None, "sgl-scan scan --format json is not available in this checkout yet"
@@ -244,13 +256,17 @@ def markdown(results: dict[str, Stats], goals: list[Target], extra: dict) -> str
             for s in acc.get(tool, ()):
                 lines.append(f"| {tool} | {s['rule']} | {s['reference']} | {s['reported']} | {s['matched']} | "
                              f"{_fmt(s['precision'], 'p')} | {_fmt(s['recall'], 'p')} |")
+    if extra.get("analyzer_bench"):
+        lines += ["", "## In-process analyzer (bench/analyzer_bench.py: analyze_tree, no CLI, no snapshot)", "",
+                  "```", extra["analyzer_bench"], "```"]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="one run each and no Semgrep install (smoke test)")
-    parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {','.join(SECTIONS)}")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help=f"comma-separated sections: {','.join(SECTIONS + OPTIONAL_SECTIONS)} (default: {','.join(SECTIONS)})")
     parser.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3, --quick 1)")
     parser.add_argument("--tree", type=Path, help=f"folder holding sglang/srt (default: sglang=={RELEASE} from PyPI)")
     parser.add_argument("--out", type=Path, default=REPO / "bench", help="where results.json and results.md go")
@@ -258,9 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--semgrep-venv", type=Path, default=semgrep_tool.DEFAULT_VENV, help="the venv holding Semgrep")
     args = parser.parse_args(argv)
     sections = [s.strip() for s in args.only.split(",") if s.strip()]
-    unknown = sorted(set(sections) - set(SECTIONS))
+    unknown = sorted(set(sections) - set(SECTIONS + OPTIONAL_SECTIONS))
     if unknown:
-        parser.error(f"unknown section(s): {', '.join(unknown)} (choose from {', '.join(SECTIONS)})")
+        parser.error(f"unknown section(s): {', '.join(unknown)} (choose from {', '.join(SECTIONS + OPTIONAL_SECTIONS)})")
     runs = args.runs or (1 if args.quick else 3)
     install = not (args.no_install or args.quick)
     if args.tree is None:
@@ -289,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     analysis_bench.compile_package()
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sgl-scan-bench-")))
-        for section in SECTIONS:
+        for section in SECTIONS + OPTIONAL_SECTIONS:
             if section not in sections:
                 continue
             print(f"[bench] {section} ...", file=sys.stderr, flush=True)
@@ -303,6 +319,8 @@ def main(argv: list[str] | None = None) -> int:
                 rss = run_memory(tree, section_dir)
             elif section == "gen":
                 run_gen(tree, section_dir, runs, results)
+            elif section == "analyzer":
+                run_analyzer(tree, runs, extra)
     extra["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     goals = [t for t in targets(results, rss) if t.value is not None or _section_of(t.name) in sections]
     document = {
