@@ -11,8 +11,8 @@ from sgl_scan.analyzer.pipeline import discover
 
 pytestmark = pytest.mark.slow
 
-STRIDE = 14  # a deterministic sample: every 14th file of sglang/srt, plus non-ASCII files
-NON_ASCII = 24  # columns are characters: files with non-ASCII text check the byte -> character mapping
+STRIDE = 17  # a deterministic sample: every 17th file of sglang/srt, plus non-ASCII files
+NON_ASCII = 20  # columns are characters: files with non-ASCII text check the byte -> character mapping
 
 
 def _sample(tree):
@@ -39,7 +39,7 @@ def _first_difference(a, b):
 
 def test_ast_and_libcst_facts_are_identical_on_0_5_23(sglang_0_5_23):
     sample = _sample(sglang_0_5_23)
-    assert len(sample) > 150
+    assert len(sample) > 130
     records = 0
     for rel in sample:
         text = decode_source((sglang_0_5_23 / rel).read_bytes())
