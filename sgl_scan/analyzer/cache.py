@@ -10,6 +10,7 @@ corrupt or of another format reads as missing and is rebuilt. A *pack* holds all
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
@@ -39,8 +40,13 @@ def signature(extractors: Sequence[Any]) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
-    """Digest of the analyzer package's Python sources (facts, parsers, extractors, inventory, graph)."""
+    """Digest of the analyzer package's Python sources (facts, parsers, extractors, inventory, graph).
+
+    Computed once per process, so it describes the code this process runs even when the files
+    change under it.
+    """
     root = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for source in sorted(root.rglob("*.py")):
