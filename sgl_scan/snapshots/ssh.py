@@ -34,7 +34,7 @@ import paramiko
 
 from sgl_scan.errors import RemoteError, SnapshotError
 from sgl_scan.snapshots import scope as scopes
-from sgl_scan.snapshots.manifest import FileEntry, GitState, Snapshot, SkippedFile
+from sgl_scan.snapshots.manifest import GitState, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
 from sgl_scan.snapshots.sshconnect import Connector, Target, resolve_target
 from sgl_scan.snapshots.store import PATCH_FILE, Store

@@ -26,12 +26,11 @@ import os
 import re
 import secrets
 import shutil
-import stat
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timezone
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import BinaryIO, Iterator, Mapping
 
 from sgl_scan.errors import SnapshotError
