@@ -5,21 +5,21 @@ libcst's visitor costs seconds; most statements of a triggered file are irreleva
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 
 import libcst as cst
 
 from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, Resolver
 
 
-def hit_lines(text: str, pattern: re.Pattern[str]) -> list[int]:
-    """Sorted 1-based numbers of the lines where `pattern` matches."""
-    lines = []
-    for match in pattern.finditer(text):
-        line = text.count("\n", 0, match.start()) + 1
-        if not lines or lines[-1] != line:
-            lines.append(line)
-    return lines
+def hit_lines(text: str, pattern) -> list[int]:
+    """Sorted 1-based numbers of the lines where `pattern` (a regex or `Trigger`) matches."""
+    starts = [0]
+    position = text.find("\n")
+    while position != -1:
+        starts.append(position + 1)
+        position = text.find("\n", position + 1)
+    return sorted({bisect_right(starts, match.start()) for match in pattern.finditer(text)})
 
 
 class ScopedVisitor(cst.CSTVisitor):

@@ -14,6 +14,7 @@ import libcst.metadata as meta
 from sgl_scan.analyzer.extractors._cst import (
     ALGO_CLASS_NAME,
     Resolver,
+    Trigger,
     body_statements,
     dotted,
     last_name,
@@ -100,7 +101,7 @@ def _plain_method(node: cst.FunctionDef) -> str | None:
 class AlgorithmClassExtractor:
     name = "spec_algo_class"
     version = 1
-    trigger = re.compile(r"class\s+\w*[Ss]pec\w*[Aa]lgo|ALIAS\w*\s*(?::[^=\n]*)?=")
+    trigger = Trigger(r"class\s+\w*[Ss]pec\w*[Aa]lgo", r"ALIAS\w*\s*(?::[^=\n]*)?=")
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:

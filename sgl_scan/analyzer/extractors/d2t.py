@@ -11,7 +11,7 @@ import re
 import libcst as cst
 import libcst.metadata as meta
 
-from sgl_scan.analyzer.extractors._cst import Resolver, last_name, source_text, string_value, string_values
+from sgl_scan.analyzer.extractors._cst import Resolver, Trigger, last_name, source_text, string_value, string_values
 from sgl_scan.analyzer.extractors._scoped import ScopedVisitor, hit_lines
 from sgl_scan.analyzer.extractors.records import D2tRecord
 
@@ -138,7 +138,7 @@ class _Visitor(ScopedVisitor):
 class D2tExtractor:
     name = "spec_d2t"
     version = 1
-    trigger = re.compile(r"\b(?:d2t|t2d|hot_token_id|load_token_map)\b")
+    trigger = Trigger(*(rf"{word}\b(?<!\w{word})" for word in ("d2t", "t2d", "hot_token_id", "load_token_map")))
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:

@@ -18,6 +18,7 @@ import libcst.metadata as meta
 from sgl_scan.analyzer.extractors._cst import (
     ALGO_CLASS_NAME,
     Resolver,
+    Trigger,
     body_statements,
     dotted,
     last_name,
@@ -34,7 +35,8 @@ from sgl_scan.analyzer.extractors.records import AliasAssign, Branch, DispatchTe
 PREDICATE_NAME = re.compile(r"^(is|supports|has|need|carries)_\w+$")
 _RECEIVER = re.compile(r"(?i)spec|algo")
 _SPEC_NAME = re.compile(r"(?i)speculative_algorithm|spec_algorithm")
-_HITS = re.compile(r"(?i)spec|algo")
+_HITS = Trigger("spec", "Spec", "SPEC", "algo", "Algo", "ALGO")
+_CALL = r"\w*(?:\(\))?\.(?:is|supports|has|need|carries)_\w+\(\)"  # a predicate call on the receiver
 _ALIAS_DEF = re.compile(r"(?im)^[ \t]*(\w+)[ \t]*=[ \t]*[\w.]*(?:speculative_algorithm|spec_algorithm)\w*(?:\.(?:upper|lower)\(\))?[ \t]*$")
 
 
@@ -210,19 +212,21 @@ class _Visitor(ScopedVisitor):
 class DispatchExtractor:
     name = "spec_dispatch"
     version = 1
-    trigger = re.compile(
-        r"(?i:spec|algo)\w*(?:\(\))?\.(?:is|supports|has|need|carries)_\w+\(\)"
-        r"|(?:speculative|spec)_algorithm\w*(?:\.(?:upper|lower)\(\))?\s*(?:[=!]=|in\b|not\s+in\b)"
-        r"|[=!]=\s*[\w.]*(?:speculative|spec)_algorithm"
-        r"|(?m:=\s*[\w.]*(?:speculative|spec)_algorithm\w*(?:\.(?:upper|lower)\(\))?\s*$)"
-        r"|[Ss]pec\w*[Aa]lgo\w*\.[A-Z]|class\s+\w*[Ss]pec\w*[Aa]lgo"
+    trigger = Trigger(
+        *(prefix + _CALL for prefix in ("spec", "Spec", "SPEC", "algo", "Algo")),
+        r"spec(?:ulative)?_algorithm\w*(?:\.(?:upper|lower)\(\))?\s*(?:[=!]=|in\b|not\s+in\b)",
+        r"==\s*[\w.]*spec(?:ulative)?_algorithm", r"!=\s*[\w.]*spec(?:ulative)?_algorithm",
+        r"(?m:=[ \t]*[\w.]*spec(?:ulative)?_algorithm\w*(?:\.(?:upper|lower)\(\))?[ \t]*$)",
+        r"Spec\w*Algo\w*\.[A-Z]", r"spec\w*algo\w*\.[A-Z]", r"class\s+\w*[Ss]pec\w*[Aa]lgo",
     )
+
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:
         text = source_text(wrapper, context)
         aliases = sorted(set(_ALIAS_DEF.findall(text)))
-        pattern = _HITS if not aliases else re.compile(_HITS.pattern + r"|\b(?:" + "|".join(aliases) + r")\b")
+        pattern = _HITS if not aliases else Trigger(*(p.pattern for p in _HITS.parts),
+                                                    *(rf"\b{re.escape(alias)}\b" for alias in aliases))
         visitor = _Visitor(Resolver(wrapper, context.module), hit_lines(text, pattern))
         wrapper.visit(visitor)
         return tuple(visitor.terms) + tuple(sorted(visitor.out, key=lambda r: (r.line, r.column, type(r).__name__)))

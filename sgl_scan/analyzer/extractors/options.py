@@ -14,6 +14,7 @@ import libcst.metadata as meta
 
 from sgl_scan.analyzer.extractors._cst import (
     Resolver,
+    Trigger,
     body_statements,
     dotted,
     small_statements,
@@ -88,8 +89,8 @@ class _Visitor(ScopedVisitor):
 class OptionsExtractor:
     name = "spec_options"
     version = 1
-    trigger = re.compile(r"[\"']--speculative-algorithm[\"']|(?m:^\s+speculative_algorithm\s*:\s*(?:A|Annotated)\[)"
-                         r"|(?m:^(?:def\s+)?add_\w+_choices\b)")
+    trigger = Trigger(r"--speculative-algorithm[\"']", r"speculative_algorithm[ \t]*:[ \t]*(?:A|Annotated)\[",
+                      r"def[ \t]+add_\w+_choices\b", r"add_(?<![^\n]add_)\w+_choices\b")
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:

@@ -15,6 +15,7 @@ import libcst.metadata as meta
 
 from sgl_scan.analyzer.extractors._cst import (
     Resolver,
+    Trigger,
     body_statements,
     dotted,
     last_name,
@@ -113,7 +114,7 @@ def _returns(function: cst.FunctionDef) -> list:
 class RegistrationExtractor:
     name = "spec_registrations"
     version = 1
-    trigger = re.compile(r"[Ss]pec\w*[Aa]lgo\w*\.register\(|register_\w*(?:algo|spec)\w*\(")
+    trigger = Trigger(r"Spec\w*Algo\w*\.register\(", r"spec\w*algo\w*\.register\(", r"register_\w*(?:algo|spec)\w*\(")
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:
