@@ -457,6 +457,18 @@ class _Context:
 def parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False) -> FileFacts:
     """Facts for one file; never raises for bad input (the error is recorded in `parse_error`).
 
+    Source nested too deeply for the walkers (libcst and the walkers recurse per nesting level)
+    is recorded as a parse error instead of crashing the scan.
+    """
+    try:
+        return _parse_file(path, data, sha256, extractors, force_cst=force_cst)
+    except (RecursionError, MemoryError) as exc:
+        return _error(path, sha256, f"cannot analyse: nested too deeply ({type(exc).__name__})")
+
+
+def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False) -> FileFacts:
+    """Facts for one file; never raises for bad input (the error is recorded in `parse_error`).
+
     General facts come from stdlib `ast` (identical to libcst's, and several times cheaper);
     libcst parses the file only for `extractors` (those whose trigger matched), when `ast` rejects
     the file (newer syntax), or with `force_cst` (general facts from the CST walk too).
