@@ -85,3 +85,36 @@ def test_patch_mode_can_be_forced_on_a_plugin_release(release_0_5_23):
     plan = plan_ddtree(analysis, budget=32, topk=8, mode="patch")
     assert plan.mode == "patch" and plan.delegated == ()
     assert {str(j.site.location) for j in plan.sites if not j.joined} == set()
+
+
+def test_0_5_23_verify_glue_goes_through_the_v2_forward_batch(release_0_5_23):
+    _, analysis = release_0_5_23
+    glue = plan_ddtree(analysis, budget=32, topk=8).verify
+    assert glue.missing == ()
+    # dflash_worker_v2.py:2824 builds it; the class and its prepare (dflash_info.py:27, :66)
+    assert glue.verify_class == "sglang.srt.speculative.dflash_info.DFlashVerifyInput"
+    assert str(glue.verify_location) == "sglang/srt/speculative/dflash_info.py:27"
+    assert {"draft_token", "positions", "draft_token_num", "custom_mask", "kv_loc_plan"} <= set(glue.fields)
+    assert str(glue.prepare.location) == "sglang/srt/speculative/dflash_info.py:66"
+    assert glue.prepare_args == (("batch", "batch"), ("target_worker", "target"))  # defer_metadata_init keeps its default
+    assert glue.returns_forward_batch  # -> tuple[ForwardBatch, bool]
+    assert glue.target_attr == "target_worker"
+    assert str(glue.target_forward.location) == "sglang/srt/managers/tp_worker.py:622"
+    assert {"forward_batch", "is_verify"} <= {p.name for p in glue.target_forward.params}
+    assert glue.worker_batch_method is None and glue.forward_mode_module is None
+    assert glue.result_field == "logits_output" and str(glue.result_location) == "sglang/srt/managers/utils.py:56"
+
+
+def test_0_5_11_verify_glue_goes_through_the_v1_model_worker_batch(release_0_5_11):
+    _, analysis = release_0_5_11
+    glue = plan_ddtree(analysis, budget=16, topk=4).verify
+    assert glue.missing == ()
+    assert str(glue.verify_location) == "sglang/srt/speculative/dflash_info.py:148"
+    assert str(glue.prepare.location) == "sglang/srt/speculative/dflash_info.py:178"
+    # prepare_for_verify(batch, page_size, *, build_custom_mask=True): the tree mask replaces the causal one
+    assert glue.prepare_args == (("batch", "batch"), ("page_size", "page_size"), ("build_custom_mask", "false"))
+    assert not glue.returns_forward_batch
+    assert str(glue.target_forward.location) == "sglang/srt/managers/tp_worker.py:445"
+    assert glue.worker_batch_method == "get_model_worker_batch"  # dflash_worker.py:1195
+    assert glue.forward_mode_module == "sglang.srt.model_executor.forward_batch_info"
+    assert str(glue.result_location) == "sglang/srt/managers/utils.py:26"

@@ -86,3 +86,34 @@ def test_a_patch_that_no_longer_applies_is_refused(generated_0_5_11, tmp_path):
     spec_info.write_text(spec_info.read_text().replace("    DFLASH = auto()\n", "    DFLASH = auto()  # moved\n"))
     with pytest.raises(CodegenError, match="ddtree.patch does not apply to the snapshot"):
         check_patch(gen.patch, tmp_path)
+
+
+def test_a_verify_field_the_release_lacks_is_refused(generated_0_5_23):
+    worker = generated_0_5_23[2].files["worker.py"].replace("custom_mask=custom_mask,\n", "tree_mask=custom_mask,\n")
+    assert "tree_mask=custom_mask" in worker
+    with pytest.raises(CodegenError, match=r"passes \['tree_mask'\] to sglang.srt.speculative.dflash_info.DFlashVerifyInput .*dflash_info.py:27"):
+        _validate(generated_0_5_23, **{"worker.py": worker})
+
+
+def test_a_prepare_call_the_release_does_not_take_is_refused(generated_0_5_11):
+    # 0.5.11's prepare_for_verify takes (batch, page_size, *, build_custom_mask): no target worker
+    worker = generated_0_5_11[2].files["worker.py"].replace("(batch, self.page_size, build_custom_mask=False)", "(batch, self.target_worker, self.page_size)")
+    assert "self.target_worker, self.page_size)" in worker
+    with pytest.raises(CodegenError, match=r"passes 3 positional arguments to .*DFlashVerifyInput.prepare_for_verify .*dflash_info.py:178"):
+        _validate(generated_0_5_11, **{"worker.py": worker})
+
+
+def test_a_target_forward_keyword_the_release_lacks_is_refused(generated_0_5_11):
+    # 0.5.11's TpModelWorker.forward_batch_generation has no capture_hidden_mode (0.5.23's has)
+    worker = generated_0_5_11[2].files["worker.py"].replace("is_verify=True)", "is_verify=True, capture_hidden_mode=None)")
+    with pytest.raises(CodegenError, match=r"passes \['capture_hidden_mode'\] to self.target_worker.forward_batch_generation .*tp_worker.py:445"):
+        _validate(generated_0_5_11, **{"worker.py": worker})
+
+
+def test_an_import_from_outside_the_scope_needs_a_scanned_importer(generated_0_5_11):
+    worker = generated_0_5_11[2].files["worker.py"]
+    assert "from sglang.srt.model_executor.forward_batch_info import ForwardMode\n" in worker
+    _validate(generated_0_5_11, **{"worker.py": worker})  # dflash_worker.py itself imports it from there
+    bad = worker.replace("import ForwardMode\n", "import ForwardModeV9 as ForwardMode\n")
+    with pytest.raises(CodegenError, match="imports ForwardModeV9 from sglang.srt.model_executor.forward_batch_info"):
+        _validate(generated_0_5_11, **{"worker.py": bad})

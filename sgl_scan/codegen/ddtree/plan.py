@@ -100,6 +100,39 @@ class PluginApi:
 
 
 @dataclass(frozen=True)
+class VerifyGlue:
+    """What `DDTreeWorker.ddtree_target_verify` uses of the release, found from the base worker's decode path.
+
+    `missing` names, one line each, every piece the snapshot lacks; the generated worker refuses to
+    construct while it is non-empty.
+    """
+
+    verify_class: str | None  # the verify-input class the base worker's decode path instantiates
+    verify_location: Location | None
+    fields: tuple[str, ...]  # its dataclass fields (class-body annotations), in order
+    left_default: tuple[str, ...]  # fields the base decode path passes that the tree verify leaves at their default
+    prepare: Signature | None  # its prepare method
+    prepare_args: tuple[tuple[str, str], ...]  # (parameter, role): role is "batch" | "target" | "page_size" | "false"
+    returns_forward_batch: bool  # prepare returns the ForwardBatch (spec v2) rather than editing the batch (v1)
+    target_attr: str | None  # self.<target_attr> is the target worker (receiver of the entry's forward call)
+    target_forward: Signature | None  # the target worker's method of the entry's name
+    worker_batch_method: str | None  # batch.<m>() converting the schedule batch (v1 path)
+    forward_mode_module: str | None  # where the base worker's module imports ForwardMode from (v1 path)
+    result_field: str | None  # the field of the target forward's result holding the logits output
+    result_location: Location | None  # the result class
+    missing: tuple[str, ...]
+    unverified: tuple[str, ...] = ()  # names used but defined outside the scanned files (checked at run time)
+
+    @property
+    def verify_module(self) -> str:
+        return self.verify_class.rsplit(".", 1)[0] if self.verify_class else ""
+
+    @property
+    def verify_name(self) -> str:
+        return self.verify_class.rsplit(".", 1)[-1] if self.verify_class else ""
+
+
+@dataclass(frozen=True)
 class DDTreePlan:
     snapshot_id: str
     sglang_version: str | None
@@ -121,6 +154,7 @@ class DDTreePlan:
     overlap_reason: str
     algorithm_option: Location | None
     delegated: tuple[Signature, ...] = ()  # plugin mode: enum methods that branch on DFLASH, delegated to it
+    verify: VerifyGlue | None = None
 
     @property
     def enum_name(self) -> str:
@@ -181,6 +215,7 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
         overlap_reason=overlap_reason,
         algorithm_option=inventory.algorithm_option.location if inventory.algorithm_option else None,
         delegated=_delegated(analysis, dflash) if chosen_mode == "plugin" else (),
+        verify=verify_glue(analysis, base),
     )
 
 
@@ -439,3 +474,180 @@ def _helpers(analysis: Analysis) -> tuple[Helper, ...]:
         if found is not None:
             helpers.append(found)
     return tuple(helpers)
+
+
+# --- target-verify glue ------------------------------------------------------------------------
+
+# Fields of the release's verify input that the tree verify fills in (the base worker passes the
+# same keywords for its linear block; the facts say whether the class has them).
+VERIFY_FIELDS = ("draft_token", "positions", "draft_token_num", "custom_mask")
+PREPARE_METHOD = "prepare_for_verify"
+RESULT_FIELD = "logits_output"  # GenerationBatchResult's field, checked against the facts
+VERIFY_MODE = "TARGET_VERIFY"  # the ForwardMode member of a verify forward
+
+
+def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
+    """How the base worker's decode path builds and runs its target verify, from its own calls."""
+    missing: list[str] = []
+    unverified: list[str] = []
+    hit = find_class(analysis, base.qualname)
+    facts, cls = hit
+    own = [f for f in facts.functions if f.owner == cls.qualname]
+    entry = next((f for f in own if f.name == base.entry.name), None)
+    ordered = ([entry] if entry else []) + [f for f in own if f is not entry]
+    verify = None
+    for fn in ordered:
+        for call in fn.calls:
+            found = find_class(analysis, call.resolved) if call.resolved else None
+            if found is not None and method(found[0], found[1], PREPARE_METHOD) is not None:
+                verify = (call.resolved, found)
+                base_keywords = [k for c in fn.calls if c.resolved == call.resolved for k in c.keywords if k != "**"]
+                break
+        if verify:
+            break
+    fields: tuple[str, ...] = ()
+    prepare = None
+    prepare_args: list[tuple[str, str]] = []
+    returns_forward_batch = False
+    verify_location = None
+    if verify is None:
+        missing.append(f"no class with {PREPARE_METHOD}() instantiated by {base.qualname} ({base.location})")
+    else:
+        vfacts, vcls = verify[1]
+        verify_location = vfacts.location(vcls)
+        fields = tuple(a.target for a in vcls.attributes if a.annotation is not None)
+        absent = [f for f in VERIFY_FIELDS if f not in fields]
+        if absent:
+            missing.append(f"{verify[0]} ({verify_location}) has no field(s) {', '.join(absent)}")
+        required = [a.target for a in vcls.attributes if a.annotation is not None and a.value is None and a.target not in VERIFY_FIELDS]
+        if required:
+            missing.append(f"{verify[0]} ({verify_location}) requires field(s) {', '.join(required)} the tree verify cannot fill")
+        fn = method(vfacts, vcls, PREPARE_METHOD)
+        prepare = signature(vfacts, fn)
+        returns_forward_batch = "ForwardBatch" in (fn.returns or "")
+        for index, p in enumerate(prepare.params):
+            if p.kind in ("vararg", "varkw"):
+                continue
+            if index == 0 and p.kind in ("posonly", "positional"):
+                prepare_args.append((p.name, "batch"))
+            elif "worker" in p.name:
+                prepare_args.append((p.name, "target"))
+            elif p.name == "page_size":
+                prepare_args.append((p.name, "page_size"))
+            elif "custom_mask" in p.name and p.default in ("True", "False"):
+                prepare_args.append((p.name, "false"))  # the tree mask is ours: never rebuild a causal one
+            elif p.default is None:
+                missing.append(f"{verify[0]}.{PREPARE_METHOD} ({prepare.location}) requires {p.name!r}, which the tree verify cannot supply")
+        if not any(role == "batch" for _, role in prepare_args):
+            missing.append(f"{verify[0]}.{PREPARE_METHOD} ({prepare.location}) takes no batch as its first parameter")
+    target_attr = _target_attr(entry, base.entry.name) if entry else None
+    target_forward = None
+    result_field = result_location = None
+    if target_attr is None:
+        missing.append(f"{base.qualname}.{base.entry.name} ({base.entry.location}) calls no self.<target>.{base.entry.name}()")
+    else:
+        found = _target_forward(analysis, facts, cls, target_attr, base.entry.name)
+        if found is None:
+            missing.append(f"the class of self.{target_attr} or its {base.entry.name}() is not in the snapshot's facts")
+        else:
+            target_forward = signature(*found)
+            returns = (found[1].returns or "").strip("'\"")
+            result = resolve_class(analysis, found[0], returns)
+            result_field = RESULT_FIELD
+            if result is None:
+                unverified.append(f"{returns or 'the result'}.{RESULT_FIELD} (the class of {target_forward.location}'s result is outside the scanned files)")
+            elif any(a.target == RESULT_FIELD for a in result[1].attributes):
+                result_location = result[0].location(result[1])
+            else:
+                missing.append(f"the result of {base.entry.name} ({target_forward.location}) has no {RESULT_FIELD!r} field ({result[0].location(result[1])})")
+            names = {p.name for p in target_forward.params}
+            need = ["is_verify"] + (["forward_batch"] if returns_forward_batch else [])
+            for name in need:
+                if name not in names:
+                    missing.append(f"the target worker's {base.entry.name} ({target_forward.location}) takes no {name!r}")
+    if target_forward is not None:
+        unverified.append(f"{RESULT_FIELD}.next_token_logits (the logits output class is not followed through the facts)")
+    worker_batch_method = None
+    forward_mode_module = None
+    if verify is not None and not returns_forward_batch:
+        worker_batch_method = _worker_batch_method(own, base.entry.params[0].name if base.entry.params else "batch")
+        if worker_batch_method is None:
+            missing.append(f"{base.qualname} never converts its batch with batch.<...>_worker_batch() ({base.location})")
+        forward_mode_module = next((i.module for i in facts.imports if i.bound == "ForwardMode" and not i.scope), None)
+        if forward_mode_module is None:
+            missing.append(f"{facts.path} does not import ForwardMode")
+        else:
+            mode = resolve_class(analysis, facts, "ForwardMode")
+            if mode is None:
+                unverified.append(f"ForwardMode.{VERIFY_MODE} ({forward_mode_module} is outside the scanned files)")
+            elif VERIFY_MODE not in {m.name for m in mode[1].enum_members}:
+                missing.append(f"ForwardMode ({mode[0].location(mode[1])}) has no member {VERIFY_MODE}")
+    return VerifyGlue(
+        verify_class=verify[0] if verify else None,
+        verify_location=verify_location,
+        fields=fields,
+        left_default=tuple(dict.fromkeys(k for k in base_keywords if k not in VERIFY_FIELDS)) if verify else (),
+        prepare=prepare,
+        prepare_args=tuple(prepare_args),
+        returns_forward_batch=returns_forward_batch,
+        target_attr=target_attr,
+        target_forward=target_forward,
+        worker_batch_method=worker_batch_method,
+        forward_mode_module=forward_mode_module,
+        result_field=result_field,
+        result_location=result_location,
+        missing=tuple(missing),
+        unverified=tuple(unverified),
+    )
+
+
+def _target_attr(entry: FunctionFact, name: str) -> str | None:
+    """`X` of the entry's `self.X.<name>(...)` calls, a public attribute preferred."""
+    attrs = []
+    for call in entry.calls:
+        parts = call.callee.split(".")
+        if len(parts) == 3 and parts[0] == "self" and parts[2] == name and "target" in parts[1]:
+            attrs.append(parts[1])
+    public = [a for a in attrs if not a.startswith("_")]
+    return (public or attrs or [None])[0]
+
+
+def _target_forward(analysis: Analysis, facts: FileFacts, cls: ClassFact, attr: str, name: str) -> tuple[FileFacts, FunctionFact] | None:
+    """The target worker's `name` method: the class annotated on the constructor parameter `attr`."""
+    init = method(facts, cls, "__init__")
+    if init is None:
+        return None
+    param = next((p for p in init.params if p.name == attr.lstrip("_")), None)
+    if param is None or not param.annotation:
+        return None
+    hit = resolve_class(analysis, facts, param.annotation.strip("'\""))
+    if hit is None:
+        return None
+    return find_method(analysis, hit[0], hit[1], name)
+
+
+def resolve_class(analysis: Analysis, facts: FileFacts, name: str, hops: int = 4) -> tuple[FileFacts, ClassFact] | None:
+    """The class a bare name in `facts` refers to: defined there, or imported (following re-exports)."""
+    if not name.isidentifier():
+        return None
+    local = next((c for c in facts.classes if c.qualname == name), None)
+    if local is not None:
+        return facts, local
+    imp = next((i for i in facts.imports if i.bound == name and not i.scope), None)
+    if imp is None or hops == 0:
+        return None
+    hit = find_class(analysis, imp.target)
+    if hit is not None:
+        return hit
+    module, _, attr = imp.target.rpartition(".")
+    source = files_by_module(analysis).get(module)
+    return resolve_class(analysis, source, attr, hops - 1) if source is not None else None
+
+
+def _worker_batch_method(functions, batch: str) -> str | None:
+    for fn in functions:
+        for call in fn.calls:
+            receiver, _, attr = call.callee.rpartition(".")
+            if receiver == batch and attr.endswith("worker_batch"):
+                return attr
+    return None

@@ -10,7 +10,7 @@ from typing import Mapping
 import jinja2
 
 from sgl_scan.codegen.ddtree.patch import PatchResult
-from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, DDTreePlan, Signature
+from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, VERIFY_MODE, DDTreePlan, Signature
 from sgl_scan.errors import CodegenError
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -43,7 +43,7 @@ class Forwarding:
 
 
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -51,6 +51,8 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["py"] = repr  # a Python literal of a str/tuple value
+    return env
 
 
 def render_ddtree(plan: DDTreePlan, package: str, patch: PatchResult | None, regenerate: str) -> dict[str, str]:
@@ -102,6 +104,7 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
         "entry_params": entry.text,
         "regenerate": regenerate,
         "out_hint": f"/path/to/{package}",
+        "verify": _verify_context(plan),
     }
     if plan.plugin is not None:
         base_module, _, base_name = plan.plugin.base_qualname.rpartition(".")
@@ -124,6 +127,47 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
             }
         )
     return context
+
+
+def _verify_context(plan: DDTreePlan) -> dict[str, object]:
+    """How the generated worker builds, prepares and runs the release's target verify."""
+    glue = plan.verify
+    if glue is None or glue.missing:
+        return {"ok": False, "missing": list(glue.missing if glue else ("no verify glue planned",)), "attributes": ()}
+    values = {"batch": "batch", "target": f"self.{glue.target_attr}", "page_size": "self.page_size", "false": "False"}
+    kinds = {p.name: p.kind for p in glue.prepare.params}
+    args = []
+    for name, role in glue.prepare_args:
+        value = values[role]
+        args.append(f"{name}={value}" if kinds[name] == "kwonly" else value)
+    attributes = (glue.target_attr,) + (("page_size",) if any(r == "page_size" for _, r in glue.prepare_args) else ())
+    return {
+        "ok": True,
+        "missing": [],
+        "module": glue.verify_module,
+        "name": glue.verify_name,
+        "location": str(glue.verify_location),
+        "prepare": glue.prepare.name,
+        "prepare_location": str(glue.prepare.location),
+        "prepare_call": ", ".join(args),
+        "prepare_signature": forwarding(glue.prepare).signature,
+        "prepare_batch": next(name for name, role in glue.prepare_args if role == "batch"),
+        "fields": glue.fields,
+        "left_default": glue.left_default,
+        "returns_forward_batch": glue.returns_forward_batch,
+        "target_attr": glue.target_attr,
+        "target_forward": glue.target_forward.name,
+        "target_location": str(glue.target_forward.location),
+        "target_signature": forwarding(glue.target_forward).signature,
+        "target_batch": forwarding(glue.target_forward).batch,
+        "worker_batch_method": glue.worker_batch_method,
+        "forward_mode_module": glue.forward_mode_module,
+        "result_field": glue.result_field,
+        "result_location": str(glue.result_location) if glue.result_location else "outside the scanned files",
+        "unverified": glue.unverified,
+        "verify_mode": VERIFY_MODE,
+        "attributes": attributes,
+    }
 
 
 def _literal(text: str) -> bool:

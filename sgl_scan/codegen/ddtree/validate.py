@@ -3,10 +3,12 @@
 1. Every emitted Python file parses.
 2. The patch applies cleanly (`git apply --check` in a throw-away repository holding the snapshot's
    files) and the patched files still parse.
-3. Every SGLang name the generated code imports exists in the snapshot's facts; every call it makes
-   into SGLang (`super().m(...)` on the base worker, `X.m(...)` on an imported class) passes
-   arguments that the facts' signature takes; the plugin class answers every `is_*`/`supports_*`
-   predicate of the enum.
+3. Every SGLang name the generated code imports exists in the snapshot's facts (a module outside
+   the scanned scope counts when a scanned file imports the same name from it); every call it makes
+   into SGLang (`super().m(...)` on the base worker, `X.m(...)` on an imported class, `X(...)` of an
+   imported dataclass, `v.m(...)` on a `v = X(...)` instance, `self.<target>.m(...)` on the target
+   worker) passes arguments that the facts' signature takes; the plugin class answers every
+   `is_*`/`supports_*` predicate of the enum.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ def validate_output(files: Mapping[str, str], plan: DDTreePlan, analysis: Analys
         check_patch(patch, tree)
     for path, module in trees.items():
         check_sglang_names(path, module, analysis)
+    if "worker.py" in trees:
+        check_target_calls(trees["worker.py"], plan)
     if "register.py" in trees:
         check_plugin_predicates(trees["register.py"], plan, analysis)
 
@@ -97,7 +101,10 @@ def check_sglang_names(path: str, module: ast.Module, analysis: Analysis) -> Non
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "sglang":
             facts = modules.get(node.module)
             if facts is None:
-                raise CodegenError(f"generated {path} imports from {node.module}, which is not in the snapshot")
+                for alias in node.names:
+                    if not _imported_elsewhere(analysis, node.module, alias.name):
+                        raise CodegenError(f"generated {path} imports {alias.name} from {node.module}, which is not in the snapshot")
+                continue
             for alias in node.names:
                 if not _module_defines(facts, alias.name):
                     raise CodegenError(f"generated {path} imports {alias.name} from {node.module}, which the snapshot does not define")
@@ -130,6 +137,78 @@ def check_sglang_names(path: str, module: ast.Module, analysis: Analysis) -> Non
             _check_call(path, call, signature(*found), f"{imported[func.value.id]}.{func.attr}")
 
 
+    instances = _instances(module, imported)
+    for call in (n for n in ast.walk(module) if isinstance(n, ast.Call)):
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in imported:
+            hit = find_class(analysis, imported[func.id])
+            if hit is not None and any(d.rsplit(".", 1)[-1] == "dataclass" for d in hit[1].decorators):
+                _check_fields(path, call, hit[0], hit[1], imported[func.id])
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in instances:
+            qualname = instances[func.value.id]
+            hit = find_class(analysis, qualname)
+            found = find_method(analysis, hit[0], hit[1], func.attr) if hit else None
+            if found is None:
+                raise CodegenError(f"generated {path} calls {func.value.id}.{func.attr}() on a {qualname}, which does not define it")
+            _check_call(path, call, signature(*found), f"{qualname}.{func.attr}")
+
+
+def _imported_elsewhere(analysis: Analysis, module: str, name: str) -> bool:
+    """Some scanned file imports `name` from `module` at module level (the module itself is outside the scope)."""
+    return any(
+        i.module == module and i.name == name and not i.scope
+        for facts in analysis.files.values()
+        for i in facts.imports
+    )
+
+
+def _instances(module: ast.Module, imported: Mapping[str, str]) -> dict[str, str]:
+    """Local names bound to `X(...)` of an imported SGLang class: name -> the class's qualified name."""
+    found = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name):
+            qualname = imported.get(node.value.func.id)
+            if qualname:
+                found.update({t.id: qualname for t in node.targets if isinstance(t, ast.Name)})
+    return found
+
+
+def _check_fields(path: str, call: ast.Call, facts, cls, qualname: str) -> None:
+    """A dataclass-style constructor: keywords must be annotated fields; fields without a default must be passed."""
+    fields = [a for a in cls.attributes if a.annotation is not None]
+    if not fields:
+        return
+    names = {a.target for a in fields}
+    explicit = {kw.arg for kw in call.keywords if kw.arg is not None}
+    if call.args:
+        raise CodegenError(f"generated {path} passes {qualname} ({facts.location(cls)}) positional arguments; use its field names")
+    unknown = explicit - names
+    if unknown:
+        raise CodegenError(f"generated {path} passes {sorted(unknown)} to {qualname} ({facts.location(cls)}), whose fields are {sorted(names)}")
+    missing = [a.target for a in fields if a.value is None and a.target not in explicit]
+    if missing and not any(kw.arg is None for kw in call.keywords):
+        raise CodegenError(f"generated {path} builds {qualname} ({facts.location(cls)}) without {missing}")
+
+
+def check_target_calls(module: ast.Module, plan: DDTreePlan) -> None:
+    """`self.<target>.<forward>(...)` calls match the target worker's signature in the facts."""
+    glue = plan.verify
+    if glue is None or glue.target_forward is None or glue.target_attr is None:
+        return
+    for call in (n for n in ast.walk(module) if isinstance(n, ast.Call)):
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Attribute)
+            and isinstance(func.value.value, ast.Name)
+            and func.value.value.id == "self"
+            and func.value.attr == glue.target_attr
+        ):
+            if func.attr != glue.target_forward.name:
+                raise CodegenError(f"generated worker.py calls self.{glue.target_attr}.{func.attr}(), which the plan did not check")
+            _check_call("worker.py", call, glue.target_forward, f"self.{glue.target_attr}.{func.attr}")
+
+
 def _super_method(call: ast.Call) -> str | None:
     func = call.func
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call):
@@ -156,6 +235,12 @@ def _check_call(path: str, call: ast.Call, sig: Signature, what: str) -> None:
         raise CodegenError(f"generated {path} passes {sorted(unknown)} to {what} ({sig.location}), which takes {sorted(names)}")
     positional = len(call.args)
     ordered = [p for p in sig.params if p.kind in ("posonly", "positional")]
+    starred = any(isinstance(a, ast.Starred) for a in call.args)
+    if positional > len(ordered) and not starred and not any(p.kind == "vararg" for p in sig.params):
+        raise CodegenError(f"generated {path} passes {positional} positional arguments to {what} ({sig.location}), which takes {len(ordered)}")
+    doubled = {p.name for p in ordered[:positional]} & explicit
+    if doubled and not starred:
+        raise CodegenError(f"generated {path} passes {sorted(doubled)} to {what} ({sig.location}) both by position and by name")
     covered = {p.name for p in ordered[:positional]} | explicit | given
     missing = [
         p.name for p in sig.params

@@ -5,10 +5,15 @@
 ancestor mask -> target forward -> greedy walk -> commit. Prefill and idle batches go to the DFlash
 worker unchanged, so the drafter's KV and hidden-state bookkeeping stay the release's own.
 
-Engine glue still to write by hand (these three methods raise NotImplementedError):
-`ddtree_draft_logits` (the DFlash block forward, but keeping the full-vocabulary logits),
-`ddtree_target_verify` (the target forward with the tree layout) and `ddtree_commit` (keep the
-accepted nodes' KV and hidden states, free the rest). Each names the base-class method to adapt.
+The target verify is wired to the release: `DFlashVerifyInput` (sglang/srt/speculative/dflash_info.py:27) carries the
+tree tokens, positions and the ancestor-only custom mask; `prepare_for_verify` (sglang/srt/speculative/dflash_info.py:66)
+prepares the batch and `self.target_worker.forward_batch_generation` (sglang/srt/managers/tp_worker.py:622)
+runs it with is_verify=True.
+
+Engine glue still to write by hand (these raise NotImplementedError): `ddtree_draft_logits` (the
+DFlash block forward, but keeping the full-vocabulary logits, and reserving the verify window
+`batch.out_cache_loc` of B * (budget + 1) slots) and `ddtree_commit` (keep the accepted nodes' KV
+and hidden states, free the rest). Each names the base-class method to adapt.
 """
 
 from __future__ import annotations
@@ -19,11 +24,19 @@ from dataclasses import dataclass
 import torch
 
 from sglang.srt.speculative.dflash_worker_v2 import DFlashWorkerV2
+from sglang.srt.speculative.dflash_info import DFlashVerifyInput
 
 from . import tree as ddtree
 
 BUDGET_ENV = "SGLANG_DDTREE_BUDGET"
 TOPK_ENV = "SGLANG_DDTREE_TOPK"
+
+# What this SGLang lacks for the DDTree target verify (from the snapshot's facts); non-empty: the
+# worker refuses to construct.
+ENGINE_GLUE_MISSING = (
+)
+# Attributes of the base worker the glue reads (checked when the worker is constructed).
+ENGINE_ATTRIBUTES = ('target_worker',)
 
 
 def _kernels():
@@ -105,7 +118,12 @@ class DDTreeWorker(DFlashWorkerV2):
     """DFlash drafting, verified as a best-first draft tree (DDTree) instead of a single block."""
 
     def __init__(self, server_args, gpu_id, nccl_port, target_worker):
+        if ENGINE_GLUE_MISSING:
+            raise RuntimeError("DDTree cannot run on SGLang 0.5.23: " + "; ".join(ENGINE_GLUE_MISSING))
         super().__init__(server_args=server_args, gpu_id=gpu_id, nccl_port=nccl_port, target_worker=target_worker)
+        absent = [name for name in ENGINE_ATTRIBUTES if not hasattr(self, name)]
+        if absent:
+            raise RuntimeError(f"DDTree: DFlashWorkerV2 has no attribute(s) {absent} the tree verify uses")
         self.ddtree_budget = resolve_budget(getattr(self, "server_args", None))
         self.ddtree_topk = resolve_topk(self.ddtree_budget)
 
@@ -127,10 +145,10 @@ class DDTreeWorker(DFlashWorkerV2):
         draft_logits, root_tokens, committed_lens = self.ddtree_draft_logits(batch)
         trees = build_tree_batch(draft_logits, root_tokens, committed_lens, self.ddtree_budget, self.ddtree_topk)
         custom_mask = ddtree.verify_custom_mask(trees.mask, committed_lens.tolist())
-        target_logits = self.ddtree_target_verify(batch, trees, custom_mask, *args, **kwargs)
+        target_logits, verified = self.ddtree_target_verify(batch, trees, custom_mask, *args, **kwargs)
         choice = self.ddtree_target_choice(batch, target_logits.view(trees.tokens.shape[0], trees.tokens.shape[1], -1))
         accepted, counts, bonus = walk_trees(trees, choice)
-        return self.ddtree_commit(batch, trees, accepted, counts, bonus, *args, **kwargs)
+        return self.ddtree_commit(batch, trees, verified, accepted, counts, bonus, *args, **kwargs)
 
     @staticmethod
     def ddtree_target_choice(batch, target_logits: torch.Tensor) -> torch.Tensor:
@@ -150,14 +168,35 @@ class DDTreeWorker(DFlashWorkerV2):
         )
 
     def ddtree_target_verify(self, batch, trees: TreeBatch, custom_mask: torch.Tensor, *args, **kwargs):
-        """Target logits [B * W, V] for the flattened tree tokens, positions and `custom_mask`."""
-        raise NotImplementedError(
-            "DDTree: build the release's verify input with draft_token=trees.tokens, positions=trees.positions, "
-            "draft_token_num=budget + 1 and custom_mask, then run the target verify forward as "
-            "DFlashWorkerV2.forward_batch_generation (sglang/srt/speculative/dflash_worker_v2.py:2336) does"
-        )
+        """Target logits [B * W, V] for the flattened tree, and the release's logits output (hidden states).
 
-    def ddtree_commit(self, batch, trees: TreeBatch, accepted, counts, bonus, *args, **kwargs):
+        The tree goes through the release's own verify input (sglang/srt/speculative/dflash_info.py:27) with the
+        ancestor-only `custom_mask`, so every backend that honours DFlash's verify mask sees the tree.
+        """
+        width = int(trees.tokens.shape[1])
+        slots = getattr(batch, "out_cache_loc", None)
+        if slots is None or slots.numel() != trees.tokens.numel():
+            raise RuntimeError(
+                f"DDTree verify needs batch.out_cache_loc to hold the {trees.tokens.numel()} tree slots "
+                "(B * (budget + 1)), reserved by ddtree_draft_logits"
+            )
+        verify_input = DFlashVerifyInput(
+            draft_token=trees.tokens.reshape(-1),
+            positions=trees.positions.reshape(-1),
+            draft_token_num=width,
+            custom_mask=custom_mask,
+        )
+        prepared = verify_input.prepare_for_verify(batch, self.target_worker)
+        forward_batch = prepared[0] if isinstance(prepared, tuple) else prepared
+        verify_input.custom_mask = custom_mask  # a prepare step may reset or rebuild it as a causal block mask
+        result = self.target_worker.forward_batch_generation(None, forward_batch=forward_batch, is_verify=True)
+        output = getattr(result, "logits_output", None)
+        logits = getattr(output, "next_token_logits", None)
+        if logits is None:
+            raise RuntimeError("DDTree verify: the target's result carries no logits_output.next_token_logits")
+        return logits, output
+
+    def ddtree_commit(self, batch, trees: TreeBatch, verified, accepted, counts, bonus, *args, **kwargs):
         """Keep the KV and hidden states of the accepted nodes, free the rest, return the batch result."""
         raise NotImplementedError(
             "DDTree: move the accepted nodes' KV slots to the front of the verify window, free the others, "
