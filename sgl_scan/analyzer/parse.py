@@ -466,6 +466,31 @@ def parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = 
         return _error(path, sha256, f"cannot analyse: nested too deeply ({type(exc).__name__})")
 
 
+MAX_CST_DEPTH = 300  # libcst's native parser slows down super-linearly with nesting and crashes near 2000
+
+
+def _too_deep_for_cst(text: str, tree: ast.Module | None, ast_error: SyntaxError | None) -> str | None:
+    """Why `text` must not reach libcst (nesting that hangs or crashes it), or None."""
+    if ast_error is not None:
+        if "too many nested" in ast_error.msg or "too many levels of indentation" in ast_error.msg:
+            return f"syntax error: {ast_error.msg}"
+        return None  # newer syntax than this Python's `ast`: libcst decides
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError as exc:
+            return _too_deep_for_cst(text, None, exc)
+        except (ValueError, MemoryError, RecursionError) as exc:
+            return f"cannot analyse: nested too deeply ({type(exc).__name__})"
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_CST_DEPTH:
+            return f"cannot analyse: nested more than {MAX_CST_DEPTH} levels deep"
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return None
+
+
 def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False) -> FileFacts:
     """Facts for one file; never raises for bad input (the error is recorded in `parse_error`).
 
@@ -488,6 +513,9 @@ def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] =
             pass
         if tree is not None and not extractors:
             return facts_from_ast(path, sha256, text, tree)
+    refusal = _too_deep_for_cst(text, tree, ast_error)
+    if refusal:
+        return _error(path, sha256, refusal)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
