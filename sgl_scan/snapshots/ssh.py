@@ -34,7 +34,7 @@ import paramiko
 
 from sgl_scan.errors import RemoteError, SnapshotError
 from sgl_scan.snapshots import scope as scopes
-from sgl_scan.snapshots.manifest import GitState, Snapshot, SkippedFile
+from sgl_scan.snapshots.manifest import GitState, Manifest, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
 from sgl_scan.snapshots.sshconnect import Connector, Target, resolve_target
 from sgl_scan.snapshots.store import PATCH_FILE, Store
@@ -207,19 +207,56 @@ def _names(raw: bytes) -> set[str]:
     return {p.decode("utf-8", "surrogateescape") for p in raw.split(b"\0") if p}
 
 
-def _find_base(store: Store, target: Target, root: str) -> Snapshot | None:
-    for manifest in reversed(store.list()):
-        src = manifest.source
-        if (manifest.source_kind == "ssh" and src.get("hostname") == target.hostname
-                and src.get("port") == target.port and manifest.root == root):
-            try:
-                snapshot = store.open(manifest.id, verify=False)
-                store.verify(snapshot, hashes=False)
-                return snapshot
-            except SnapshotError as exc:
-                log.warning("not reusing %s: %s", manifest.id, exc)
-                return None
-    return None
+class BaseLookup:
+    """The latest snapshot of the same host and port, found in a thread while the remote works.
+
+    `get(root)` gives the newest one with that remote root, its files' sizes checked (no hashes),
+    or None; a snapshot that fails the check is not reused (and nothing older is tried).
+    """
+
+    def __init__(self, store: Store, target: Target) -> None:
+        self.store = store
+        self.target = target
+        self.newest: dict[str, Manifest] = {}
+        self.checked: dict[str, Snapshot | SnapshotError] = {}
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="sgl-scan-base", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            for manifest in reversed(self.store.list()):
+                src = manifest.source
+                if (manifest.source_kind == "ssh" and src.get("hostname") == self.target.hostname
+                        and src.get("port") == self.target.port):
+                    self.newest.setdefault(manifest.root, manifest)
+            if self.newest:  # the most recent root is the likely one: check it now
+                self._check(next(iter(self.newest)))
+        except BaseException as exc:  # handed to the caller by get()
+            self.error = exc
+
+    def _check(self, root: str) -> None:
+        manifest = self.newest[root]
+        snapshot = Snapshot(manifest=manifest, folder=self.store.root / manifest.id)
+        try:
+            self.store.verify(snapshot, hashes=False)
+            self.checked[root] = snapshot
+        except SnapshotError as exc:
+            self.checked[root] = exc
+
+    def get(self, root: str) -> Snapshot | None:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        if root not in self.newest:
+            return None
+        if root not in self.checked:
+            self._check(root)
+        found = self.checked[root]
+        if isinstance(found, SnapshotError):
+            log.warning("not reusing %s: %s", self.newest[root].id, found)
+            return None
+        return found
 
 
 def _git_state(sections: Mapping[str, bytes]) -> tuple[GitState | None, str | None]:
@@ -267,6 +304,7 @@ def pull_ssh(
     target = resolve_target(params["host"], port=params.get("port"), user=params.get("user"),
                             identity=params.get("identity"), ssh_config=params.get("ssh_config"))
     nonce = secrets.token_hex(16)
+    bases = BaseLookup(store, target)
     with Connector(known_hosts=params.get("known_hosts"), accept_new=bool(params.get("accept_new_host_key")),
                    timeout=connect_timeout) as connector:
         progress.update(f"connecting to {target.describe()}", force=True)
@@ -277,7 +315,8 @@ def pull_ssh(
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise RemoteError(f"cannot run the remote command on {target.describe()}: {exc}") from exc
         try:
-            return _transfer(channel, store, target, params, scope, nonce, limits, progress, deadline, before_transfer)
+            return _transfer(channel, store, bases, target, params, scope, nonce, limits, progress, deadline,
+                             before_transfer)
         except (paramiko.SSHException, EOFError, ConnectionError) as exc:
             raise RemoteError(f"the connection to {target.describe()} failed during the pull: {exc or type(exc).__name__}") from exc
         finally:
@@ -293,7 +332,7 @@ def _stderr_tail(channel: paramiko.Channel) -> str:
     return text.splitlines()[-1][:300] if text else ""
 
 
-def _transfer(channel, store, target, params, scope, nonce, limits, progress, deadline, before_transfer) -> SshPull:
+def _transfer(channel, store, bases, target, params, scope, nonce, limits, progress, deadline, before_transfer) -> SshPull:
     reader = ChannelReader(channel, deadline, lambda n: progress.update(f"{human(n)} received"))
     head, complete = reader.read_until(f"\n{nonce} tar\n".encode(), limit=limits.max_file_size + (256 << 20))
     sections = parse_sections(head, nonce)
@@ -324,7 +363,7 @@ def _transfer(channel, store, target, params, scope, nonce, limits, progress, de
     if total > limits.max_bytes:
         raise RemoteError(f"the selected files hold {human(total)}, over --max-bytes {human(limits.max_bytes)}")
     git, patch = _git_state(sections)
-    base = _find_base(store, target, root)
+    base = bases.get(root)
     base_files = {e.path: e for e in base.manifest.files} if base else {}
     fetch, reuse = [], []
     for path in wanted_all:

@@ -65,7 +65,7 @@ def check_relpath(path: str) -> str:
     return path
 
 
-def _hash_file(path: Path) -> tuple[int, str]:
+def _hash_file(path: str | Path) -> tuple[int, str]:
     digest = hashlib.sha256()
     size = 0
     with open(path, "rb") as handle:
@@ -134,13 +134,14 @@ class Store:
 
     def verify(self, snapshot: Snapshot, *, hashes: bool = True) -> None:
         """Raise SnapshotError when a file is missing, resized or (with `hashes`) altered."""
+        tree = str(snapshot.tree)
         for entry in snapshot.manifest.files:
-            path = snapshot.tree / entry.path
+            path = os.path.join(tree, entry.path)
             try:
                 if hashes:
                     size, digest = _hash_file(path)
                 else:
-                    size, digest = path.stat().st_size, entry.sha256
+                    size, digest = os.stat(path).st_size, entry.sha256
             except OSError as exc:
                 raise self._corrupt(snapshot.id, f"{entry.path}: {exc.strerror or exc}") from exc
             if size != entry.size or digest != entry.sha256:
@@ -282,6 +283,7 @@ class Stage:
         self._claimed: set[str] = set()
         self._pool: ThreadPoolExecutor | None = None
         self._pending: list[tuple[Future, int]] = []
+        self._pending_bytes = 0
 
     def _target(self, path: str) -> str:
         check_relpath(path)
@@ -326,12 +328,14 @@ class Stage:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="sgl-scan-write")
         self._pending.append((self._pool.submit(_write_new, path, target, data, mtime), len(data)))
-        if len(self._pending) > MAX_PENDING_FILES or sum(n for _, n in self._pending) > MAX_PENDING_BYTES:
+        self._pending_bytes += len(data)
+        if len(self._pending) > MAX_PENDING_FILES or self._pending_bytes > MAX_PENDING_BYTES:
             self._drain(len(self._pending) // 2)
 
     def _drain(self, keep: int = 0) -> None:
         while len(self._pending) > keep:
-            future, _ = self._pending.pop(0)
+            future, size = self._pending.pop(0)
+            self._pending_bytes -= size
             entry = future.result()
             self.files[entry.path] = entry
 
@@ -352,6 +356,7 @@ class Stage:
             self._pool.shutdown(wait=True)
             self._pool = None
             self._pending.clear()
+            self._pending_bytes = 0
 
     def reuse(self, snapshot: Snapshot, entry: FileEntry, *, mtime: float | None = None) -> FileEntry:
         """Take an unchanged file from an earlier snapshot (a hard link, or a copy)."""
