@@ -43,6 +43,9 @@ def obtain_snapshot(params: Mapping, *, store: Store | None = None) -> Snapshot:
     if kind == "snapshot_ref":
         return store.open(params["snapshot_ref"])
     if kind == "host":
+        from sgl_scan.snapshots.sshimport import import_paramiko
+
+        import_paramiko(params.get("ssh_config"))
         from sgl_scan.snapshots.ssh import pull_ssh
 
         return pull_ssh(params, store=store).snapshot
