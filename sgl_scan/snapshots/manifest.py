@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 MANIFEST_VERSION = 1
+TREE_PREFIX = "sglang/"  # every tree path starts here
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,12 @@ class GitState:
 
 @dataclass(frozen=True)
 class SkippedFile:
-    path: str
+    path: str  # like FileEntry.path; sources may give it relative to the package (`srt/...`)
     reason: str
+
+    def __post_init__(self) -> None:
+        if not self.path.startswith(TREE_PREFIX):
+            object.__setattr__(self, "path", TREE_PREFIX + self.path.lstrip("/"))
 
 
 @dataclass(frozen=True)

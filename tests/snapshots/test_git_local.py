@@ -95,7 +95,7 @@ def test_local_checkout_records_git_state_and_skips_links(tmp_path, checkout):
     snap = pull_local({"local_path": work}, store=Store(tmp_path / "store"))
     assert snap.manifest.git.commit == second and snap.manifest.git.dirty
     assert "+LOCAL = 1" in (snap.folder / snap.manifest.git.patch).read_text()
-    assert [(s.path, s.reason) for s in snap.manifest.skipped] == [("srt/speculative/evil.py", "not a regular file")]
+    assert [(s.path, s.reason) for s in snap.manifest.skipped] == [("sglang/srt/speculative/evil.py", "not a regular file")]
     assert "sglang/srt/speculative/evil.py" not in _paths(snap)
 
 

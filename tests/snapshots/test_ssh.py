@@ -277,7 +277,7 @@ def test_limits_skip_big_files_and_refuse_big_pulls(tmp_path, sshd_server, mini_
     (mini_package / "srt/speculative/huge.py").write_text("x = 1\n" * 20000)
     snap = pull_ssh(ssh_params(sshd_server, mini_package, max_file_size=50_000), store=_store(tmp_path)).snapshot
     assert [(s.path, s.reason.split(" (")[0]) for s in snap.manifest.skipped] == [
-        ("srt/speculative/huge.py", "larger than --max-file-size")]
+        ("sglang/srt/speculative/huge.py", "larger than --max-file-size")]
     with pytest.raises(RemoteError, match="max-bytes"):
         pull_ssh(ssh_params(sshd_server, mini_package, max_bytes=10_000), store=_store(tmp_path))
     with pytest.raises(RemoteError, match="max-files"):
