@@ -49,6 +49,23 @@ def _fresh(path: Path) -> None:
     path.mkdir(parents=True)
 
 
+# key -> rounds whose warm run found a second analyzer signature in its cache (code changed mid-run)
+ANOMALIES: dict[str, int] = {}
+
+
+def _watch_signatures(once, home: Path, key: str, anomalies: dict[str, int]):
+    """Wrap a warm run: count the rounds in which the facts cache holds more than one analyzer
+    signature, i.e. the analyzer's code changed between the cold and the warm run (a live checkout),
+    so that "warm" run parsed everything again."""
+    def wrapped() -> float:
+        elapsed = once()
+        facts = home / "facts"
+        if facts.is_dir() and sum(1 for d in facts.iterdir() if d.is_dir()) > 1:
+            anomalies[key] = anomalies.get(key, 0) + 1
+        return elapsed
+    return wrapped
+
+
 def analysis_steps(tree: Path, work: Path, semgrep: Path | None, semgrep_why_not: str | None,
                    have_scan: bool) -> tuple[list[Step], dict[str, Stats], dict[str, Path]]:
     """The analysis measurements as interleaved steps, the ones that cannot run, and output files.
@@ -58,6 +75,8 @@ def analysis_steps(tree: Path, work: Path, semgrep: Path | None, semgrep_why_not
     """
     subdirs = {"full": "sglang/srt", "speculative": "sglang/srt/speculative"}
     steps: list[Step] = []
+    anomalies = ANOMALIES
+    anomalies.clear()
     missing: dict[str, Stats] = {}
     outputs: dict[str, Path] = {}
     for part, subdir in subdirs.items():
@@ -87,7 +106,7 @@ def analysis_steps(tree: Path, work: Path, semgrep: Path | None, semgrep_why_not
             if kind == "cold":
                 steps.append(Step(key, name, once, before=lambda home=home: _fresh(home)))
             else:
-                steps.append(Step(key, name, once, requires=f"sgl_{scope}_cold"))
+                steps.append(Step(key, name, _watch_signatures(once, home, key, anomalies), requires=f"sgl_{scope}_cold"))
     return steps, missing, outputs
 
 
