@@ -428,14 +428,27 @@ class Stage:
                 try:
                     os.link(path, blob)
                 except FileExistsError:
-                    tmp = path + ".sgl-link"  # an identical file is stored already: share it
-                    os.link(blob, tmp)
-                    os.replace(tmp, path)
+                    tmp = path + ".sgl-link"
+                    if _sha256_of(blob) == entry.sha256:  # an identical file is stored already: share it
+                        os.link(blob, tmp)
+                        os.replace(tmp, path)
+                    else:  # a damaged blob must not spread: the fresh file becomes the blob
+                        log.warning("blob %s is damaged; replacing it with the fresh copy of %s", entry.sha256, entry.path)
+                        os.link(path, tmp)
+                        os.replace(tmp, blob)
             except OSError as exc:
                 if exc.errno in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                     log.debug("no blob sharing for %s: %s", entry.path, exc.strerror)
                     continue
                 raise
+
+
+def _sha256_of(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _write_new(path: str, target: str, data: bytes, mtime: float | None) -> FileEntry:
