@@ -79,3 +79,19 @@ def test_trigger_and_pruning_lose_nothing(monkeypatch):
             total += len(full[extractor.name])
     assert total > 40
     assert any(not extras for extras in fast.values())  # some files were skipped by the triggers
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.4.6"])
+def test_pipeline_inventory_matches_reading(version, tmp_path):
+    """The same expectations through the analyzer pipeline (`analyze_tree`: pre-pass, process pool,
+    per-file facts, cache) rather than the local driver (0.5.23 matched too, but takes minutes)."""
+    from sgl_scan.analyzer.pipeline import analyze_tree
+
+    got = inventory_json(analyze_tree(release_tree(version), cache_dir=tmp_path / "facts").inventory)
+    expected = _expected(version)
+    for key in EXPECTED_KEYS:
+        if key == "d2t_sites":
+            assert sorted((s["at"], s["kind"]) for s in got[key]) == sorted((s["at"], s["kind"]) for s in expected[key])
+        else:
+            assert got[key] == expected[key], key

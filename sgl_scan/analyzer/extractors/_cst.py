@@ -91,10 +91,8 @@ def string_values(node: cst.CSTNode | None) -> tuple[str, ...] | None:
 
 
 def body_statements(suite: cst.BaseSuite) -> list[cst.CSTNode]:
-    """Statements of a suite; a one-line suite's small statements count as statements."""
-    if isinstance(suite, cst.IndentedBlock):
-        return list(suite.body)
-    return list(suite.body)  # SimpleStatementSuite: small statements
+    """Statements of a suite (for a one-line suite, its small statements)."""
+    return list(suite.body)
 
 
 def small_statements(statement: cst.CSTNode) -> list[cst.CSTNode]:

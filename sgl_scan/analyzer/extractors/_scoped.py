@@ -4,7 +4,6 @@ libcst's visitor costs seconds; most statements of a triggered file are irreleva
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left, bisect_right
 
 import libcst as cst

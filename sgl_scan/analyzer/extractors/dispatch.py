@@ -20,7 +20,6 @@ from sgl_scan.analyzer.extractors._cst import (
     Resolver,
     Trigger,
     body_statements,
-    dotted,
     last_name,
     small_statements,
     string_value,

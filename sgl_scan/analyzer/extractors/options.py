@@ -15,7 +15,6 @@ import libcst.metadata as meta
 from sgl_scan.analyzer.extractors._cst import (
     Resolver,
     Trigger,
-    body_statements,
     dotted,
     small_statements,
     string_value,
