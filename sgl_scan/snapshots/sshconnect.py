@@ -272,11 +272,17 @@ class Connector:
                     log.warning("identity file %s does not exist", path)
                 continue
             try:
-                yield path, paramiko.PKey.from_path(path)
-            except paramiko.PasswordRequiredException:
-                log.info("skipping encrypted key %s (load it into ssh-agent to use it)", path)
-            except Exception as exc:  # unreadable or unsupported key file
-                log.info("skipping key %s: %s", path, type(exc).__name__)
+                key = paramiko.PKey.from_path(path)
+            except Exception as exc:  # encrypted, unreadable or unsupported key file
+                # an encrypted OpenSSH-format key raises TypeError ("password-protected") here
+                if isinstance(exc, paramiko.PasswordRequiredException) or "password" in str(exc).lower():
+                    log.info("skipping encrypted key %s (load it into ssh-agent to use it)", path)
+                    if explicit:
+                        yield f"{path} (encrypted: load it into ssh-agent)", None
+                else:
+                    log.info("skipping key %s: %s", path, type(exc).__name__)
+                continue
+            yield path, key
         if os.environ.get("SSH_AUTH_SOCK"):
             try:
                 agent = paramiko.Agent()
@@ -289,6 +295,8 @@ class Connector:
         tried = []
         for label, key in self._keys(target):
             tried.append(label)
+            if key is None:  # named for the error message, but not usable
+                continue
             try:
                 transport.auth_publickey(target.user, key)
             except paramiko.AuthenticationException:
