@@ -2,7 +2,8 @@
 
 General facts come from the `ast` walk (~10x faster than libcst); libcst parses a file only when an
 extractor's trigger matches it (the extractors share one `MetadataWrapper`) or when `ast` cannot
-read it (newer syntax), and then the CST walk gives the general facts. Both walkers emit the same
+read it (newer syntax), and then the CST walk gives the general facts. The extractors get the CST
+of the file reduced to the statements they can read (`reduce.py`: same lines and columns). Both walkers emit the same
 events to `Builder`; a test checks on a real SGLang tree that they produce identical facts.
 """
 
@@ -20,6 +21,7 @@ import libcst.metadata as meta
 from sgl_scan.analyzer.builder import Builder, module_name, normalize_text
 from sgl_scan.analyzer.facts import FileFacts, Param
 from sgl_scan.analyzer.model import Location, ParseError
+from sgl_scan.analyzer.reduce import reduce_source
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
@@ -431,8 +433,9 @@ def _wrap(module: cst.Module, extractors: Sequence[Any]) -> meta.MetadataWrapper
     return wrapper
 
 
-def run_extractors(path: str, wrapper: meta.MetadataWrapper, extractors: Sequence[Any]) -> dict:
-    context = _Context(path, module_name(path))
+def run_extractors(path: str, wrapper: meta.MetadataWrapper, extractors: Sequence[Any], text: str | None = None) -> dict:
+    """Each extractor's records; `text` is the module's source when known (saves regenerating it)."""
+    context = _Context(path, module_name(path), text)
     return {ex.name: tuple(ex.extract(wrapper, context)) for ex in extractors}
 
 
@@ -444,14 +447,25 @@ def facts_from_cst(path: str, sha256: str, text: str, extractors: Sequence[Any] 
     wrapper = _wrap(module, extractors)
     builder = Builder(path, sha256, text)
     _CstWalker(builder, split_lines(text), wrapper.resolve(meta.PositionProvider)).stmts(wrapper.module.body)
-    return builder.finish(parser="cst", extras=run_extractors(path, wrapper, extractors))
+    return builder.finish(parser="cst", extras=run_extractors(path, wrapper, extractors, text))
+
+
+def _reduced_extras(path: str, text: str, tree: ast.Module, extractors: Sequence[Any]) -> dict | None:
+    """The extractors' records from libcst over the reduced source (`reduce.py`); None where that
+    source does not parse (the caller then parses the whole file)."""
+    reduced = reduce_source(split_lines(text), tree, [ex.name for ex in extractors])
+    try:
+        module = cst.parse_module(reduced)
+    except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+    return run_extractors(path, _wrap(module, extractors), extractors, reduced)
 
 
 class _Context:
-    __slots__ = ("path", "module")
+    __slots__ = ("path", "module", "text")
 
-    def __init__(self, path: str, module: str) -> None:
-        self.path, self.module = path, module
+    def __init__(self, path: str, module: str, text: str | None = None) -> None:
+        self.path, self.module, self.text = path, module, text
 
 
 def parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False) -> FileFacts:
@@ -516,6 +530,10 @@ def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] =
     refusal = _too_deep_for_cst(text, tree, ast_error)
     if refusal:
         return _error(path, sha256, refusal)
+    if tree is not None:
+        extras = _reduced_extras(path, text, tree, extractors)
+        if extras is not None:
+            return facts_from_ast(path, sha256, text, tree, extras)
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -533,6 +551,6 @@ def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] =
     except (RecursionError, MemoryError, ValueError) as exc:
         return _error(path, sha256, f"cannot parse: {type(exc).__name__}")
     if tree is not None:
-        extras = run_extractors(path, _wrap(module, extractors), extractors)
+        extras = run_extractors(path, _wrap(module, extractors), extractors, text)
         return facts_from_ast(path, sha256, text, tree, extras)
     return facts_from_cst(path, sha256, text, extractors, module)

@@ -1,0 +1,148 @@
+"""`reduce.py`: the reduced source keeps every line and column, and the extractors read the same
+records from it as from the whole file (on real SGLang releases)."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import textwrap
+
+import libcst as cst
+import pytest
+
+from sgl_scan.analyzer.parse import decode_source, parse_file, run_extractors, split_lines, _wrap
+from sgl_scan.analyzer.pipeline import discover, load_extractors, matching_extractors
+from sgl_scan.analyzer.reduce import hit_lines, reduce_source
+from tests.support.releases import release_tree
+
+
+def _reduce(source: str, extractors=None) -> str:
+    source = textwrap.dedent(source)
+    return reduce_source(split_lines(source), ast.parse(source), extractors)
+
+
+def test_lines_and_kept_text_stay_in_place():
+    source = textwrap.dedent('''\
+        import os
+        X = 1
+
+        def unrelated(a):
+            import json
+            return json.dumps(a)
+
+        class Big:
+            """doc"""
+            def other(self):
+                return 1
+
+            def dispatch(self):
+                if self.spec_algorithm == "EAGLE":
+                    return 2
+
+            def tail(self):
+                x = 1
+                return x
+        ''')
+    reduced = _reduce(source)
+    lines, out = split_lines(source), split_lines(reduced)
+    assert len(out) == len(lines)
+    kept = {i + 1 for i, line in enumerate(out) if line.strip()}
+    for number in kept - {5 + 1, 12 + 1}:  # where `pass` went in
+        if out[number - 1].strip() != "pass":
+            assert out[number - 1] == lines[number - 1]
+    assert out[4] == lines[4]  # the function-local import
+    assert "def unrelated(a):" in out[3]
+    assert out[12:15] == lines[12:15]  # the method with a hit, whole
+    assert out[18].strip() == "pass"  # last line of the class keeps the class's extent
+    assert "return 1" not in reduced and "json.dumps" not in reduced
+    ast.parse(reduced)
+
+
+def test_algorithm_class_and_enum_kept_whole():
+    source = '''\
+        import enum
+        class SpeculativeAlgorithm(enum.IntEnum):
+            NONE = 0
+            def is_none(self):
+                return self == SpeculativeAlgorithm.NONE
+        class Mode(enum.Enum):
+            A = "spec_algorithm"
+            def other(self):
+                return 1
+        '''
+    assert _reduce(source) == textwrap.dedent(source)
+
+
+def test_statements_sharing_a_line_and_inline_suites():
+    source = '''\
+        class C:
+            a = 1; b = spec_algorithm
+            if a: import os
+            for x in y: pass
+        '''
+    reduced = _reduce(source)
+    assert "a = 1; b = spec_algorithm" in reduced and "if a: import os" in reduced
+    assert "for x in y" not in reduced
+    ast.parse(reduced)
+
+
+def test_hits_follow_the_extractors_asked_for():
+    lines = split_lines("x = d2t\ny = spec_algorithm\nz = 1\nalgo = self.speculative_algorithm\nif algo: pass\n")
+    assert hit_lines(lines, ("d2t",)) == {1, 2, 4, 5}  # aliases of the algorithm (y, algo) always count
+    assert {2, 4, 5} <= hit_lines(lines)
+
+
+def test_parse_file_gives_the_same_facts_as_full_libcst():
+    source = textwrap.dedent('''\
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+        def pick(server_args):
+            if server_args.speculative_algorithm == "EAGLE":
+                from sglang.srt.speculative.eagle_worker import EAGLEWorker
+                return EAGLEWorker
+            return None
+        def unrelated():
+            return 3
+        ''').encode()
+    extractors = matching_extractors(source, load_extractors())
+    assert extractors
+    reduced = parse_file("sglang/srt/x.py", source, "0", extractors)
+    text = source.decode()
+    full = run_extractors("sglang/srt/x.py", _wrap(cst.parse_module(text), extractors), extractors)
+    assert reduced.extras == full
+    assert any(reduced.extras.values())
+
+
+# -- real releases ---------------------------------------------------------------------------------
+ALWAYS = ("speculative/", "server_args.py", "arg_groups/", "managers/scheduler")
+SAMPLE = 4  # besides ALWAYS (and models/*eagle*), one triggered file in SAMPLE, chosen by path hash
+
+
+def _selected(rel: str) -> bool:
+    inside = rel.removeprefix("sglang/srt/")
+    if any(inside.startswith(p) or f"/{p}" in f"/{inside}" for p in ALWAYS):
+        return True
+    if inside.startswith("models/") and "eagle" in inside:
+        return True
+    return int(hashlib.sha256(rel.encode()).hexdigest(), 16) % SAMPLE == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.4.6", "0.5.11", "0.5.23"])
+def test_reduced_source_gives_identical_records_on_real_release(version):
+    tree = release_tree(version)
+    extractors = load_extractors()
+    checked = 0
+    for rel in discover(tree):
+        data = (tree / rel).read_bytes()
+        matched = matching_extractors(data, extractors)
+        if not matched or not _selected(rel):
+            continue
+        text = decode_source(data)
+        module = ast.parse(text)
+        reduced = reduce_source(split_lines(text), module, [ex.name for ex in matched])
+        assert len(split_lines(reduced)) == len(split_lines(text)), rel
+        full = run_extractors(rel, _wrap(cst.parse_module(text), matched), matched)
+        small = run_extractors(rel, _wrap(cst.parse_module(reduced), matched), matched)
+        assert small == full, rel
+        checked += 1
+    assert checked >= 5
