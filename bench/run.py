@@ -107,13 +107,13 @@ def targets(results: dict[str, Stats], rss: tuple[float | None, str | None] | No
 def _cli_has(*args: str) -> bool:
     """Whether `sgl-scan ARGS --help` succeeds: the command exists in this checkout."""
     result = subprocess.run([sys.executable, "-m", "sgl_scan", *args, "--help"], capture_output=True, text=True,
-                            cwd=REPO)
+                            cwd=REPO, env=analysis_bench.code_env())
     return result.returncode == 0
 
 
 def _scan_has_json() -> bool:
     result = subprocess.run([sys.executable, "-m", "sgl_scan", "scan", "--help"], capture_output=True, text=True,
-                            cwd=REPO)
+                            cwd=REPO, env=analysis_bench.code_env())
     return result.returncode == 0 and "--format" in result.stdout
 
 
@@ -307,9 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     results: dict[str, Stats] = {}
     rss = None
-    analysis_bench.compile_package()
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sgl-scan-bench-")))
+        analysis_bench.freeze_code(work)
         for section in SECTIONS + OPTIONAL_SECTIONS:
             if section not in sections:
                 continue
