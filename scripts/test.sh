@@ -20,4 +20,4 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[test,kernels]"  # kernels: torch (2.13.0 CPU build), triton, numpy
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${SGL_SCAN_TEST_JOBS:-2}" "$@"
