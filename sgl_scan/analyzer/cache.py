@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-import libcst
+from importlib import metadata
 
 ANALYZER_VERSION = 1
 MAGIC = b"SGLF1\n"
@@ -34,10 +34,18 @@ def signature(extractors: Sequence[Any]) -> str:
     analyzer (or an extractor) never serves facts an older build produced.
     """
     parts = [f"analyzer={ANALYZER_VERSION}", f"python={sys.version_info[0]}.{sys.version_info[1]}",
-             f"libcst={getattr(libcst, '__version__', '?')}"]
+             f"libcst={_libcst_version()}"]
     parts += sorted(f"{ex.name}={ex.version}" for ex in extractors)
     parts.append(f"code={_code_digest()}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _libcst_version() -> str:
+    """libcst's installed version (the module has no `__version__`; reading metadata avoids importing it)."""
+    try:
+        return metadata.version("libcst")
+    except metadata.PackageNotFoundError:
+        return "?"
 
 
 @functools.lru_cache(maxsize=1)
