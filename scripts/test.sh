@@ -19,5 +19,8 @@ fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[test,kernels]"  # kernels: torch (2.13.0 CPU build), triton, numpy
+# torch first and pinned: 2.13.0 resolves to the CPU build here; an unpinned torch pulls the CUDA
+# build and gigabytes of nvidia-* wheels that CPU-only tests never use.
+.venv/bin/python -m pip install -q "torch==${SGL_SCAN_TORCH_VERSION:-2.13.0}"
+.venv/bin/python -m pip install -q -e ".[test,kernels]"  # kernels: torch, triton, numpy
 exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${SGL_SCAN_TEST_JOBS:-2}" "$@"
