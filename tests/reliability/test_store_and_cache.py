@@ -14,6 +14,7 @@ import pytest
 from sgl_scan.snapshots.store import Store
 from tests.reliability.remote import entry_point, one_error_line, run_cli
 from tests.support.releases import release_tree
+from tests.support.tmpfs import small_tmpfs
 
 pytestmark = pytest.mark.slow
 
@@ -95,17 +96,9 @@ def test_damaged_facts_cache_entries_are_rebuilt(tmp_path, mini_package):
 
 @pytest.fixture
 def small_disk(tmp_path):
-    """A 1 MB tmpfs (needs root and mount rights; skipped with the reason elsewhere)."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {result.stderr.strip()}")
-    try:
+    """A 1 MB tmpfs (needs root and mount rights; skipped elsewhere)."""
+    with small_tmpfs(tmp_path, "1m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 def test_a_full_disk_mid_pull_is_one_line_and_keeps_the_old_snapshot(tmp_path, small_disk, mini_package):

@@ -6,7 +6,6 @@ import json
 import multiprocessing
 import os
 import re
-import subprocess
 
 import pytest
 
@@ -14,6 +13,7 @@ from sgl_scan.errors import SnapshotError
 from sgl_scan.snapshots.local import pull_local
 from sgl_scan.snapshots.store import Store
 from tests.snapshots.conftest import MINI_SPECULATIVE, make_mini_package
+from tests.support.tmpfs import small_tmpfs
 
 
 def _pull(store, package, scope="speculative"):
@@ -136,16 +136,8 @@ def test_concurrent_pulls_into_one_store_corrupt_nothing(tmp_path):
 @pytest.fixture
 def small_disk(tmp_path):
     """A 400 KB tmpfs (needs root and mount rights; skipped elsewhere)."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=400k", "tmpfs", str(mount)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {result.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path, "400k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
 
 
 def test_a_full_disk_mid_pull_fails_cleanly_and_keeps_the_old_snapshot(tmp_path, small_disk, mini_package, real_package):
