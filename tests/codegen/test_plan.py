@@ -118,3 +118,87 @@ def test_0_5_11_verify_glue_goes_through_the_v1_model_worker_batch(release_0_5_1
     assert glue.worker_batch_method == "get_model_worker_batch"  # dflash_worker.py:1195
     assert glue.forward_mode_module == "sglang.srt.model_executor.forward_batch_info"
     assert str(glue.result_location) == "sglang/srt/managers/utils.py:26"
+
+
+V1_WORKER = "sglang/srt/speculative/dflash_worker.py"
+V2_WORKER = "sglang/srt/speculative/dflash_worker_v2.py"
+
+
+def _where(glue):
+    return {d.key: str(d.location) for d in glue.decisions}
+
+
+def test_0_5_11_draft_and_commit_glue_reuse_the_v1_verify_input(release_0_5_11):
+    _, analysis = release_0_5_11
+    glue = plan_ddtree(analysis, budget=32, topk=8).engine
+    assert glue.missing == () and glue.shape == "batch"
+    # _prepare_for_speculative_decoding runs the block: `self.draft_model_runner.forward(` at dflash_worker.py:660
+    assert (glue.draft_method, glue.draft_args, glue.draft_runner) == ("_prepare_for_speculative_decoding", ("batch", "draft_input"), "draft_model_runner")
+    assert glue.draft_input_class == "sglang.srt.speculative.dflash_info.DFlashDraftInput"
+    # DFlashDraftInput's fields: verified_id (dflash_info.py:70), target_hidden (:76), ctx_lens (:79)
+    assert (glue.root_field, glue.hidden_field, glue.ctx_field) == ("verified_id", "target_hidden", "ctx_lens")
+    assert (glue.accept_method, glue.accept_keywords) == ("verify", ("batch", "logits_output", "page_size"))
+    assert glue.append_method == "_append_target_hidden_to_draft_kv"
+    assert glue.result_class == "sglang.srt.managers.scheduler.GenerationBatchResult"
+    assert glue.result_keywords == ("logits_output", "next_token_ids", "num_accepted_drafts", "num_accepted_drafts_per_req_cpu", "can_run_cuda_graph")
+    assert glue.window_func is None and glue.kv_mover is None  # the verify input's prepare reserves, its verify frees
+    assert _where(glue) == {
+        "draft": f"{V1_WORKER}:660",
+        "root": "sglang/srt/speculative/dflash_info.py:70",
+        "handoff": "sglang/srt/speculative/dflash_info.py:76",
+        "accept": "sglang/srt/speculative/dflash_info.py:312",
+        "append": f"{V1_WORKER}:1238",
+        "result": f"{V1_WORKER}:1250",
+    }
+
+
+def test_0_5_23_draft_and_commit_glue_follow_the_v2_window(release_0_5_23):
+    _, analysis = release_0_5_23
+    glue = plan_ddtree(analysis, budget=32, topk=8).engine
+    assert glue.missing == () and glue.shape == "forward_batch"
+    assert (glue.draft_method, glue.draft_args, glue.draft_runner) == ("forward_batch_generation", ("batch",), "draft_model_runner")
+    assert glue.draft_input_class == "sglang.srt.speculative.dflash_info_v2.DFlashDraftInputV2"
+    assert glue.root_field == "bonus_tokens"  # dflash_info_v2.py:42 (topk_index at :41 is no token field)
+    assert glue.append_keywords == ("target_hidden", "cache_loc", "cache_loc_2d", "positions", "commit_lens")
+    assert (glue.next_input_method, glue.next_input_keywords) == ("_make_next_draft_input_decode", ("bonus_tokens", "new_seq_lens"))
+    assert glue.window_func == "sglang.kernels.ops.speculative.cache_locs.assign_extend_cache_locs_func"
+    assert glue.kv_mover == "sglang.srt.speculative.spec_utils.move_accept_tokens_to_target_kvcache"
+    assert glue.publish_param == "on_publish"
+    assert "accept_lens" in glue.result_keywords and "speculative_num_draft_tokens" in glue.result_keywords
+    assert _where(glue) == {
+        "draft": f"{V2_WORKER}:2688",
+        "root": "sglang/srt/speculative/dflash_info_v2.py:42",
+        "append": f"{V2_WORKER}:2986",
+        "next_input": f"{V2_WORKER}:2997",
+        "window": f"{V2_WORKER}:2542",
+        "mover": "sglang/srt/speculative/spec_utils.py:859",
+        "publish": f"{V2_WORKER}:2973",
+        "result": f"{V2_WORKER}:3002",
+    }
+
+
+def test_facts_missing_the_accept_method_make_the_worker_refuse_naming_it(release_0_5_11):
+    import dataclasses
+
+    from sgl_scan.codegen.ddtree.patch import build_patch
+    from sgl_scan.codegen.ddtree.render import render_ddtree
+
+    tree, analysis = release_0_5_11
+    path = "sglang/srt/speculative/dflash_info.py"
+    facts = analysis.files[path]
+    cls = next(c for c in facts.classes if c.qualname == "DFlashVerifyInput")
+    without = dataclasses.replace(
+        facts,
+        classes=tuple(dataclasses.replace(c, methods=tuple(m for m in c.methods if m != "verify")) if c is cls else c for c in facts.classes),
+        functions=tuple(f for f in facts.functions if not (f.owner == "DFlashVerifyInput" and f.name == "verify")),
+    )
+    files = {**{p: analysis.files[p] for p in analysis.files}, path: without}
+    lacking = dataclasses.replace(analysis, files=files)
+    plan = plan_ddtree(lacking, budget=32, topk=8)
+    assert plan.engine.missing == (
+        "sglang.srt.speculative.dflash_worker.DFlashWorker.forward_batch_generation "
+        f"({V1_WORKER}:1112) calls no method of the verify input after the target verify",
+    )
+    worker = render_ddtree(plan, "ddtree_gen", build_patch(plan, lacking, tree, "ddtree_gen"), "x")["worker.py"]
+    assert repr(plan.engine.missing[0]) in worker.split("ENGINE_GLUE_MISSING = (")[1].split(")\n")[0]
+    assert "def ddtree_commit" in worker and 'raise NotImplementedError("DDTree: " + "; ".join(ENGINE_GLUE_MISSING))' in worker

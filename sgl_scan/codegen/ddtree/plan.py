@@ -155,6 +155,7 @@ class DDTreePlan:
     algorithm_option: Location | None
     delegated: tuple[Signature, ...] = ()  # plugin mode: enum methods that branch on DFLASH, delegated to it
     verify: VerifyGlue | None = None
+    engine: "EngineGlue | None" = None  # draft and commit glue (engine.py)
 
     @property
     def enum_name(self) -> str:
@@ -194,6 +195,9 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
     chosen_mode, mode_reason = _choose_mode(mode, plugin, version, algorithm_class.qualname)
     predicates = _predicate_choices(analysis, algorithm_class.qualname)
     supports_overlap, overlap_reason = _overlap(analysis, dflash)
+    from sgl_scan.codegen.ddtree.engine import engine_glue  # engine.py reads this module's lookups
+
+    verify = verify_glue(analysis, base)
     return DDTreePlan(
         snapshot_id=analysis.snapshot_id,
         sglang_version=analysis.sglang_version,
@@ -215,7 +219,8 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
         overlap_reason=overlap_reason,
         algorithm_option=inventory.algorithm_option.location if inventory.algorithm_option else None,
         delegated=_delegated(analysis, dflash) if chosen_mode == "plugin" else (),
-        verify=verify_glue(analysis, base),
+        verify=verify,
+        engine=engine_glue(analysis, base, verify),
     )
 
 

@@ -105,7 +105,9 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
         "regenerate": regenerate,
         "out_hint": f"/path/to/{package}",
         "verify": _verify_context(plan),
+        "engine": _engine_context(plan),
     }
+    context["attributes"] = tuple(dict.fromkeys(tuple(context["verify"]["attributes"]) + tuple(context["engine"]["attributes"])))
     if plan.plugin is not None:
         base_module, _, base_name = plan.plugin.base_qualname.rpartition(".")
         register_params = {p.name for p in plan.plugin.register.params}
@@ -168,6 +170,70 @@ def _verify_context(plan: DDTreePlan) -> dict[str, object]:
         "verify_mode": VERIFY_MODE,
         "attributes": attributes,
     }
+
+
+def _engine_context(plan: DDTreePlan) -> dict[str, object]:
+    """How the generated worker runs the release's draft block and commits a tree (engine.py)."""
+    glue = plan.engine
+    if glue is None:
+        return {"ok": False, "missing": ["no draft/commit glue planned"], "decisions": [], "attributes": ()}
+    ok = not glue.missing and plan.verify is not None and not plan.verify.missing
+    context: dict[str, object] = {
+        "ok": ok,
+        "missing": list(glue.missing),
+        "decisions": [f"{d.what} ({d.location})" for d in glue.decisions],
+        "unverified": list(glue.unverified),
+        "attributes": (glue.draft_runner,) if glue.draft_runner else (),
+    }
+    if not ok:
+        return context
+    where = lambda key: str(glue.where(key)) if glue.where(key) else "outside the scanned files"  # noqa: E731
+    module, _, name = glue.result_class.rpartition(".")
+    context.update(
+        {
+            "v2": glue.shape == "forward_batch",
+            "shape_text": "spec v2: the verify window comes from the scheduler's reservation" if glue.shape == "forward_batch"
+            else "spec v1: the verify input's prepare and accept manage the window",
+            "result_module": module,
+            "result_name": name,
+            "result_keywords": glue.result_keywords,
+            "result_location": where("result"),
+            "draft_method": glue.draft_method,
+            "draft_call": ", ".join("batch" if a == "batch" else "draft_input" for a in glue.draft_args),
+            "draft_runner": glue.draft_runner,
+            "draft_location": where("draft"),
+            "root_field": glue.root_field,
+            "hidden_field": glue.hidden_field,
+            "ctx_field": glue.ctx_field,
+            "append_method": glue.append_method,
+            "append_location": where("append"),
+            "append_keywords": glue.append_keywords,
+            "append_values": {
+                "target_hidden": "hidden",
+                "cache_loc": "window",
+                "cache_loc_2d": "window.view(bs, width)",
+                "positions": "(committed.unsqueeze(1) + columns).reshape(-1)",
+                "commit_lens": "commit_lens",
+            },
+            "accept_method": glue.accept_method,
+            "accept_location": where("accept"),
+            "accept_call": ", ".join(
+                f"{k}={ {'batch': 'batch', 'logits_output': 'verified', 'page_size': 'self.page_size'}[k] }" for k in glue.accept_keywords
+            ),
+            "next_input_method": glue.next_input_method,
+            "next_input_call": ", ".join(f"{k}={ {'bonus_tokens': 'bonus', 'new_seq_lens': 'new_seq_lens'}[k] }" for k in glue.next_input_keywords),
+            "window_module": glue.window_func.rpartition(".")[0] if glue.window_func else "",
+            "window_name": glue.window_func.rpartition(".")[2] if glue.window_func else "",
+            "window_location": where("window"),
+            "mover_module": glue.kv_mover.rpartition(".")[0] if glue.kv_mover else "",
+            "mover_name": glue.kv_mover.rpartition(".")[2] if glue.kv_mover else "",
+            "mover_location": where("mover"),
+            "publish_param": glue.publish_param,
+        }
+    )
+    if "page_size" in glue.accept_keywords:
+        context["attributes"] = context["attributes"] + ("page_size",)
+    return context
 
 
 def _literal(text: str) -> bool:

@@ -10,10 +10,13 @@ tree tokens, positions and the ancestor-only custom mask; `prepare_for_verify` (
 prepares the batch and `self.target_worker.forward_batch_generation` (sglang/srt/managers/tp_worker.py:445)
 runs it with is_verify=True.
 
-Engine glue still to write by hand (these raise NotImplementedError): `ddtree_draft_logits` (the
-DFlash block forward, but keeping the full-vocabulary logits, and reserving the verify window
-`batch.out_cache_loc` of B * (budget + 1) slots) and `ddtree_commit` (keep the accepted nodes' KV
-and hidden states, free the rest). Each names the base-class method to adapt.
+The draft step and the commit are wired to the release as well (spec v1: the verify input's prepare and accept manage the window):
+- draft block: DFlashWorker._prepare_for_speculative_decoding() runs self.draft_model_runner.forward(forward_batch); DDTree stops it there (sglang/srt/speculative/dflash_worker.py:660)
+- root token: batch.spec_info.verified_id (DFlashDraftInput) (sglang/srt/speculative/dflash_info.py:70)
+- hidden-state handoff: batch.spec_info.target_hidden / .ctx_lens (sglang/srt/speculative/dflash_info.py:76)
+- commit: DFlashVerifyInput.verify(batch=, logits_output=, page_size=) frees the uncommitted window slots, maps the kept ones and gathers their hidden states (sglang/srt/speculative/dflash_info.py:312)
+- draft KV: self._append_target_hidden_to_draft_kv(batch, draft_input) after the commit, as the base does (sglang/srt/speculative/dflash_worker.py:1238)
+- result: GenerationBatchResult(logits_output=, next_token_ids=, num_accepted_drafts=, num_accepted_drafts_per_req_cpu=, can_run_cuda_graph=), as the decode path returns (sglang/srt/speculative/dflash_worker.py:1250)
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import torch
 from sglang.srt.speculative.dflash_worker import DFlashWorker
 from sglang.srt.speculative.dflash_info import DFlashVerifyInput
 from sglang.srt.model_executor.forward_batch_info import ForwardMode
+from sglang.srt.managers.scheduler import GenerationBatchResult
 
 from . import tree as ddtree
 
@@ -36,8 +40,28 @@ TOPK_ENV = "SGLANG_DDTREE_TOPK"
 # worker refuses to construct.
 ENGINE_GLUE_MISSING = (
 )
+# The keywords the base decode path builds its result with (sglang/srt/speculative/dflash_worker.py:1250).
+RESULT_KEYWORDS = ('logits_output', 'next_token_ids', 'num_accepted_drafts', 'num_accepted_drafts_per_req_cpu', 'can_run_cuda_graph')
 # Attributes of the base worker the glue reads (checked when the worker is constructed).
-ENGINE_ATTRIBUTES = ('target_worker', 'page_size')
+ENGINE_ATTRIBUTES = ('target_worker', 'page_size', 'draft_model_runner')
+
+
+class _DraftBlockDone(Exception):
+    """Raised from the draft runner's forward: stops the base decode path right after the draft block."""
+
+    def __init__(self, output):
+        super().__init__("draft block done")
+        self.output = output
+
+
+def path_first_order(accepted: torch.Tensor, counts: torch.Tensor, width: int) -> torch.Tensor:
+    """[B, W] permutation of window columns: the accepted path (root first), then the other nodes in index order."""
+    rows = []
+    for b in range(accepted.shape[0]):
+        path = [int(i) for i in accepted[b, : int(counts[b])].tolist()]
+        taken = set(path)
+        rows.append(path + [i for i in range(width) if i not in taken])
+    return torch.tensor(rows, dtype=torch.int64, device=accepted.device)
 
 
 def _kernels():
@@ -125,8 +149,9 @@ class DDTreeWorker(DFlashWorker):
         absent = [name for name in ENGINE_ATTRIBUTES if not hasattr(self, name)]
         if absent:
             raise RuntimeError(f"DDTree: DFlashWorker has no attribute(s) {absent} the tree verify uses")
-        if not hasattr(ForwardMode, "TARGET_VERIFY"):
-            raise RuntimeError("DDTree: sglang.srt.model_executor.forward_batch_info.ForwardMode has no TARGET_VERIFY")
+        for member in ("TARGET_VERIFY", "DECODE"):
+            if not hasattr(ForwardMode, member):
+                raise RuntimeError(f"DDTree: sglang.srt.model_executor.forward_batch_info.ForwardMode has no {member}")
         self.ddtree_budget = resolve_budget(getattr(self, "server_args", None))
         self.ddtree_topk = resolve_topk(self.ddtree_budget)
 
@@ -164,11 +189,45 @@ class DDTreeWorker(DFlashWorker):
         return torch.stack(rows)
 
     def ddtree_draft_logits(self, batch):
-        """Full-vocabulary draft logits [B, L, V], root (last bonus) tokens [B], committed lengths [B]."""
-        raise NotImplementedError(
-            "DDTree: run the DFlash draft block as DFlashWorker.forward_batch_generation (sglang/srt/speculative/dflash_worker.py:1112) does, "
-            "but return the draft lm-head logits instead of greedy tokens"
-        )
+        """Full-vocabulary draft logits [B, L, V], root (last bonus) tokens [B], committed lengths [B].
+
+        Runs the release's own draft block (sglang/srt/speculative/dflash_worker.py:660) and stops it right after
+        `self.draft_model_runner.forward`, before it samples; the draft hidden states of the
+        block's positions 1.. go through the target's lm_head over the whole vocabulary.
+        The verify window (B * (budget + 1) slots) is reserved by `prepare_for_verify`
+        (sglang/srt/speculative/dflash_info.py:178), which `ddtree_target_verify` calls, as the base does.
+        """
+        draft_input = batch.spec_info
+        self.ddtree_draft_input = draft_input
+        roots = getattr(draft_input, "verified_id").reshape(-1).to(torch.int64)
+        committed = batch.seq_lens.clone()
+        runner = self.draft_model_runner
+        own = runner.__dict__.get("forward") if hasattr(runner, "__dict__") else None
+        original = runner.forward
+
+        def stop_after_forward(forward_batch, *args, **kwargs):
+            raise _DraftBlockDone(original(forward_batch, *args, **kwargs))
+
+        runner.forward = stop_after_forward
+        try:
+            super()._prepare_for_speculative_decoding(batch, draft_input)
+        except _DraftBlockDone as done:
+            output = done.output
+        else:
+            raise RuntimeError("DDTree: DFlashWorker._prepare_for_speculative_decoding returned without running self.draft_model_runner.forward")
+        finally:
+            if own is None:
+                del runner.forward
+            else:
+                runner.forward = own
+        hidden = getattr(getattr(output, "logits_output", None), "hidden_states", None)
+        if hidden is None:
+            raise RuntimeError("DDTree: the draft block returned no hidden states")
+        bs = int(roots.shape[0])
+        hidden = hidden.view(bs, -1, hidden.shape[-1])[:, 1:, :]
+        lm_head = self.target_worker.model_runner.model.lm_head
+        draft_logits = torch.matmul(hidden.float(), lm_head.weight.float().t())
+        return draft_logits, roots, committed
 
     def ddtree_target_verify(self, batch, trees: TreeBatch, custom_mask: torch.Tensor, *args, **kwargs):
         """Target logits [B * W, V] for the flattened tree, and the release's logits output (hidden states).
@@ -188,6 +247,7 @@ class DDTreeWorker(DFlashWorker):
         batch.forward_mode = ForwardMode.TARGET_VERIFY
         batch.spec_info = verify_input
         result = self.target_worker.forward_batch_generation(batch.get_model_worker_batch(), is_verify=True)
+        self.ddtree_target_result = result
         output = getattr(result, "logits_output", None)
         logits = getattr(output, "next_token_logits", None)
         if logits is None:
@@ -195,9 +255,57 @@ class DDTreeWorker(DFlashWorker):
         return logits, output
 
     def ddtree_commit(self, batch, trees: TreeBatch, verified, accepted, counts, bonus, *args, **kwargs):
-        """Keep the KV and hidden states of the accepted nodes, free the rest, return the batch result."""
-        raise NotImplementedError(
-            "DDTree: move the accepted nodes' KV slots to the front of the verify window, free the others, "
-            "append the accepted target hidden states to the draft KV and return the result as "
-            "DFlashWorker.forward_batch_generation (sglang/srt/speculative/dflash_worker.py:1112) does"
+        """Keep the KV and hidden states of the accepted nodes, free the rest, return the batch result.
+
+        The window is laid out path-first (accepted nodes, then the rest) and handed to the
+        release's own `DFlashVerifyInput.verify` (sglang/srt/speculative/dflash_info.py:312), which
+        frees the uncommitted slots, maps the kept ones, appends the tokens to the requests and gathers
+        the committed hidden states; those go to the drafter through `_append_target_hidden_to_draft_kv`.
+        """
+        bs, width = int(trees.tokens.shape[0]), int(trees.tokens.shape[1])
+        order = path_first_order(accepted, counts, width)
+        tokens = trees.tokens.gather(1, order)
+        hidden = verified.hidden_states
+        if hidden is None:
+            raise RuntimeError("DDTree commit needs the target verify's hidden states")
+        hidden = hidden.view(bs, width, -1)
+        hidden = hidden.gather(1, order.unsqueeze(-1).expand(-1, -1, hidden.shape[-1])).reshape(bs * width, -1)
+        target = getattr(self, "ddtree_target_result", None)
+        values = {
+            "logits_output": verified,
+            "can_run_cuda_graph": bool(getattr(target, "can_run_cuda_graph", False)),
+            "speculative_num_draft_tokens": width,
+            "routed_experts_output": getattr(target, "routed_experts_output", None),
+            "indexer_topk_output": getattr(target, "indexer_topk_output", None),
+        }
+        # After the accepted path, a token the target did not choose, so the release's linear accept stops there.
+        columns = torch.arange(width, device=tokens.device).unsqueeze(0)
+        tokens = torch.where(columns == counts.unsqueeze(1), ((bonus + 1) % verified.next_token_logits.shape[-1]).unsqueeze(1), tokens)
+        # The target's choice after each path node: the next path token, then the bonus token.
+        choice = torch.cat([tokens[:, 1:], bonus.unsqueeze(1)], dim=1)
+        choice = torch.where(columns == (counts - 1).unsqueeze(1), bonus.unsqueeze(1), choice)
+        verify_input = batch.spec_info
+        verify_input.draft_token = tokens.reshape(-1)
+        batch.out_cache_loc = batch.out_cache_loc.view(bs, width).gather(1, order).reshape(-1)
+        logits = verified.next_token_logits
+        forced = torch.full_like(logits, float("-inf"))
+        forced.scatter_(1, choice.reshape(-1, 1).to(forced.device), 0.0)
+        verified.next_token_logits, verified.hidden_states = forced, hidden
+        try:
+            next_roots, commit_lens, next_hidden, accepted_per_req = verify_input.verify(batch=batch, logits_output=verified, page_size=self.page_size)
+        finally:
+            verified.next_token_logits = logits
+        draft_input = self.ddtree_draft_input
+        draft_input.verified_id = next_roots
+        draft_input.target_hidden = next_hidden
+        draft_input.ctx_lens = commit_lens
+        self._append_target_hidden_to_draft_kv(batch, draft_input)
+        batch.spec_info = draft_input
+        batch.forward_mode = ForwardMode.DECODE
+        values.update(
+            next_token_ids=next_roots,
+            accept_lens=commit_lens,
+            num_accepted_drafts=sum(accepted_per_req),
+            num_accepted_drafts_per_req_cpu=accepted_per_req,
         )
+        return GenerationBatchResult(**{name: values[name] for name in RESULT_KEYWORDS})

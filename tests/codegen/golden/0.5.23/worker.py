@@ -10,10 +10,15 @@ tree tokens, positions and the ancestor-only custom mask; `prepare_for_verify` (
 prepares the batch and `self.target_worker.forward_batch_generation` (sglang/srt/managers/tp_worker.py:622)
 runs it with is_verify=True.
 
-Engine glue still to write by hand (these raise NotImplementedError): `ddtree_draft_logits` (the
-DFlash block forward, but keeping the full-vocabulary logits, and reserving the verify window
-`batch.out_cache_loc` of B * (budget + 1) slots) and `ddtree_commit` (keep the accepted nodes' KV
-and hidden states, free the rest). Each names the base-class method to adapt.
+The draft step and the commit are wired to the release as well (spec v2: the verify window comes from the scheduler's reservation):
+- draft block: DFlashWorkerV2.forward_batch_generation() runs self.draft_model_runner.forward(forward_batch); DDTree stops it there (sglang/srt/speculative/dflash_worker_v2.py:2688)
+- root token: batch.spec_info.bonus_tokens (DFlashDraftInputV2) (sglang/srt/speculative/dflash_info_v2.py:42)
+- draft KV: self._append_target_hidden_to_draft_kv_by_loc(target_hidden, cache_loc, cache_loc_2d, positions, commit_lens) after the commit, as the base does (sglang/srt/speculative/dflash_worker_v2.py:2986)
+- next draft input: self._make_next_draft_input_decode(bonus_tokens=, new_seq_lens=) (sglang/srt/speculative/dflash_worker_v2.py:2997)
+- verify window: assign_extend_cache_locs_func(req_pool_indices=, req_to_token=, start_offset=, end_offset=, batch_size=, draft_token_num=, device=) over committed length + [0, budget + 1) (sglang/srt/speculative/dflash_worker_v2.py:2542)
+- KV compaction: sglang.srt.speculative.spec_utils.move_accept_tokens_to_target_kvcache(batch, accept_index, num_correct_drafts, batch.token_to_kv_pool_allocator) (sglang/srt/speculative/spec_utils.py:859)
+- the decode path calls its `on_publish` parameter with the new lengths; so does the commit (sglang/srt/speculative/dflash_worker_v2.py:2973)
+- result: GenerationBatchResult(logits_output=, next_token_ids=, accept_lens=, can_run_cuda_graph=, next_draft_input=, speculative_num_draft_tokens=, new_seq_lens=, routed_experts_output=, indexer_topk_output=), as the decode path returns (sglang/srt/speculative/dflash_worker_v2.py:3002)
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ import torch
 
 from sglang.srt.speculative.dflash_worker_v2 import DFlashWorkerV2
 from sglang.srt.speculative.dflash_info import DFlashVerifyInput
+from sglang.srt.managers.scheduler import GenerationBatchResult
+from sglang.kernels.ops.speculative.cache_locs import assign_extend_cache_locs_func
+from sglang.srt.speculative.spec_utils import move_accept_tokens_to_target_kvcache
 
 from . import tree as ddtree
 
@@ -35,8 +43,28 @@ TOPK_ENV = "SGLANG_DDTREE_TOPK"
 # worker refuses to construct.
 ENGINE_GLUE_MISSING = (
 )
+# The keywords the base decode path builds its result with (sglang/srt/speculative/dflash_worker_v2.py:3002).
+RESULT_KEYWORDS = ('logits_output', 'next_token_ids', 'accept_lens', 'can_run_cuda_graph', 'next_draft_input', 'speculative_num_draft_tokens', 'new_seq_lens', 'routed_experts_output', 'indexer_topk_output')
 # Attributes of the base worker the glue reads (checked when the worker is constructed).
-ENGINE_ATTRIBUTES = ('target_worker',)
+ENGINE_ATTRIBUTES = ('target_worker', 'draft_model_runner')
+
+
+class _DraftBlockDone(Exception):
+    """Raised from the draft runner's forward: stops the base decode path right after the draft block."""
+
+    def __init__(self, output):
+        super().__init__("draft block done")
+        self.output = output
+
+
+def path_first_order(accepted: torch.Tensor, counts: torch.Tensor, width: int) -> torch.Tensor:
+    """[B, W] permutation of window columns: the accepted path (root first), then the other nodes in index order."""
+    rows = []
+    for b in range(accepted.shape[0]):
+        path = [int(i) for i in accepted[b, : int(counts[b])].tolist()]
+        taken = set(path)
+        rows.append(path + [i for i in range(width) if i not in taken])
+    return torch.tensor(rows, dtype=torch.int64, device=accepted.device)
 
 
 def _kernels():
@@ -161,11 +189,55 @@ class DDTreeWorker(DFlashWorkerV2):
         return torch.stack(rows)
 
     def ddtree_draft_logits(self, batch):
-        """Full-vocabulary draft logits [B, L, V], root (last bonus) tokens [B], committed lengths [B]."""
-        raise NotImplementedError(
-            "DDTree: run the DFlash draft block as DFlashWorkerV2.forward_batch_generation (sglang/srt/speculative/dflash_worker_v2.py:2336) does, "
-            "but return the draft lm-head logits instead of greedy tokens"
-        )
+        """Full-vocabulary draft logits [B, L, V], root (last bonus) tokens [B], committed lengths [B].
+
+        Runs the release's own draft block (sglang/srt/speculative/dflash_worker_v2.py:2688) and stops it right after
+        `self.draft_model_runner.forward`, before it samples; the draft hidden states of the
+        block's positions 1.. go through the target's lm_head over the whole vocabulary.
+        Reserves the verify window `batch.out_cache_loc` (B * (budget + 1) slots) from the
+        scheduler's req_to_token reservation, as the base does for its block (sglang/srt/speculative/dflash_worker_v2.py:2542).
+        """
+        draft_input = batch.spec_info
+        self.ddtree_draft_input = draft_input
+        roots = getattr(draft_input, "bonus_tokens").reshape(-1).to(torch.int64)
+        committed = batch.seq_lens.clone()
+        runner = self.draft_model_runner
+        own = runner.__dict__.get("forward") if hasattr(runner, "__dict__") else None
+        original = runner.forward
+
+        def stop_after_forward(forward_batch, *args, **kwargs):
+            raise _DraftBlockDone(original(forward_batch, *args, **kwargs))
+
+        runner.forward = stop_after_forward
+        try:
+            super().forward_batch_generation(batch)
+        except _DraftBlockDone as done:
+            output = done.output
+        else:
+            raise RuntimeError("DDTree: DFlashWorkerV2.forward_batch_generation returned without running self.draft_model_runner.forward")
+        finally:
+            if own is None:
+                del runner.forward
+            else:
+                runner.forward = own
+        hidden = getattr(getattr(output, "logits_output", None), "hidden_states", None)
+        if hidden is None:
+            raise RuntimeError("DDTree: the draft block returned no hidden states")
+        bs = int(roots.shape[0])
+        hidden = hidden.view(bs, -1, hidden.shape[-1])[:, 1:, :]
+        lm_head = self.target_worker.model_runner.model.lm_head
+        draft_logits = torch.matmul(hidden.float(), lm_head.weight.float().t())
+        width = self.ddtree_budget + 1
+        batch.out_cache_loc = assign_extend_cache_locs_func(
+            req_pool_indices=batch.req_pool_indices,
+            req_to_token=batch.req_to_token_pool.req_to_token,
+            start_offset=committed,
+            end_offset=committed + width,
+            batch_size=bs,
+            draft_token_num=width,
+            device=committed.device,
+        ).reshape(-1)
+        return draft_logits, roots, committed
 
     def ddtree_target_verify(self, batch, trees: TreeBatch, custom_mask: torch.Tensor, *args, **kwargs):
         """Target logits [B * W, V] for the flattened tree, and the release's logits output (hidden states).
@@ -190,6 +262,7 @@ class DDTreeWorker(DFlashWorkerV2):
         forward_batch = prepared[0] if isinstance(prepared, tuple) else prepared
         verify_input.custom_mask = custom_mask  # a prepare step may reset or rebuild it as a causal block mask
         result = self.target_worker.forward_batch_generation(None, forward_batch=forward_batch, is_verify=True)
+        self.ddtree_target_result = result
         output = getattr(result, "logits_output", None)
         logits = getattr(output, "next_token_logits", None)
         if logits is None:
@@ -197,9 +270,60 @@ class DDTreeWorker(DFlashWorkerV2):
         return logits, output
 
     def ddtree_commit(self, batch, trees: TreeBatch, verified, accepted, counts, bonus, *args, **kwargs):
-        """Keep the KV and hidden states of the accepted nodes, free the rest, return the batch result."""
-        raise NotImplementedError(
-            "DDTree: move the accepted nodes' KV slots to the front of the verify window, free the others, "
-            "append the accepted target hidden states to the draft KV and return the result as "
-            "DFlashWorkerV2.forward_batch_generation (sglang/srt/speculative/dflash_worker_v2.py:2336) does"
+        """Keep the KV and hidden states of the accepted nodes, free the rest, return the batch result.
+
+        The accepted nodes' KV moves to the front of each request's window with
+        `move_accept_tokens_to_target_kvcache` (sglang/srt/speculative/spec_utils.py:859); the rest of the window stays the
+        scheduler's reservation, as after the base's linear verify. Their target hidden states go
+        to the draft KV through `_append_target_hidden_to_draft_kv_by_loc` (sglang/srt/speculative/dflash_worker_v2.py:2986).
+        """
+        bs, width = int(trees.tokens.shape[0]), int(trees.tokens.shape[1])
+        order = path_first_order(accepted, counts, width)
+        tokens = trees.tokens.gather(1, order)
+        hidden = verified.hidden_states
+        if hidden is None:
+            raise RuntimeError("DDTree commit needs the target verify's hidden states")
+        hidden = hidden.view(bs, width, -1)
+        hidden = hidden.gather(1, order.unsqueeze(-1).expand(-1, -1, hidden.shape[-1])).reshape(bs * width, -1)
+        target = getattr(self, "ddtree_target_result", None)
+        values = {
+            "logits_output": verified,
+            "can_run_cuda_graph": bool(getattr(target, "can_run_cuda_graph", False)),
+            "speculative_num_draft_tokens": width,
+            "routed_experts_output": getattr(target, "routed_experts_output", None),
+            "indexer_topk_output": getattr(target, "indexer_topk_output", None),
+        }
+        columns = torch.arange(width, device=order.device).unsqueeze(0)
+        base_rows = (torch.arange(bs, device=order.device) * width).unsqueeze(1)
+        kept = columns < counts.unsqueeze(1)
+        accept_index = torch.where(kept, order + base_rows, torch.full_like(order, -1))
+        move_accept_tokens_to_target_kvcache(batch, accept_index, counts - 1, batch.token_to_kv_pool_allocator)
+        commit_lens = counts.to(torch.int32)
+        committed = trees.positions[:, 0].to(torch.int64)
+        new_seq_lens = committed + counts.to(torch.int64)
+        window = batch.out_cache_loc
+        self._append_target_hidden_to_draft_kv_by_loc(
+            target_hidden=hidden,
+            cache_loc=window,
+            cache_loc_2d=window.view(bs, width),
+            positions=(committed.unsqueeze(1) + columns).reshape(-1),
+            commit_lens=commit_lens,
         )
+        verified.hidden_states = None
+        out_tokens = torch.zeros((bs, width), dtype=torch.int64, device=tokens.device)
+        for b in range(bs):
+            n = int(counts[b])
+            out_tokens[b, : n - 1] = tokens[b, 1:n]
+            out_tokens[b, n - 1] = bonus[b]
+        publish = kwargs.get("on_publish")
+        if publish is not None:
+            publish(new_seq_lens)
+        values.update(
+            next_token_ids=out_tokens.reshape(-1),
+            accept_lens=commit_lens,
+            new_seq_lens=new_seq_lens,
+            num_accepted_drafts=int((counts - 1).sum()),
+            num_accepted_drafts_per_req_cpu=(counts - 1).tolist(),
+            next_draft_input=self._make_next_draft_input_decode(bonus_tokens=bonus, new_seq_lens=new_seq_lens),
+        )
+        return GenerationBatchResult(**{name: values[name] for name in RESULT_KEYWORDS})

@@ -5,8 +5,9 @@ and exactly the names and signatures the worker uses, taken from the snapshot's 
 `sglang.srt.speculative.dflash_worker.DFlashWorker` (constructor, `forward_batch_generation`, `self.target_worker`),
 `sglang.srt.speculative.dflash_info.DFlashVerifyInput` (its fields and `prepare_for_verify`) and the target
 worker's `forward_batch_generation`, which computes a toy target's logits from the verify input's
-tokens, positions and custom mask. The draft block and the commit are a toy engine (noisy
-draft logits; the commit returns the accepted tokens). Decoding must equal plain greedy decoding.
+tokens, positions and custom mask, and the engine pieces the draft step and the
+commit use: the base worker's draft block and `self.draft_model_runner`, a token-to-KV allocator
+that records alloc/free, a KV store keyed by slot, `DFlashVerifyInput.verify` (the release's linear accept: frees, maps, gathers),`_append_target_hidden_to_draft_kv` and `GenerationBatchResult`. Decoding must equal plain greedy decoding.
 """
 
 import importlib
@@ -25,12 +26,15 @@ BASE_NAME = "DFlashWorker"
 INIT_PARAMS = ['server_args', 'gpu_id', 'tp_rank', 'dp_rank', 'moe_ep_rank', 'attn_cp_rank', 'moe_dp_rank', 'nccl_port', 'target_worker']
 VOCAB = 19
 BUDGET = 10
+BLOCK = 7  # the DFlash block: the root and L = 6 draft positions
 WIDTH = BUDGET + 1
 _INHERITED = object()
 VERIFY_MODULE = "sglang.srt.speculative.dflash_info"
 VERIFY_NAME = "DFlashVerifyInput"
 VERIFY_FIELDS = ('draft_token', 'positions', 'draft_token_num', 'topk', 'custom_mask', 'capture_hidden_mode', 'num_tokens_per_batch')
 TARGET_ATTR = "target_worker"
+RESULT_MODULE = "sglang.srt.managers.scheduler"
+RESULT_NAME = "GenerationBatchResult"
 FORWARD_MODE_MODULE = "sglang.srt.model_executor.forward_batch_info"
 
 
@@ -57,6 +61,31 @@ def _toy_target_logits(batch, spec):
     return torch.stack(rows)
 
 
+class _Allocator:
+    """Token-to-KV pool allocator: hands out slots, records every alloc and free, keeps a KV store by slot."""
+
+    def __init__(self):
+        self.free_slots = list(range(1, 4000))
+        self.allocs, self.freed = [], []
+        self.kv = {}  # slot -> (request, tree node) whose KV the target wrote there
+
+    def alloc(self, n):
+        out, self.free_slots = self.free_slots[:n], self.free_slots[n:]
+        self.allocs.append(out)
+        return torch.tensor(out, dtype=torch.int64)
+
+    def free(self, slots):
+        slots = [int(x) for x in slots.reshape(-1)]
+        self.freed.append(slots)
+        self.free_slots = slots + self.free_slots
+
+    def backup_state(self):
+        return list(self.free_slots)
+
+    def restore_state(self, state):
+        self.free_slots = list(state)
+
+
 class _StubVerifyInput:
     """`DFlashVerifyInput`: built from its fields by keyword; `prepare_for_verify` with the release's parameters."""
 
@@ -66,15 +95,53 @@ class _StubVerifyInput:
         self.__dict__.update(fields)
 
     def prepare_for_verify(self, batch, page_size, *, build_custom_mask=True):
+        batch = batch
         batch.input_ids = self.draft_token
+        # As the release's prepare: reserve one slot per verify token and map them after the prefix.
+        width = int(self.draft_token_num)
+        batch.out_cache_loc = batch.token_to_kv_pool_allocator.alloc(len(batch.input_ids))
+        for b in range(len(batch.reqs)):
+            start = int(batch.seq_lens[b])
+            batch.req_to_token_pool.req_to_token[b, start : start + width] = batch.out_cache_loc[b * width : (b + 1) * width]
         self.custom_mask = None  # a prepare step may drop or rebuild the mask; the worker sets its own after
+
+    def verify(self, *, batch, logits_output, page_size):
+        """The release's linear accept: greedy match, append to the requests, free the uncommitted slots, gather hidden states."""
+        width = int(self.draft_token_num)
+        bs = len(batch.reqs)
+        candidates = self.draft_token.view(bs, width)
+        predict = torch.argmax(logits_output.next_token_logits, dim=-1).view(bs, width)
+        commit_lens, roots, accepted = [], [], []
+        for b, req in enumerate(batch.reqs):
+            n = 0
+            while n < width - 1 and int(candidates[b, n + 1]) == int(predict[b, n]):
+                n += 1
+            req.output_ids += candidates[b, 1 : n + 1].tolist() + [int(predict[b, n])]
+            commit_lens.append(n + 1)
+            roots.append(req.output_ids[-1])
+            accepted.append(n)
+        window = batch.out_cache_loc.view(bs, width)
+        keep = torch.arange(width).unsqueeze(0) < torch.tensor(commit_lens).unsqueeze(1)
+        batch.token_to_kv_pool_allocator.free(window[~keep])
+        batch.out_cache_loc = window[keep]
+        offset = 0
+        for b, n in enumerate(commit_lens):
+            start = int(batch.seq_lens[b])
+            batch.req_to_token_pool.req_to_token[b, start : start + n] = batch.out_cache_loc[offset : offset + n]
+            offset += n
+        batch.seq_lens = batch.seq_lens + torch.tensor(commit_lens)
+        hidden = logits_output.hidden_states.view(bs, width, -1)
+        next_hidden = torch.cat([hidden[b, :n] for b, n in enumerate(commit_lens)])
+        logits_output.hidden_states = None
+        return torch.tensor(roots), torch.tensor(commit_lens, dtype=torch.int32), next_hidden, accepted
 
 
 class _StubTarget:
-    """The target worker's `forward_batch_generation` with the release's parameters."""
+    """The target worker's `forward_batch_generation` with the release's parameters; writes KV and hidden states per verify row."""
 
     def __init__(self):
         self.calls = 0
+        self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=torch.eye(VOCAB))))
 
     def forward_batch_generation(self, model_worker_batch, forward_batch=None, pp_proxy_tensors=None, is_verify=False, skip_attn_backend_init=False):
         assert is_verify is True
@@ -83,7 +150,24 @@ class _StubTarget:
         spec = batch.spec_info
         assert batch.forward_mode == "TARGET_VERIFY"
         logits = _toy_target_logits(batch, spec)
-        return SimpleNamespace(logits_output=SimpleNamespace(next_token_logits=logits, hidden_states=None))
+        width = int(spec.draft_token_num)
+        assert batch.out_cache_loc.numel() == logits.shape[0]
+        for row, slot in enumerate(batch.out_cache_loc.tolist()):
+            batch.token_to_kv_pool_allocator.kv[slot] = (row // width, row % width)
+        hidden = torch.tensor([[1000.0 * (row // width) + row % width] for row in range(logits.shape[0])])
+        return SimpleNamespace(logits_output=SimpleNamespace(next_token_logits=logits, hidden_states=hidden), can_run_cuda_graph=False)
+
+
+class _StubRunner:
+    """`self.draft_model_runner`: the draft forward returns the block's hidden states (identity lm_head: they are the logits)."""
+
+    def forward(self, forward_batch):
+        return SimpleNamespace(logits_output=SimpleNamespace(hidden_states=forward_batch.hidden))
+
+
+class _Result:
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
 
 
 class _StubBase:
@@ -91,10 +175,33 @@ class _StubBase:
         self.init_args, self.init_kwargs = args, kwargs
         self.server_args = kwargs.get("server_args")
         self.target_worker = _StubTarget()
+        self.draft_model_runner = _StubRunner()
         self.page_size = 1
+        self.appended = []
+        self.ran_past_draft = False
+
+    def _draft_block(self, batch):
+        """As the release: the block's own slots are taken and given back around the draft forward."""
+        allocator = batch.token_to_kv_pool_allocator
+        state = allocator.backup_state()
+        try:
+            allocator.alloc(len(batch.reqs) * BLOCK)
+            rows = torch.cat([torch.zeros(len(batch.reqs), 1, VOCAB), batch.draft_rows], dim=1).reshape(-1, VOCAB)
+            self.draft_model_runner.forward(SimpleNamespace(hidden=rows))
+            self.ran_past_draft = True
+        finally:
+            allocator.restore_state(state)
 
     def forward_batch_generation(self, *args, **kwargs):
+        batch = args[0] if args else kwargs["batch"]
         return ("dflash", args, kwargs)
+
+    def _prepare_for_speculative_decoding(self, batch, draft_input):
+        assert draft_input is batch.spec_info
+        self._draft_block(batch)
+
+    def _append_target_hidden_to_draft_kv(self, batch, draft_input):
+        self.appended.append((draft_input.target_hidden.clone(), draft_input.ctx_lens.clone()))
 
 
 def _stub_module(monkeypatch, dotted):
@@ -112,7 +219,8 @@ def _stub_module(monkeypatch, dotted):
 def worker_module(monkeypatch):
     setattr(_stub_module(monkeypatch, BASE_MODULE), BASE_NAME, _StubBase)
     setattr(_stub_module(monkeypatch, VERIFY_MODULE), VERIFY_NAME, _StubVerifyInput)
-    setattr(_stub_module(monkeypatch, FORWARD_MODE_MODULE), "ForwardMode", SimpleNamespace(TARGET_VERIFY="TARGET_VERIFY"))
+    setattr(_stub_module(monkeypatch, RESULT_MODULE), RESULT_NAME, _Result)
+    setattr(_stub_module(monkeypatch, FORWARD_MODE_MODULE), "ForwardMode", SimpleNamespace(TARGET_VERIFY="TARGET_VERIFY", DECODE="DECODE"))
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setenv("SGLANG_DDTREE_BUDGET", str(BUDGET))
     monkeypatch.setenv("SGLANG_DDTREE_TOPK", "3")
@@ -130,6 +238,9 @@ class _Mode:
     def is_decode(self):
         return self.decode
 
+    def __eq__(self, other):
+        return other == ("DECODE" if self.decode else "EXTEND")
+
 
 class _Batch(SimpleNamespace):
     def get_model_worker_batch(self):
@@ -140,21 +251,45 @@ def _next_token(seq):
     return (sum((i + 2) * t for i, t in enumerate(seq[-4:])) * 5 + len(seq)) % VOCAB
 
 
-def _toy_worker(module):
-    class ToyWorker(module.DDTreeWorker):
-        def ddtree_draft_logits(self, batch):
-            batch.out_cache_loc = torch.arange(len(batch.contexts) * WIDTH)  # the verify window the draft step reserves
-            return batch.draft_logits, batch.roots, batch.committed
+def _worker(module):
+    return module.DDTreeWorker(**{name: f"<{name}>" for name in INIT_PARAMS})
 
-        def ddtree_commit(self, batch, trees, verified, accepted, counts, bonus, *args, **kwargs):
-            assert verified.next_token_logits.shape == (len(batch.contexts) * WIDTH, VOCAB)
-            return [trees.tokens[b, accepted[b, 1 : int(counts[b])]].tolist() + [int(bonus[b])] for b in range(len(batch.contexts))]
 
-    return ToyWorker(**{name: f"<{name}>" for name in INIT_PARAMS})
+def _batch(seqs, draft_rows):
+    """A decode batch over sequences whose last token is the root (not yet in the KV cache)."""
+    req_to_token = torch.zeros((len(seqs), 256), dtype=torch.int64)
+    allocator = _Allocator()
+    for b, seq in enumerate(seqs):
+        req_to_token[b, : len(seq) + 2 * WIDTH] = allocator.alloc(len(seq) + 2 * WIDTH)  # prefix + the scheduler's reservation
+    return _Batch(
+        forward_mode=_Mode(True),
+        draft_rows=draft_rows,
+        seq_lens=torch.tensor([len(s) - 1 for s in seqs]),
+        spec_info=SimpleNamespace(verified_id=torch.tensor([s[-1] for s in seqs])),
+        req_pool_indices=torch.arange(len(seqs)),
+        req_to_token_pool=SimpleNamespace(req_to_token=req_to_token),
+        token_to_kv_pool_allocator=allocator,
+        reqs=[SimpleNamespace(output_ids=[]) for _ in seqs],
+        contexts=[s[:-1] for s in seqs],
+        sampling_info=None,
+    )
+
+
+def _committed(batch, result, b):
+    """The tokens request b committed in this step."""
+    return list(batch.reqs[b].output_ids)
+
+
+def _hand_trees(module, tokens, parents, committed):
+    trees = [module.ddtree.DraftTree(torch.tensor(tokens), torch.tensor(parents), module.ddtree.depths_from_parents(torch.tensor(parents)))]
+    toks, pars, sizes = module.ddtree.pack_trees(trees, WIDTH)
+    depths = torch.zeros_like(pars)
+    depths[0, : len(tokens)] = trees[0].depths
+    return module.TreeBatch(toks, pars, sizes, module.ddtree.padded_masks(trees, WIDTH), depths, depths + committed, int(depths.max()))
 
 
 def test_constructor_forwards_every_parameter(worker_module):
-    worker = _toy_worker(worker_module)
+    worker = _worker(worker_module)
     assert {**dict(zip(INIT_PARAMS, worker.init_args)), **worker.init_kwargs} == {name: f"<{name}>" for name in INIT_PARAMS}
     assert (worker.ddtree_budget, worker.ddtree_topk) == (BUDGET, 3)
 
@@ -162,24 +297,72 @@ def test_constructor_forwards_every_parameter(worker_module):
 def test_constructor_refuses_missing_engine_glue(worker_module, monkeypatch):
     monkeypatch.setattr(worker_module, "ENGINE_GLUE_MISSING", ("no verify input",))
     with pytest.raises(RuntimeError, match="no verify input"):
-        _toy_worker(worker_module)
+        _worker(worker_module)
 
 
 def test_constructor_refuses_a_base_without_the_attributes_used(worker_module, monkeypatch):
     monkeypatch.setattr(worker_module, "ENGINE_ATTRIBUTES", worker_module.ENGINE_ATTRIBUTES + ("ddtree_absent",))
     with pytest.raises(RuntimeError, match="ddtree_absent"):
-        _toy_worker(worker_module)
+        _worker(worker_module)
 
 
 def test_prefill_goes_to_the_dflash_worker(worker_module):
-    worker = _toy_worker(worker_module)
+    worker = _worker(worker_module)
     result = worker.forward_batch_generation(batch=SimpleNamespace(forward_mode=_Mode(False)))
     assert result[0] == "dflash"
     assert worker.target_worker.calls == 0
 
 
+def test_draft_step_runs_the_release_block_and_stops_before_sampling(worker_module):
+    worker = _worker(worker_module)
+    draft = torch.randn(2, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(1))
+    batch = _batch([[1, 2, 3, 9], [4, 5, 6, 7, 8, 2]], draft)
+    free_before = list(batch.token_to_kv_pool_allocator.free_slots)
+    logits, roots, committed = worker.ddtree_draft_logits(batch)
+    assert torch.equal(logits, draft)  # full vocabulary, positions 1.. of the block, through lm_head
+    assert roots.tolist() == [9, 2] and committed.tolist() == [3, 5]
+    assert not worker.ran_past_draft  # stopped right after the draft forward
+    assert "forward" not in vars(worker.draft_model_runner)  # the runner's own forward is back
+    assert batch.token_to_kv_pool_allocator.free_slots == free_before  # the block's own slots were given back
+
+
+def test_commit_keeps_exactly_the_accepted_path(worker_module):
+    """Hand-checked tree: root r, children a (1) and b (2), a's child c (3), b's child d (4); the target accepts b then d."""
+    worker = _worker(worker_module)
+    seq = [1, 2, 3, 9]
+    context = seq[:-1]
+    b_tok = _next_token(context + [9])
+    d_tok = _next_token(context + [9, b_tok])
+    bonus = _next_token(context + [9, b_tok, d_tok])
+    a_tok, c_tok = (b_tok + 1) % VOCAB, (d_tok + 2) % VOCAB
+    batch = _batch([seq], torch.zeros(1, BLOCK - 1, VOCAB))
+    worker.ddtree_draft_logits(batch)
+    trees = _hand_trees(worker_module, [9, a_tok, b_tok, c_tok, d_tok], [-1, 0, 0, 1, 2], len(context))
+    mask = worker_module.ddtree.verify_custom_mask(trees.mask, [len(context)])
+    logits, verified = worker.ddtree_target_verify(batch, trees, mask)
+    choice = torch.argmax(logits, dim=-1).view(1, WIDTH)
+    accepted, counts, bonus_out = worker_module.walk_trees(trees, choice)
+    assert accepted[0, :3].tolist() == [0, 2, 4] and counts.tolist() == [3] and bonus_out.tolist() == [bonus]
+    window = batch.out_cache_loc.view(1, WIDTH).clone()
+    result = worker.ddtree_commit(batch, trees, verified, accepted, counts, bonus_out)
+    kv = batch.token_to_kv_pool_allocator.kv
+    rows = batch.req_to_token_pool.req_to_token
+    # the KV of r, b, d now lies, in that order, right after the committed prefix
+    assert [kv[int(slot)] for slot in rows[0, 3:6]] == [(0, 0), (0, 2), (0, 4)]
+    assert _committed(batch, result, 0) == [b_tok, d_tok, bonus]
+    assert result.next_token_ids.tolist() == [bonus]
+    assert result.num_accepted_drafts == 2 and result.num_accepted_drafts_per_req_cpu == [2]
+    # every window slot but r's, b's and d's is freed, exactly once
+    assert sorted(sum(batch.token_to_kv_pool_allocator.freed, [])) == sorted(window[0, [1, 3] + list(range(5, WIDTH))].tolist())
+    assert batch.seq_lens.tolist() == [6]
+    ((hidden, ctx_lens),) = worker.appended
+    assert hidden.view(-1).tolist() == [0.0, 2.0, 4.0] and ctx_lens.tolist() == [3]
+    assert batch.spec_info.verified_id.tolist() == [bonus]
+    assert batch.forward_mode == "DECODE"
+
+
 def test_decode_equals_greedy_decoding(worker_module):
-    worker = _toy_worker(worker_module)
+    worker = _worker(worker_module)
     g = torch.Generator().manual_seed(3)
     prompts = [[1, 2, 3], [4, 5, 6, 7, 8]]
     greedy = []
@@ -191,21 +374,16 @@ def test_decode_equals_greedy_decoding(worker_module):
     seqs = [p + [_next_token(p)] for p in prompts]
     accepted_drafts = steps = 0
     while min(len(s) for s in seqs) < 50:
-        draft = torch.randn(len(seqs), 6, VOCAB, generator=g)
+        draft = torch.randn(len(seqs), BLOCK - 1, VOCAB, generator=g)
         for b, seq in enumerate(seqs):
-            for j, token in enumerate(greedy[b][len(seq) : len(seq) + 6]):
+            for j, token in enumerate(greedy[b][len(seq) : len(seq) + BLOCK - 1]):
                 if float(torch.rand(1, generator=g)) < 0.7:
                     draft[b, j, token] += 5.0
-        batch = _Batch(
-            forward_mode=_Mode(True),
-            draft_logits=draft,
-            roots=torch.tensor([s[-1] for s in seqs]),
-            committed=torch.tensor([len(s) - 1 for s in seqs]),
-            contexts=[s[:-1] for s in seqs],
-        )
-        committed = worker.forward_batch_generation(batch=batch)
+        batch = _batch(seqs, draft)
+        result = worker.forward_batch_generation(batch=batch)
         steps += 1
-        for b, tokens in enumerate(committed):
+        for b in range(len(seqs)):
+            tokens = _committed(batch, result, b)
             seqs[b] += tokens
             accepted_drafts += len(tokens) - 1
     for b, seq in enumerate(seqs):
