@@ -21,7 +21,7 @@ import libcst.metadata as meta
 from sgl_scan.analyzer.builder import Builder, module_name, normalize_text
 from sgl_scan.analyzer.facts import FileFacts, Param
 from sgl_scan.analyzer.model import Location, ParseError
-from sgl_scan.analyzer.reduce import reduce_source
+from sgl_scan.analyzer.reduce import compact, reduce_source
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
@@ -433,9 +433,11 @@ def _wrap(module: cst.Module, extractors: Sequence[Any]) -> meta.MetadataWrapper
     return wrapper
 
 
-def run_extractors(path: str, wrapper: meta.MetadataWrapper, extractors: Sequence[Any], text: str | None = None) -> dict:
-    """Each extractor's records; `text` is the module's source when known (saves regenerating it)."""
-    context = _Context(path, module_name(path), text)
+def run_extractors(path: str, wrapper: meta.MetadataWrapper, extractors: Sequence[Any], text: str | None = None,
+                   line_map: tuple[int, ...] | None = None) -> dict:
+    """Each extractor's records; `text` is the module's source when known (saves regenerating it);
+    `line_map` the file's line number of each line when the module is a compacted source."""
+    context = _Context(path, module_name(path), text, line_map)
     return {ex.name: tuple(ex.extract(wrapper, context)) for ex in extractors}
 
 
@@ -453,19 +455,19 @@ def facts_from_cst(path: str, sha256: str, text: str, extractors: Sequence[Any] 
 def _reduced_extras(path: str, text: str, tree: ast.Module, extractors: Sequence[Any]) -> dict | None:
     """The extractors' records from libcst over the reduced source (`reduce.py`); None where that
     source does not parse (the caller then parses the whole file)."""
-    reduced = reduce_source(split_lines(text), tree, [ex.name for ex in extractors])
+    reduced, line_map = compact(reduce_source(split_lines(text), tree, [ex.name for ex in extractors]))
     try:
         module = cst.parse_module(reduced)
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
         return None
-    return run_extractors(path, _wrap(module, extractors), extractors, reduced)
+    return run_extractors(path, _wrap(module, extractors), extractors, reduced, line_map)
 
 
 class _Context:
-    __slots__ = ("path", "module", "text")
+    __slots__ = ("path", "module", "text", "line_map")
 
-    def __init__(self, path: str, module: str, text: str | None = None) -> None:
-        self.path, self.module, self.text = path, module, text
+    def __init__(self, path: str, module: str, text: str | None = None, line_map: tuple[int, ...] | None = None) -> None:
+        self.path, self.module, self.text, self.line_map = path, module, text, line_map
 
 
 def parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False) -> FileFacts:

@@ -34,6 +34,10 @@ EXTRACTOR_PATTERNS = {
     "spec_d2t": (r"d2t", r"t2d", r"hot_token", r"token_map"),
 }
 ALL_PATTERNS = tuple(sorted({p for patterns in EXTRACTOR_PATTERNS.values() for p in patterns}))
+# Extractors that read nothing of a function or compound statement beyond the statements holding a
+# hit (and the whole body of a statement whose header holds one): for files only they read, a hit
+# deep inside a function keeps its enclosing headers, not the whole function.
+FINE_GRAINED = frozenset({"spec_dispatch"})
 # Local aliases of the algorithm (`algo = self.spec_algorithm`): their later uses count as hits.
 _ALIAS_DEF = re.compile(r"(?im)^[ \t]*(\w+)[ \t]*=[^\n]*?spec\w*algo")
 _ALGO_CLASS = re.compile(r"(?i)spec\w*algo")
@@ -84,9 +88,10 @@ def _has_import(node: ast.stmt) -> bool:
 
 
 class _Reducer:
-    def __init__(self, lines: Sequence[str], hits: set[int]) -> None:
+    def __init__(self, lines: Sequence[str], hits: set[int], fine: bool = False) -> None:
         self.lines = lines
         self.hits = sorted(hits)
+        self.fine = fine  # skeletons for functions and compound statements whose header holds no hit
         self.blank: set[int] = set()  # 1-based lines to empty
         self.passes: dict[int, str] = {}  # 1-based line -> indentation of a `pass` put there
 
@@ -103,16 +108,18 @@ class _Reducer:
             return True
         if t is ast.ClassDef:
             body_first = node.body[0].lineno
-            if _ALGO_CLASS.search(node.name) or (hit and (node.keywords or self._hit(first, body_first - 1)
+            if _ALGO_CLASS.search(node.name) or (hit and not self.fine and (node.keywords or self._hit(first, body_first - 1)
                                                           or any("enum" in ast.unparse(b).lower() or "flag" in ast.unparse(b).lower()
                                                                  for b in node.bases))):
                 return True
             return False if (hit or top or _has_import(node)) else None
         if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
             if hit:
-                return True
+                return not self.fine
             return False if (top or _has_import(node)) else None
         if hit:
+            if self.fine and not isinstance(node, _MATCH) and _bodies(node):
+                return self._hit(first, _start(node.body[0]) - 1)  # header hit: whole, else skeleton
             return True
         if not _bodies(node) and not isinstance(node, _MATCH):  # a simple statement
             return True if top else None
@@ -188,10 +195,50 @@ def reduce_source(lines: Sequence[str], tree: ast.Module, extractors: Sequence[s
     """The source of `lines` (as `split_lines` gives them, parsed as `tree`) reduced as the module doc says,
     for the extractors named `extractors` (default: all)."""
     patterns = ALL_PATTERNS if extractors is None else patterns_for(extractors)
-    reducer = _Reducer(lines, hit_lines(lines, patterns))
+    fine = extractors is not None and bool(extractors) and set(extractors) <= FINE_GRAINED
+    reducer = _Reducer(lines, hit_lines(lines, patterns), fine)
     if tree.body:
         reducer.body(tree.body, top=True)
     return reducer.reduced()
 
 
-__all__ = ["ALL_PATTERNS", "EXTRACTOR_PATTERNS", "hit_lines", "patterns_for", "reduce_source"]
+# Comments and strings, in source order: a line inside a multi-line string is never dropped.
+_LEXEME = re.compile("|".join((
+    r"#[^\r\n]*",
+    r'"""(?:\\[\s\S]|[^\\])*?"""',
+    r"'''(?:\\[\s\S]|[^\\])*?'''",
+    r'"(?:\\[\s\S]|[^"\\\r\n])*"',
+    r"'(?:\\[\s\S]|[^'\\\r\n])*'",
+)))
+_LINE_SPLIT = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def compact(reduced: str) -> tuple[str, tuple[int, ...]]:
+    """`reduced` without its blank and comment-only lines (outside strings), and the original
+    1-based number of each line kept. libcst spends a third of its time on those lines (each is an
+    `EmptyLine` node that `PositionProvider` walks); dropping whole lines leaves every column as it was.
+    """
+    lines = _LINE_SPLIT.findall(reduced)
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line))
+    protected: set[int] = set()
+    for found in _LEXEME.finditer(reduced):
+        if found.group().startswith("#"):
+            continue
+        first = bisect_right(starts, found.start())
+        last = bisect_right(starts, found.end() - 1)
+        if last > first:
+            protected.update(range(first + 1, last + 1))
+    kept_lines: list[str] = []
+    numbers: list[int] = []
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if (not stripped or stripped.startswith("#")) and number not in protected:
+            continue
+        kept_lines.append(line)
+        numbers.append(number)
+    return "".join(kept_lines), tuple(numbers)
+
+
+__all__ = ["ALL_PATTERNS", "EXTRACTOR_PATTERNS", "FINE_GRAINED", "compact", "hit_lines", "patterns_for", "reduce_source"]

@@ -143,16 +143,26 @@ class Resolver:
     than libcst's scope analysis and enough for the names the extractors resolve.
     """
 
-    def __init__(self, wrapper: meta.MetadataWrapper, module_name: str) -> None:
+    def __init__(self, wrapper: meta.MetadataWrapper, module_name: str, line_map: tuple[int, ...] | None = None) -> None:
         self.module = wrapper.module
         self.positions = wrapper.resolve(meta.PositionProvider)
         self.module_name = module_name
+        self.line_map = line_map  # the file's line number of each line of a compacted source
         self.package = module_name if module_name.endswith("__init__") else module_name.rpartition(".")[0]
         self._names: dict[str, str] | None = None
 
+    @classmethod
+    def for_context(cls, wrapper: meta.MetadataWrapper, context: Any) -> "Resolver":
+        """A resolver for the module the per-file pass hands an extractor (`context.module`, and
+        `context.line_map` when the module is a compacted source)."""
+        return cls(wrapper, context.module, getattr(context, "line_map", None))
+
     def at(self, node: cst.CSTNode) -> At:
+        """Where `node` is in the file (1-based line and column, end line)."""
         rng = self.positions[node]
-        return At(rng.start.line, rng.start.column + 1, rng.end.line)
+        if self.line_map is None:
+            return At(rng.start.line, rng.start.column + 1, rng.end.line)
+        return At(self.line_map[rng.start.line - 1], rng.start.column + 1, self.line_map[rng.end.line - 1])
 
     def text(self, node: cst.CSTNode) -> str:
         text = _SPACE.sub(" ", self.module.code_for_node(node)).strip()

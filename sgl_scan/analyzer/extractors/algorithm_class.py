@@ -105,7 +105,7 @@ class AlgorithmClassExtractor:
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:
-        r = Resolver(wrapper, context.module)
+        r = Resolver.for_context(wrapper, context)
         out: list = []
         for statement in wrapper.module.body:
             if isinstance(statement, cst.ClassDef) and ALGO_CLASS_NAME.search(statement.name.value):

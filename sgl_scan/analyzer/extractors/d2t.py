@@ -142,6 +142,6 @@ class D2tExtractor:
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:
-        visitor = _Visitor(Resolver(wrapper, context.module), hit_lines(source_text(wrapper, context), self.trigger))
+        visitor = _Visitor(Resolver.for_context(wrapper, context), hit_lines(source_text(wrapper, context), self.trigger))
         wrapper.visit(visitor)
         return tuple(visitor.out)

@@ -226,6 +226,6 @@ class DispatchExtractor:
         aliases = sorted(set(_ALIAS_DEF.findall(text)))
         pattern = _HITS if not aliases else Trigger(*(p.pattern for p in _HITS.parts),
                                                     *(rf"\b{re.escape(alias)}\b" for alias in aliases))
-        visitor = _Visitor(Resolver(wrapper, context.module), hit_lines(text, pattern))
+        visitor = _Visitor(Resolver.for_context(wrapper, context), hit_lines(text, pattern))
         wrapper.visit(visitor)
         return tuple(visitor.terms) + tuple(sorted(visitor.out, key=lambda r: (r.line, r.column, type(r).__name__)))

@@ -93,7 +93,7 @@ class OptionsExtractor:
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:
-        r = Resolver(wrapper, context.module)
+        r = Resolver.for_context(wrapper, context)
         visitor = _Visitor(r, hit_lines(source_text(wrapper, context), self.trigger))
         wrapper.visit(visitor)
         return tuple(visitor.out) + tuple(self._hooks(r, wrapper.module))

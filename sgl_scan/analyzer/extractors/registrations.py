@@ -119,6 +119,6 @@ class RegistrationExtractor:
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:
         hits = hit_lines(source_text(wrapper, context), _HITS)
-        visitor = _Visitor(Resolver(wrapper, context.module), hits)
+        visitor = _Visitor(Resolver.for_context(wrapper, context), hits)
         wrapper.visit(visitor)
         return tuple(visitor.out)
