@@ -27,15 +27,19 @@ _DIGEST = 32
 KEEP_PACKS = 12
 
 
-def signature(extractors: Sequence[Any]) -> str:
-    """The cache namespace for this analyzer build and these extractors.
+def signature(extractors: Sequence[Any] | None) -> str:
+    """The cache namespace for this analyzer build and these extractors (None: the built-in ones).
 
     Besides the declared versions it covers the analyzer's own source files, so editing the
-    analyzer (or an extractor) never serves facts an older build produced.
+    analyzer (or an extractor) never serves facts an older build produced. The built-in
+    extractors live in those files, so naming them needs no import (a warm scan never loads libcst).
     """
     parts = [f"analyzer={ANALYZER_VERSION}", f"python={sys.version_info[0]}.{sys.version_info[1]}",
              f"libcst={_libcst_version()}"]
-    parts += sorted(f"{ex.name}={ex.version}" for ex in extractors)
+    if extractors is None:
+        parts.append("extractors=built-in")
+    else:
+        parts += sorted(f"{ex.name}={ex.version}" for ex in extractors)
     parts.append(f"code={_code_digest()}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 

@@ -7,9 +7,10 @@ Paths are relative to the snapshot tree (`sglang/srt/...`); lines and columns ar
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass(frozen=True, order=True)
@@ -130,4 +131,13 @@ class Analysis:
     files: Mapping[str, Any]  # path -> per-file facts (analyzer/facts.py)
     parse_errors: tuple[ParseError, ...]
     inventory: SpecInventory
-    graph: nx.MultiDiGraph
+    graph_or_builder: Any  # the networkx graph, or a callable that makes (or loads) it on first use
+
+    @property
+    def graph(self) -> "nx.MultiDiGraph":
+        """The call/dispatch graph (`analyzer/graph.py`); built on first use, as most commands never read it."""
+        value = self.graph_or_builder
+        if callable(value):
+            value = value()
+            object.__setattr__(self, "graph_or_builder", value)
+        return value

@@ -23,7 +23,6 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from sgl_scan.analyzer.cache import FactsCache, dumps, signature, tree_key
 from sgl_scan.analyzer.facts import FileFacts
 from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
-from sgl_scan.analyzer.parse import parse_file
 from sgl_scan.errors import AnalysisError
 
 Progress = Callable[[int, int], None]
@@ -110,8 +109,8 @@ def matching_extractors(data: bytes, extractors: Sequence[Any]) -> tuple[Any, ..
     return tuple(ex for ex in extractors if ex.trigger.search(text))
 
 
-def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes]:
-    """Parse one file; returns (path, sha256, pickled facts) and stores them in the cache."""
+def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"]:
+    """Parse one file; returns (path, sha256, pickled facts, note) and stores the facts in the cache."""
     absolute, rel = job
     extractors = _WORKER.get("extractors", ())
     try:
@@ -119,12 +118,14 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes]:
     except OSError as exc:
         raise AnalysisError(f"cannot read {rel}: {exc.strerror or exc}") from exc
     sha = hashlib.sha256(data).hexdigest()
+    from sgl_scan.analyzer.parse import parse_file  # libcst: loaded only when something is parsed
+
     facts = parse_file(rel, data, sha, matching_extractors(data, extractors))
     blob = dumps(facts)
     cache = _WORKER.get("cache")
     if cache is not None:
         cache.put(rel, sha, blob)
-    return rel, sha, blob
+    return rel, sha, blob, FileNote.of(facts)
 
 
 # -- the pipeline ---------------------------------------------------------------------------------
@@ -156,6 +157,18 @@ class LazyFiles(Mapping[str, FileFacts]):
 
 
 @dataclass(frozen=True)
+class FileNote:
+    """What the whole-tree steps need to know of a file without unpickling its facts."""
+
+    has_records: bool  # an extractor found something (the inventory reads only these files)
+    parse_error: ParseError | None
+
+    @classmethod
+    def of(cls, facts: FileFacts) -> "FileNote":
+        return cls(any(facts.extras.values()) if facts.extras else False, facts.parse_error)
+
+
+@dataclass(frozen=True)
 class FactsRun:
     """Facts for a set of files, and how they were obtained (for tests, benchmarks and -v)."""
 
@@ -163,6 +176,19 @@ class FactsRun:
     parsed: tuple[str, ...]  # paths parsed in this run (cache misses)
     from_pack: bool  # the whole set came from one packed cache entry
     key: str  # digest of the (path, sha256) list: names this exact set of facts
+    notes: Mapping[str, FileNote] | None = None  # per file, where known without unpickling (not from a pack)
+
+    def errors(self) -> tuple[ParseError, ...]:
+        """The files' parse errors, in path order."""
+        if self.notes is not None:
+            return tuple(n.parse_error for p, n in sorted(self.notes.items()) if n.parse_error is not None)
+        return tuple(f.parse_error for f in self.files.values() if f.parse_error is not None)
+
+    def with_records(self) -> Mapping[str, FileFacts]:
+        """The files an extractor found something in (all of them when that is not known)."""
+        if self.notes is None:
+            return self.files
+        return {p: self.files[p] for p in self.files if self.notes[p].has_records}
 
 
 def discover(tree: Path) -> list[str]:
@@ -213,14 +239,15 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
                   progress: Progress | None = None, extractors: Sequence[Any] | None = None) -> FactsRun:
     """Facts for `paths` (default: every `.py` file) under `tree`, from the cache where possible.
 
-    `hashes` (path -> sha256, e.g. from a snapshot manifest) saves hashing the files.
+    `hashes` (path -> sha256, e.g. from a snapshot manifest) saves hashing the files. `extractors`
+    None means the built-in ones, imported only when a file has to be parsed.
     """
     from sgl_scan.paths import facts_cache_dir
 
     tree = Path(tree)
     if not tree.is_dir():
         raise AnalysisError(f"not a folder: {tree}")
-    extractors = tuple(load_extractors() if extractors is None else extractors)
+    extractors = None if extractors is None else tuple(extractors)
     cache = FactsCache(cache_dir or facts_cache_dir(), signature(extractors)) if use_cache else None
     rels = sorted({p for p in paths if p.endswith(".py")}) if paths is not None else discover(tree)
     known = {p: hashes[p] for p in rels if hashes and p in hashes}
@@ -238,12 +265,14 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
             return FactsRun(LazyFiles({p: pack[p][1] for p in rels}), (), True, key)
 
     ready: dict[str, FileFacts] = {}
+    notes: dict[str, FileNote] = {}
     blobs: dict[str, tuple[str, bytes]] = {}
     todo: list[tuple[str, str]] = []
     for rel, sha in items:
         hit = cache.get(rel, sha) if cache is not None else None
         if hit is not None:
             ready[rel] = hit[0]
+            notes[rel] = FileNote.of(hit[0])
             blobs[rel] = (sha, hit[1])
         else:
             todo.append((str(tree / rel), rel))
@@ -251,8 +280,10 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
     if progress:
         progress(done, len(items))
     parsed = []
-    for rel, sha, blob in _run_jobs(todo, extractors, cache, jobs):
-        ready[rel] = pickle.loads(blob)
+    if todo and extractors is None:
+        extractors = load_extractors()
+    for rel, sha, blob, note in _run_jobs(todo, extractors or (), cache, jobs):
+        notes[rel] = note
         blobs[rel] = (sha, blob)
         parsed.append(rel)
         done += 1
@@ -265,7 +296,7 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
         if actual != key:  # a file changed between hashing and parsing: the next run hashes again
             key = actual
     files = LazyFiles({p: blobs[p][1] for p in rels}, ready)
-    return FactsRun(files, tuple(sorted(parsed)), False, key)
+    return FactsRun(files, tuple(sorted(parsed)), False, key, notes)
 
 
 def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int | None) -> Iterator[tuple]:
@@ -281,6 +312,8 @@ def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int
         finally:
             _WORKER.clear()
         return
+    import sgl_scan.analyzer.parse  # noqa: F401  (libcst loaded once, before the workers fork)
+
     # biggest files first so the last chunks are small and the workers finish together
     todo = sorted(todo, key=lambda job: -_size(job[0]))
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
@@ -296,7 +329,7 @@ def _size(path: str) -> int:
         return 0
 
 
-GRAPH_FORMAT = 1
+GRAPH_FORMAT = 2  # 2: inventory and graph cached apart (the graph only when asked for)
 
 
 def analyze_tree(tree: Path, paths: Sequence[str] | None = None, *, snapshot_id: str = "",
@@ -316,25 +349,43 @@ def analyze_tree(tree: Path, paths: Sequence[str] | None = None, *, snapshot_id:
 def _analyze_tree(tree: Path, paths: Sequence[str] | None, *, snapshot_id: str, sglang_version: str | None,
                   cache_dir: Path | None, jobs: int | None, progress: Progress | None,
                   hashes: Mapping[str, str] | None, use_cache: bool) -> Analysis:
-    from sgl_scan.analyzer.graph import build_graph
     from sgl_scan.paths import facts_cache_dir
 
-    extractors = load_extractors()
     run = collect_facts(tree, paths, hashes=hashes, cache_dir=cache_dir, use_cache=use_cache, jobs=jobs,
-                        progress=progress, extractors=extractors)
-    cache = FactsCache(cache_dir or facts_cache_dir(), signature(extractors)) if use_cache else None
+                        progress=progress)
+    cache = FactsCache(cache_dir or facts_cache_dir(), signature(None)) if use_cache else None
     name = f"analysis-{GRAPH_FORMAT}-{run.key}"
     derived = cache.get_value(name) if cache is not None else None
-    if isinstance(derived, tuple) and len(derived) == 3:
-        inventory, graph, errors = derived
+    if isinstance(derived, tuple) and len(derived) == 2:
+        inventory, errors = derived
     else:
-        errors = tuple(f.parse_error for f in run.files.values() if f.parse_error is not None)
-        inventory = build_inventory(run.files)
-        graph = build_graph(run.files, inventory)
+        errors = run.errors()
+        inventory = build_inventory(run.with_records())
         if cache is not None:
-            cache.put_value(name, (inventory, graph, errors))
+            cache.put_value(name, (inventory, errors))
     return Analysis(snapshot_id=snapshot_id, sglang_version=sglang_version, files=run.files,
-                    parse_errors=errors, inventory=inventory, graph=graph)
+                    parse_errors=errors, inventory=inventory,
+                    graph_or_builder=_GraphBuilder(run.files, inventory, cache, f"graph-{GRAPH_FORMAT}-{run.key}"))
+
+
+class _GraphBuilder:
+    """Makes the graph of one analysis when first asked: from the cache, else built (and cached)."""
+
+    def __init__(self, files: Mapping[str, FileFacts], inventory: SpecInventory, cache: FactsCache | None, name: str) -> None:
+        self.files, self.inventory, self.cache, self.name = files, inventory, cache, name
+
+    def __call__(self) -> Any:
+        import networkx as nx
+
+        from sgl_scan.analyzer.graph import build_graph
+
+        with gc_paused():
+            graph = self.cache.get_value(self.name) if self.cache is not None else None
+            if not isinstance(graph, nx.MultiDiGraph):
+                graph = build_graph(self.files, self.inventory)
+                if self.cache is not None:
+                    self.cache.put_value(self.name, graph)
+        return graph
 
 
 def analyze(snapshot: Any, **kw: Any) -> Analysis:
@@ -347,5 +398,5 @@ def analyze(snapshot: Any, **kw: Any) -> Analysis:
     return analyze_tree(snapshot.tree, [e.path for e in entries], **kw)
 
 
-__all__ = ["FactsRun", "LazyFiles", "ParseError", "analyze", "analyze_tree", "build_inventory", "collect_facts", "discover",
+__all__ = ["FactsRun", "FileNote", "LazyFiles", "ParseError", "analyze", "analyze_tree", "build_inventory", "collect_facts", "discover",
            "empty_inventory", "load_extractors", "matching_extractors"]

@@ -136,7 +136,6 @@ def report_findings(
         parse_errors=analysis.parse_errors,
         rules=tuple(doc for doc in prepared.rules.docs() if doc.id in selected_ids),
         tool_version=__version__,
-        graph=analysis.graph,
         sources={path: sources[path] for path in {f.path for f in filtered.kept} if path in sources},
     )
     fmt = options.fmt or (format_for_path(options.output) if options.output else None) or "text"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import networkx as nx
-
 from sgl_scan.analyzer.model import ParseError, SpecInventory
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
@@ -28,5 +26,4 @@ class Report:
     parse_errors: tuple[ParseError, ...]
     rules: tuple[RuleDoc, ...]  # the rules that ran (SARIF lists each once)
     tool_version: str
-    graph: nx.MultiDiGraph | None = None
     sources: dict | None = None  # path -> list of source lines, for excerpts (filled by the CLI from the snapshot)

@@ -1,5 +1,8 @@
 """Snapshot a local folder: an SGLang checkout, an installed package, or a snapshot copied by hand.
 
+A folder that has not changed since its newest snapshot (same files, sizes, mtimes, git state)
+is not stored again: that snapshot is returned, so a repeated scan costs no copying.
+
 The package folder (the one holding `srt/`) is found at the folder itself, or under `sglang/`,
 `python/sglang/` or `tree/sglang/`. Only regular files are read; symlinks and unreadable or
 over-limit files are recorded as skipped. When the folder is inside a git work tree, its commit,
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Mapping
 
@@ -17,7 +21,7 @@ from sgl_scan.errors import SnapshotError
 from sgl_scan.snapshots import scope as scopes
 from sgl_scan.snapshots.manifest import GitState, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
-from sgl_scan.snapshots.store import Store
+from sgl_scan.snapshots.store import PATCH_FILE, Store
 from sgl_scan.snapshots.tarstream import Limits, human
 
 log = logging.getLogger(__name__)
@@ -80,6 +84,78 @@ def git_state(folder: Path) -> tuple[GitState | None, str | None]:
     return GitState(commit=commit, branch=branch, dirty=dirty), (patch + "\n" if patch else None)
 
 
+REUSE_LOOKBACK = 16  # newest local snapshots compared with the folder before storing a new one
+RACY_SECONDS = 2.0  # a file modified this close to a snapshot's creation may have changed unseen
+
+
+def unchanged_snapshot(store: Store, *, folder: Path, package: Path, scope: str, chosen: list[str],
+                       files: Mapping[str, Path], git: GitState | None, patch: str | None,
+                       skipped: list[SkippedFile], limits: Limits) -> Snapshot | None:
+    """The newest stored snapshot of `folder` that still matches it file for file, or None.
+
+    It matches when it was read from the same folder and package with the same scope, git
+    commit/branch/dirty state and local patch, skipped the same files, and holds exactly `chosen`,
+    each with the size and mtime the folder has now, and modified at least `RACY_SECONDS` before
+    the snapshot was made (a same-second edit keeps its mtime). Then a re-scan stores nothing new.
+    """
+    stats = {}
+    total = 0
+    for rel in chosen:
+        try:
+            st = os.stat(files[rel])
+        except OSError:
+            return None
+        total += st.st_size
+        if st.st_size > limits.max_file_size or total > limits.max_bytes:
+            return None  # the normal path reports it
+        stats["sglang/" + rel] = (st.st_size, st.st_mtime)
+    same_source = []
+    for snap_id in reversed([i for i in store.ids() if "-local-" in i][-REUSE_LOOKBACK:]):
+        if same_source and snap_id[:15] < same_source[0].id[:15]:
+            break  # an older second than a match: not newer (ids start with the creation second)
+        try:
+            snapshot = store.open(snap_id, verify=False)
+        except SnapshotError:
+            continue
+        m = snapshot.manifest
+        if m.source_kind == "local" and m.source.get("path") == str(folder) and m.root == str(package) and m.scope == scope:
+            same_source.append(snapshot)
+    if not same_source:
+        return None
+    snapshot = max(same_source, key=lambda snap: (snap.manifest.created, snap.id))  # ids of one second sort at random
+    m = snapshot.manifest
+    if not _same_git(snapshot, git, patch) or tuple(skipped) != m.skipped or len(m.files) != len(stats):
+        return None
+    try:
+        created = datetime.fromisoformat(m.created).timestamp()
+    except ValueError:
+        return None
+    for entry in m.files:
+        now = stats.get(entry.path)
+        if now is None or now != (entry.size, entry.mtime) or entry.mtime is None or created - entry.mtime < RACY_SECONDS:
+            return None
+    try:
+        store.verify(snapshot, hashes=False)
+    except SnapshotError:
+        return None
+    return snapshot
+
+
+def _same_git(snapshot: Snapshot, git: GitState | None, patch: str | None) -> bool:
+    old = snapshot.manifest.git
+    if (old is None) != (git is None):
+        return False
+    if old is not None and git is not None and (old.commit, old.branch, old.dirty) != (git.commit, git.branch, git.dirty):
+        return False
+    stored = None
+    if old is not None and old.patch:
+        try:
+            stored = (snapshot.folder / PATCH_FILE).read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError:
+            return False
+    return (stored or None) == (patch or None)
+
+
 def pull_local(params: Mapping, *, store: Store | None = None, progress: Progress | None = None) -> Snapshot:
     store = store or Store()
     scope = scopes.check_scope(params.get("scope"))
@@ -97,6 +173,12 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
 
     chosen = scopes.select_local(files, scope, read)
     git, patch = git_state(package)
+    unchanged = unchanged_snapshot(store, folder=folder, package=package, scope=scope, chosen=chosen, files=files,
+                                   git=git, patch=patch, skipped=skipped, limits=limits)
+    if unchanged is not None:
+        log.info("%s is unchanged since snapshot %s; using it", folder, unchanged.id)
+        progress.done()
+        return unchanged
     total = 0
     with store.stage() as stage:
         for number, rel in enumerate(chosen, 1):

@@ -33,13 +33,15 @@ def tree(tmp_path):
 def parse_counter(monkeypatch):
     """Counts real parses (calls of parse_file) in this process."""
     seen: list[str] = []
-    real = pipeline.parse_file
+    from sgl_scan.analyzer import parse
+
+    real = parse.parse_file
 
     def counting(path, *args, **kw):
         seen.append(path)
         return real(path, *args, **kw)
 
-    monkeypatch.setattr(pipeline, "parse_file", counting)
+    monkeypatch.setattr(parse, "parse_file", counting)  # the pipeline imports it when it parses
     return seen
 
 

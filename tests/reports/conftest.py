@@ -45,6 +45,5 @@ def real_report_0_5_23(reports_home, sglang_0_5_23) -> Report:
         parse_errors=analysis.parse_errors,
         rules=rules.docs(),
         tool_version=__version__,
-        graph=analysis.graph,
         sources=read_sources(snapshot.tree, {f.path for f in findings}),
     )

@@ -198,7 +198,6 @@ def report(**changes) -> Report:
         parse_errors=(ParseError(Location("sglang/srt/broken.py", 12, 5), "Syntax Error @ 12:5."),),
         rules=RULES,
         tool_version=__version__,
-        graph=graph(inv),
         sources={path: list(lines) for path, lines in SOURCES.items()},
     )
     return dataclasses.replace(base, **changes)

@@ -35,7 +35,10 @@ def test_a_pull_is_stored_with_manifest_hashes_and_version(tmp_path, mini_packag
 
 def test_ids_are_unique_and_latest_is_the_newest(tmp_path, mini_package):
     store = Store(tmp_path / "store")
-    ids = [_pull(store, mini_package).id for _ in range(3)]
+    ids = []
+    for number in range(3):
+        (mini_package / "srt/server_args.py").write_text(f"X = {number}\n")  # a changed folder: a new snapshot
+        ids.append(_pull(store, mini_package).id)
     assert len(set(ids)) == 3
     assert store.latest().id == ids[-1]
     assert store.open("latest").id == ids[-1]
