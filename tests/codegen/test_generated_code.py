@@ -31,7 +31,22 @@ def test_generated_tests_pass(release_0_5_11, tmp_path):
         cwd=out, capture_output=True, text=True, env=env, timeout=1200,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "16 passed" in result.stdout
+    assert "25 passed" in result.stdout
+
+
+def test_generated_worker_tests_pass_for_the_v2_worker(release_0_5_23, tmp_path):
+    """0.5.23's worker (spec v2): decode, commit, the routes to the release's step and the refusals."""
+    pytest.importorskip("torch")
+    tree, analysis = release_0_5_23
+    gen = generate_ddtree(analysis, tree, package="ddtree_gen", budget=40, topk=5)
+    out = write_tree(gen.files, tmp_path / "ddtree_gen", force=False, protected=tree)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_worker.py"],
+        cwd=out, capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "18 passed" in result.stdout
 
 
 def test_a_release_without_the_verify_glue_gets_a_worker_that_refuses_to_construct(release_0_5_23, tmp_path):

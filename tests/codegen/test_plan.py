@@ -149,7 +149,13 @@ def test_0_5_11_draft_and_commit_glue_reuse_the_v1_verify_input(release_0_5_11):
         "accept": "sglang/srt/speculative/dflash_info.py:312",
         "append": f"{V1_WORKER}:1238",
         "result": f"{V1_WORKER}:1250",
+        "pages": "sglang/srt/server_args.py:377",  # ServerArgs.page_size, the field DFlashWorker.__init__'s server_args has
+        "guard": f"{V1_WORKER}:1066",  # _update_target_mamba_state_after_verify
     }
+    # the path-first window needs one-token pages; the base reads the setting from its server_args
+    assert glue.page_setting == "server_args.page_size" and glue.reservation_attr is None
+    # called after the verify at dflash_worker.py:1227, gated on the target's attention backend (:1080)
+    assert glue.backend_guards == (("_update_target_mamba_state_after_verify", "update_mamba_state_after_mtp_verify"),)
 
 
 def test_0_5_23_draft_and_commit_glue_follow_the_v2_window(release_0_5_23):
@@ -174,7 +180,13 @@ def test_0_5_23_draft_and_commit_glue_follow_the_v2_window(release_0_5_23):
         "mover": "sglang/srt/speculative/spec_utils.py:859",
         "publish": f"{V2_WORKER}:2973",
         "result": f"{V2_WORKER}:3002",
+        "reservation": f"{V2_WORKER}:3002",
+        "guard": f"{V2_WORKER}:2085",
     }
+    # spec v2 moves KV contents inside the window (slot ids stay), so pages need no refusal; the window
+    # must fit what the scheduler reserves, which the base reports as speculative_num_draft_tokens
+    assert glue.page_setting is None and glue.reservation_attr == "speculative_num_draft_tokens"
+    assert glue.backend_guards == (("_update_target_mamba_state_after_verify", "update_mamba_state_after_mtp_verify"),)
 
 
 def test_facts_missing_the_accept_method_make_the_worker_refuse_naming_it(release_0_5_11):

@@ -12,6 +12,13 @@ name. Two shapes exist and the facts tell them apart:
   of each window with the release's accepted-token mover and appends the accepted target hidden
   states to the draft KV with the base worker's own method.
 
+Where the glue would give a wrong result silently, the worker refuses instead, and the facts say
+when: spec v1's path-first window needs one-token pages (`page_setting`, read from the field of the
+constructor's settings class the base takes); spec v2's window must fit what the scheduler reserves
+(`reservation_attr`); a base step after the verify that the tree commit does not run and that is
+gated on the target's attention backend (`backend_guards`: hybrid Mamba state commits) must not
+be due.
+
 `missing` lists what a snapshot lacks (the worker then refuses to construct); `unverified` what
 the glue uses that the facts cannot show (checked at run time or documented); `decisions` each
 choice with the snapshot location it came from.
@@ -46,12 +53,18 @@ APPEND_VALUES = ("target_hidden", "cache_loc", "cache_loc_2d", "positions", "com
 KV_MOVER = "move_accept_tokens_to_target_kvcache"
 KV_MOVER_PARAMS = ("batch", "accept_index", "num_correct_drafts", "token_to_kv_pool_allocator")
 WINDOW_KEYWORDS = ("req_pool_indices", "req_to_token", "start_offset", "end_offset", "batch_size", "draft_token_num")
+WINDOW_ASSUMED = "the scheduler reserves at least budget + 1 KV slots per request beyond the committed length (spec v2 reads the window from req_to_token)"
 ROOT_FIELD = re.compile(r"(^|_)(id|ids|tokens?)$")
+# The setting spec v1's accept takes for the KV page size (the keyword the base passes it as).
+PAGE_KEYWORD = "page_size"
+# The result keyword under which the spec v2 base reports its verify width; the base keeps the same
+# number as an attribute (the tokens the scheduler reserves per request and step).
+RESERVATION_KEYWORD = "speculative_num_draft_tokens"
 
 
 @dataclass(frozen=True)
 class Decision:
-    key: str  # draft | root | handoff | accept | append | next_input | window | mover | publish | result
+    key: str  # draft | root | handoff | accept | append | next_input | window | mover | publish | result | pages | reservation | guard
     what: str
     location: Location | None
 
@@ -79,6 +92,9 @@ class EngineGlue:
     publish_param: str | None  # an entry parameter the decode path calls with the new lengths
     result_class: str | None
     result_keywords: tuple[str, ...]
+    page_setting: str | None  # v1: "<init parameter>.page_size" when the settings class has the field
+    reservation_attr: str | None  # v2: the base attribute bounding the verify window
+    backend_guards: tuple[tuple[str, str], ...]  # (skipped base step, attention-backend method gating it)
     decisions: tuple[Decision, ...]
     missing: tuple[str, ...]
     unverified: tuple[str, ...]
@@ -206,7 +222,7 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             decisions.append(Decision("window", f"verify window: {window.callee}({', '.join(k + '=' for k in window.keywords)}) over committed length + [0, budget + 1)", at(window.line)))
             if window_func.rsplit(".", 1)[0] not in files_by_module(analysis):
                 unverified.append(f"{window_func} (called at {at(window.line)}; defined outside the scanned files)")
-            unverified.append("the scheduler reserves at least budget + 1 KV slots per request beyond the committed length (spec v2 reads the window from req_to_token)")
+            unverified.append(WINDOW_ASSUMED)
         mover = _function(analysis, KV_MOVER)
         if mover is None:
             missing.append(f"no {KV_MOVER}() in the snapshot to move the accepted nodes' KV to the front of each window")
@@ -236,6 +252,30 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         if unknown:
             missing.append(f"{result.callee} ({at(result.line)}) is built with {', '.join(unknown)}, which the tree commit cannot fill")
     unverified.append("the target model's lm_head (read as self.<target>.model_runner.model.lm_head; the base reads it with getattr) projects the draft hidden states to the full vocabulary on one rank (no tensor-parallel gather)")
+
+    # -- what would go wrong silently: the worker refuses instead (see the module docstring)
+    page_setting = None
+    if shape == "batch" and PAGE_KEYWORD in accept_keywords:
+        page_setting, field = _settings_field(analysis, facts, own.get("__init__"), PAGE_KEYWORD)
+        what = (f"pages: the path-first window needs {page_setting or 'self.' + PAGE_KEYWORD} == 1; DDTreeWorker() refuses any other value "
+                f"(the release's accept frees and maps whole pages, which a reordered window breaks)")
+        decisions.append(Decision("pages", what, field[0].location(field[1]) if field else (hit[0].location(method(hit[0], hit[1], accept_method)) if hit else None)))
+    reservation = None
+    if shape == "forward_batch" and RESERVATION_KEYWORD in result_keywords:
+        reservation = RESERVATION_KEYWORD
+        unverified = [u for u in unverified if u != WINDOW_ASSUMED]  # checked when the worker is constructed
+        decisions.append(Decision("reservation", f"window bound: the base reports its verify width as {RESERVATION_KEYWORD}; DDTreeWorker() refuses a budget + 1 above self.{RESERVATION_KEYWORD} (the scheduler reserves no more per step)", at(result.line)))
+    guards = []
+    skip = {accept_method, append_method, next_input, draft_fn.name if draft_fn else None}
+    for call in after:
+        name = call.callee.split(".")[1] if call.callee.startswith("self.") and call.callee.count(".") == 1 else None
+        if name is None or name in skip or name not in own:
+            continue
+        for inner in own[name].calls:
+            parts = inner.callee.split(".")
+            if len(parts) >= 2 and parts[-2].endswith("attn_backend") and (name, parts[-1]) not in guards:
+                guards.append((name, parts[-1]))
+                decisions.append(Decision("guard", f"skipped base step: self.{name}() runs when the target's attention backend has {parts[-1]}(); the tree commit does not, so DDTree refuses such a backend", facts.location(own[name])))
     return EngineGlue(
         shape=shape,
         draft_method=draft_fn.name if draft_fn else None,
@@ -256,6 +296,9 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         publish_param=publish,
         result_class=result.resolved if result else None,
         result_keywords=result_keywords,
+        page_setting=page_setting,
+        reservation_attr=reservation,
+        backend_guards=tuple(guards),
         decisions=tuple(decisions),
         missing=tuple(missing),
         unverified=tuple(unverified),
@@ -296,6 +339,18 @@ def _draft_input_class(analysis: Analysis, facts: FileFacts, entry, draft_fn, ve
         if found is not None and found[1] is not hit[1] and bases & set(found[1].bases):
             return f"{found[0].module}.{found[1].qualname}", found
     return None
+
+
+def _settings_field(analysis: Analysis, facts: FileFacts, init: FunctionFact | None, name: str):
+    """("<param>.<name>", (file, field)) when a constructor parameter's annotated class has the field `name`."""
+    for p in (init.params if init else ()):
+        if not p.annotation:
+            continue
+        found = resolve_class(analysis, facts, p.annotation.strip("'\""))
+        field = next((a for a in found[1].attributes if a.target == name), None) if found else None
+        if field is not None:
+            return f"{p.name}.{name}", (found[0], field)
+    return None, None
 
 
 def _target_verify_line(entry: FunctionFact, attr: str | None, name: str) -> int | None:

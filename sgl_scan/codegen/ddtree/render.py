@@ -229,6 +229,16 @@ def _engine_context(plan: DDTreePlan) -> dict[str, object]:
             "mover_name": glue.kv_mover.rpartition(".")[2] if glue.kv_mover else "",
             "mover_location": where("mover"),
             "publish_param": glue.publish_param,
+            "tree_sampling": glue.shape == "forward_batch",
+            "page_check": "page_size" in glue.accept_keywords and glue.shape == "batch",
+            "page_setting": glue.page_setting or "self.page_size",
+            "page_param": glue.page_setting.split(".")[0] if glue.page_setting else None,
+            "page_field": glue.page_setting.split(".")[1] if glue.page_setting else None,
+            "page_location": where("pages"),
+            "reservation_attr": glue.reservation_attr,
+            "reservation_location": where("reservation"),
+            "guards": [{"method": m, "backend_method": b} for m, b in glue.backend_guards],
+            "guard_locations": [str(d.location) for d in glue.decisions if d.key == "guard"],
         }
     )
     if "page_size" in glue.accept_keywords:

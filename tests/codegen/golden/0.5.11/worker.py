@@ -17,11 +17,24 @@ The draft step and the commit are wired to the release as well (spec v1: the ver
 - commit: DFlashVerifyInput.verify(batch=, logits_output=, page_size=) frees the uncommitted window slots, maps the kept ones and gathers their hidden states (sglang/srt/speculative/dflash_info.py:312)
 - draft KV: self._append_target_hidden_to_draft_kv(batch, draft_input) after the commit, as the base does (sglang/srt/speculative/dflash_worker.py:1238)
 - result: GenerationBatchResult(logits_output=, next_token_ids=, num_accepted_drafts=, num_accepted_drafts_per_req_cpu=, can_run_cuda_graph=), as the decode path returns (sglang/srt/speculative/dflash_worker.py:1250)
+- pages: the path-first window needs server_args.page_size == 1; DDTreeWorker() refuses any other value (the release's accept frees and maps whole pages, which a reordered window breaks) (sglang/srt/server_args.py:377)
+- skipped base step: self._update_target_mamba_state_after_verify() runs when the target's attention backend has update_mamba_state_after_mtp_verify(); the tree commit does not, so DDTree refuses such a backend (sglang/srt/speculative/dflash_worker.py:1066)
+
+Decode batches the tree step cannot run exactly go to the release's own DFlash step
+(`ddtree_fallback_reason`): logprobs, grammar, custom logit processors, penalties, logit bias and
+other logit edits the release applies before it accepts, and
+every batch that is not all greedy (spec v1 hands the walk to the release's accept as one-hot
+logits, which only its greedy rule is sure to take as given).
+`DDTreeWorker()` refuses what the commit would silently corrupt:
+- a KV page size other than 1 (server_args.page_size);
+- a target attention backend that needs a base step the tree commit skips (hybrid Mamba state).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -35,6 +48,7 @@ from . import tree as ddtree
 
 BUDGET_ENV = "SGLANG_DDTREE_BUDGET"
 TOPK_ENV = "SGLANG_DDTREE_TOPK"
+logger = logging.getLogger(__name__)
 
 # What this SGLang lacks for the DDTree target verify (from the snapshot's facts); non-empty: the
 # worker refuses to construct.
@@ -44,6 +58,21 @@ ENGINE_GLUE_MISSING = (
 RESULT_KEYWORDS = ('logits_output', 'next_token_ids', 'num_accepted_drafts', 'num_accepted_drafts_per_req_cpu', 'can_run_cuda_graph')
 # Attributes of the base worker the glue reads (checked when the worker is constructed).
 ENGINE_ATTRIBUTES = ('target_worker', 'page_size', 'draft_model_runner')
+# Sampling-info fields that, when set, mean the release edits the verify logits before it accepts;
+# the tree step reads the raw logits, so such batches run the release's own step.
+LOGIT_EDITS = ("logit_bias", "acc_linear_penalties", "grammar_mask", "sampling_mask_batch_indices")
+# Spec v1: the walk reaches the release's accept (sglang/srt/speculative/dflash_info.py:312) as one-hot logits.
+# Its greedy rule (argmax) takes them as given; its sampling rule draws uniform numbers against
+# thresholds and may accept a token the walk rejected, so non-greedy batches run the release's step.
+TREE_SAMPLING = False
+# Spec v1 lays each verify window out accepted-path-first before the release's accept frees and maps
+# it; with pages of more than one token that accept works on whole pages (sglang/srt/speculative/dflash_info.py:312),
+# so a reordered window would free or map KV pages still in use (sglang/srt/server_args.py:377).
+PAGE_REFUSAL = (
+    "DDTree on SGLang 0.5.11 needs server_args.page_size == 1, got {!r}: its tree commit lays "
+    "each verify window out accepted-path-first, which breaks the page-contiguous KV layout of pages "
+    "larger than one token; run with a page size of 1"
+)
 
 
 class _DraftBlockDone(Exception):
@@ -145,21 +174,75 @@ class DDTreeWorker(DFlashWorker):
     def __init__(self, server_args, gpu_id, tp_rank, dp_rank, moe_ep_rank, attn_cp_rank, moe_dp_rank, nccl_port, target_worker):
         if ENGINE_GLUE_MISSING:
             raise RuntimeError("DDTree cannot run on SGLang 0.5.11: " + "; ".join(ENGINE_GLUE_MISSING))
+        page_size = getattr(server_args, "page_size", None)
+        if page_size not in (None, 1):  # refused before the base loads any model
+            raise RuntimeError(PAGE_REFUSAL.format(page_size))
         super().__init__(server_args=server_args, gpu_id=gpu_id, tp_rank=tp_rank, dp_rank=dp_rank, moe_ep_rank=moe_ep_rank, attn_cp_rank=attn_cp_rank, moe_dp_rank=moe_dp_rank, nccl_port=nccl_port, target_worker=target_worker)
         absent = [name for name in ENGINE_ATTRIBUTES if not hasattr(self, name)]
         if absent:
             raise RuntimeError(f"DDTree: DFlashWorker has no attribute(s) {absent} the tree verify uses")
+        if self.page_size != 1:  # the value the base passes to the release's accept
+            raise RuntimeError(PAGE_REFUSAL.format(self.page_size))
         for member in ("TARGET_VERIFY", "DECODE"):
             if not hasattr(ForwardMode, member):
                 raise RuntimeError(f"DDTree: sglang.srt.model_executor.forward_batch_info.ForwardMode has no {member}")
         self.ddtree_budget = resolve_budget(getattr(self, "server_args", None))
         self.ddtree_topk = resolve_topk(self.ddtree_budget)
+        self.ddtree_fallbacks = Counter()  # reason -> decode batches run by the release's own step
+        self.ddtree_check_target()
 
     def forward_batch_generation(self, batch, **kwargs):
-        """Decode batches run a DDTree step; prefill and idle batches the DFlash path."""
+        """Decode batches run a DDTree step; prefill and idle batches, and decode batches the tree cannot run exactly, the DFlash path."""
         if not self.ddtree_is_decode(batch):
             return super().forward_batch_generation(batch=batch, **kwargs)
+        reason = self.ddtree_fallback_reason(batch)
+        if reason is not None:
+            if not self.ddtree_fallbacks[reason]:
+                logger.warning("DDTree: decode batches with %s run the DFlash step (no tree)", reason)
+            self.ddtree_fallbacks[reason] += 1
+            return super().forward_batch_generation(batch=batch, **kwargs)
         return self.ddtree_decode(batch=batch, **kwargs)
+
+    @staticmethod
+    def ddtree_fallback_reason(batch) -> str | None:
+        """Why this decode batch runs the release's own DFlash step instead of a tree; None: it runs a tree.
+
+        The tree step chooses the target's tokens from the raw verify logits (argmax)
+        and returns no logprobs; a batch that needs more goes to the release.
+        """
+        if getattr(batch, "return_logprob", False):
+            return "logprobs"
+        if getattr(batch, "has_grammar", False):
+            return "grammar constraints"
+        info = getattr(batch, "sampling_info", None)
+        if info is None:
+            return None
+        if getattr(info, "has_custom_logit_processor", False):
+            return "a custom logit processor"
+        penalizer = getattr(info, "penalizer_orchestrator", None)
+        if penalizer is not None and getattr(penalizer, "is_required", False):
+            return "penalties"
+        for name in LOGIT_EDITS:
+            if getattr(info, name, None) is not None:
+                return name
+        if getattr(info, "is_all_greedy", False):
+            return None
+        if not TREE_SAMPLING:
+            return "sampling (not all greedy)"
+        if any(getattr(info, name, True) for name in ("need_top_k_sampling", "need_top_p_sampling", "need_min_p_sampling")):
+            return "top-k, top-p or min-p sampling"
+        return None
+
+    def ddtree_check_target(self) -> None:
+        """Refuse a target attention backend that needs a base step after the verify which the tree commit does not run."""
+        backend = getattr(getattr(getattr(self, "target_worker", None), "model_runner", None), "attn_backend", None)
+        if backend is not None and hasattr(backend, "update_mamba_state_after_mtp_verify"):
+            # DFlashWorker._update_target_mamba_state_after_verify (sglang/srt/speculative/dflash_worker.py:1066)
+            raise RuntimeError(
+                "DDTree on SGLang 0.5.11 cannot run this target: its attention backend has "
+                "update_mamba_state_after_mtp_verify(), so DFlashWorker runs _update_target_mamba_state_after_verify() "
+                "after each verify, which the tree commit does not (a tree verify cannot advance recurrent state)"
+            )
 
     @staticmethod
     def ddtree_is_decode(batch) -> bool:
@@ -170,6 +253,7 @@ class DDTreeWorker(DFlashWorker):
 
     def ddtree_decode(self, batch, *args, **kwargs):
         """draft block -> top-K -> tree -> verify layout -> target forward -> walk -> commit."""
+        self.ddtree_check_target()  # the backend may be set up after construction
         draft_logits, root_tokens, committed_lens = self.ddtree_draft_logits(batch)
         trees = build_tree_batch(draft_logits, root_tokens, committed_lens, self.ddtree_budget, self.ddtree_topk)
         custom_mask = ddtree.verify_custom_mask(trees.mask, committed_lens.tolist())
@@ -182,9 +266,11 @@ class DDTreeWorker(DFlashWorker):
     def ddtree_target_choice(batch, target_logits: torch.Tensor) -> torch.Tensor:
         """The target's token after each node [B, W]: argmax when all greedy, else its own sample per request."""
         info = getattr(batch, "sampling_info", None)
-        temperatures = getattr(info, "temperatures", None)
-        if info is None or getattr(info, "is_all_greedy", True) or temperatures is None:
+        if info is None or getattr(info, "is_all_greedy", False):
             return torch.argmax(target_logits, dim=-1)
+        temperatures = getattr(info, "temperatures", None)
+        if temperatures is None:
+            raise RuntimeError("DDTree: a batch that is not all greedy carries no sampling_info.temperatures")
         rows = [ddtree.target_choice(target_logits[b], float(temperatures.view(-1)[b])) for b in range(target_logits.shape[0])]
         return torch.stack(rows)
 

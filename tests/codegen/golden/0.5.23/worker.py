@@ -19,11 +19,23 @@ The draft step and the commit are wired to the release as well (spec v2: the ver
 - KV compaction: sglang.srt.speculative.spec_utils.move_accept_tokens_to_target_kvcache(batch, accept_index, num_correct_drafts, batch.token_to_kv_pool_allocator) (sglang/srt/speculative/spec_utils.py:859)
 - the decode path calls its `on_publish` parameter with the new lengths; so does the commit (sglang/srt/speculative/dflash_worker_v2.py:2973)
 - result: GenerationBatchResult(logits_output=, next_token_ids=, accept_lens=, can_run_cuda_graph=, next_draft_input=, speculative_num_draft_tokens=, new_seq_lens=, routed_experts_output=, indexer_topk_output=), as the decode path returns (sglang/srt/speculative/dflash_worker_v2.py:3002)
+- window bound: the base reports its verify width as speculative_num_draft_tokens; DDTreeWorker() refuses a budget + 1 above self.speculative_num_draft_tokens (the scheduler reserves no more per step) (sglang/srt/speculative/dflash_worker_v2.py:3002)
+- skipped base step: self._update_target_mamba_state_after_verify() runs when the target's attention backend has update_mamba_state_after_mtp_verify(); the tree commit does not, so DDTree refuses such a backend (sglang/srt/speculative/dflash_worker_v2.py:2085)
+
+Decode batches the tree step cannot run exactly go to the release's own DFlash step
+(`ddtree_fallback_reason`): logprobs, grammar, custom logit processors, penalties, logit bias and
+other logit edits the release applies before it accepts, and
+sampling with top-k, top-p or min-p (a tree samples the target at the request's temperature only).
+`DDTreeWorker()` refuses what the commit would silently corrupt:
+- a budget + 1 above the scheduler's per-step reservation (self.speculative_num_draft_tokens);
+- a target attention backend that needs a base step the tree commit skips (hybrid Mamba state).
 """
 
 from __future__ import annotations
 
+import logging
 import os
+from collections import Counter
 from dataclasses import dataclass
 
 import torch
@@ -38,6 +50,7 @@ from . import tree as ddtree
 
 BUDGET_ENV = "SGLANG_DDTREE_BUDGET"
 TOPK_ENV = "SGLANG_DDTREE_TOPK"
+logger = logging.getLogger(__name__)
 
 # What this SGLang lacks for the DDTree target verify (from the snapshot's facts); non-empty: the
 # worker refuses to construct.
@@ -47,6 +60,12 @@ ENGINE_GLUE_MISSING = (
 RESULT_KEYWORDS = ('logits_output', 'next_token_ids', 'accept_lens', 'can_run_cuda_graph', 'next_draft_input', 'speculative_num_draft_tokens', 'new_seq_lens', 'routed_experts_output', 'indexer_topk_output')
 # Attributes of the base worker the glue reads (checked when the worker is constructed).
 ENGINE_ATTRIBUTES = ('target_worker', 'draft_model_runner')
+# Sampling-info fields that, when set, mean the release edits the verify logits before it accepts;
+# the tree step reads the raw logits, so such batches run the release's own step.
+LOGIT_EDITS = ("logit_bias", "acc_linear_penalties", "grammar_mask", "sampling_mask_batch_indices")
+# Spec v2: the tree step commits the walked tokens itself, so it may sample the target per node at
+# the request's temperature (exact for temperature-only sampling).
+TREE_SAMPLING = True
 
 
 class _DraftBlockDone(Exception):
@@ -154,12 +173,71 @@ class DDTreeWorker(DFlashWorkerV2):
             raise RuntimeError(f"DDTree: DFlashWorkerV2 has no attribute(s) {absent} the tree verify uses")
         self.ddtree_budget = resolve_budget(getattr(self, "server_args", None))
         self.ddtree_topk = resolve_topk(self.ddtree_budget)
+        reserved = getattr(self, "speculative_num_draft_tokens", None)
+        if reserved is None or self.ddtree_budget + 1 > int(reserved):
+            # The verify window is read from the scheduler's reservation (sglang/srt/speculative/dflash_worker_v2.py:3002):
+            # slots past it belong to other requests or to no one.
+            raise RuntimeError(
+                f"DDTree on SGLang 0.5.23: a tree of budget {self.ddtree_budget} needs budget + 1 = "
+                f"{self.ddtree_budget + 1} KV slots per request and step, but the scheduler reserves "
+                f"self.speculative_num_draft_tokens = {reserved}; lower the budget (speculative_ddtree_budget or "
+                f"${BUDGET_ENV}) or raise speculative_num_draft_tokens"
+            )
+        self.ddtree_fallbacks = Counter()  # reason -> decode batches run by the release's own step
+        self.ddtree_check_target()
 
     def forward_batch_generation(self, batch, on_publish=None, grammar_barrier=None, pp_proxy_tensors=None):
-        """Decode batches run a DDTree step; prefill and idle batches the DFlash path."""
+        """Decode batches run a DDTree step; prefill and idle batches, and decode batches the tree cannot run exactly, the DFlash path."""
         if not self.ddtree_is_decode(batch):
             return super().forward_batch_generation(batch=batch, on_publish=on_publish, grammar_barrier=grammar_barrier, pp_proxy_tensors=pp_proxy_tensors)
+        reason = self.ddtree_fallback_reason(batch)
+        if reason is not None:
+            if not self.ddtree_fallbacks[reason]:
+                logger.warning("DDTree: decode batches with %s run the DFlash step (no tree)", reason)
+            self.ddtree_fallbacks[reason] += 1
+            return super().forward_batch_generation(batch=batch, on_publish=on_publish, grammar_barrier=grammar_barrier, pp_proxy_tensors=pp_proxy_tensors)
         return self.ddtree_decode(batch=batch, on_publish=on_publish, grammar_barrier=grammar_barrier, pp_proxy_tensors=pp_proxy_tensors)
+
+    @staticmethod
+    def ddtree_fallback_reason(batch) -> str | None:
+        """Why this decode batch runs the release's own DFlash step instead of a tree; None: it runs a tree.
+
+        The tree step chooses the target's tokens from the raw verify logits (argmax, or a sample at the request's temperature)
+        and returns no logprobs; a batch that needs more goes to the release.
+        """
+        if getattr(batch, "return_logprob", False):
+            return "logprobs"
+        if getattr(batch, "has_grammar", False):
+            return "grammar constraints"
+        info = getattr(batch, "sampling_info", None)
+        if info is None:
+            return None
+        if getattr(info, "has_custom_logit_processor", False):
+            return "a custom logit processor"
+        penalizer = getattr(info, "penalizer_orchestrator", None)
+        if penalizer is not None and getattr(penalizer, "is_required", False):
+            return "penalties"
+        for name in LOGIT_EDITS:
+            if getattr(info, name, None) is not None:
+                return name
+        if getattr(info, "is_all_greedy", False):
+            return None
+        if not TREE_SAMPLING:
+            return "sampling (not all greedy)"
+        if any(getattr(info, name, True) for name in ("need_top_k_sampling", "need_top_p_sampling", "need_min_p_sampling")):
+            return "top-k, top-p or min-p sampling"
+        return None
+
+    def ddtree_check_target(self) -> None:
+        """Refuse a target attention backend that needs a base step after the verify which the tree commit does not run."""
+        backend = getattr(getattr(getattr(self, "target_worker", None), "model_runner", None), "attn_backend", None)
+        if backend is not None and hasattr(backend, "update_mamba_state_after_mtp_verify"):
+            # DFlashWorkerV2._update_target_mamba_state_after_verify (sglang/srt/speculative/dflash_worker_v2.py:2085)
+            raise RuntimeError(
+                "DDTree on SGLang 0.5.23 cannot run this target: its attention backend has "
+                "update_mamba_state_after_mtp_verify(), so DFlashWorkerV2 runs _update_target_mamba_state_after_verify() "
+                "after each verify, which the tree commit does not (a tree verify cannot advance recurrent state)"
+            )
 
     @staticmethod
     def ddtree_is_decode(batch) -> bool:
@@ -170,6 +248,7 @@ class DDTreeWorker(DFlashWorkerV2):
 
     def ddtree_decode(self, batch, *args, **kwargs):
         """draft block -> top-K -> tree -> verify layout -> target forward -> walk -> commit."""
+        self.ddtree_check_target()  # the backend may be set up after construction
         draft_logits, root_tokens, committed_lens = self.ddtree_draft_logits(batch)
         trees = build_tree_batch(draft_logits, root_tokens, committed_lens, self.ddtree_budget, self.ddtree_topk)
         custom_mask = ddtree.verify_custom_mask(trees.mask, committed_lens.tolist())
@@ -182,9 +261,11 @@ class DDTreeWorker(DFlashWorkerV2):
     def ddtree_target_choice(batch, target_logits: torch.Tensor) -> torch.Tensor:
         """The target's token after each node [B, W]: argmax when all greedy, else its own sample per request."""
         info = getattr(batch, "sampling_info", None)
-        temperatures = getattr(info, "temperatures", None)
-        if info is None or getattr(info, "is_all_greedy", True) or temperatures is None:
+        if info is None or getattr(info, "is_all_greedy", False):
             return torch.argmax(target_logits, dim=-1)
+        temperatures = getattr(info, "temperatures", None)
+        if temperatures is None:
+            raise RuntimeError("DDTree: a batch that is not all greedy carries no sampling_info.temperatures")
         rows = [ddtree.target_choice(target_logits[b], float(temperatures.view(-1)[b])) for b in range(target_logits.shape[0])]
         return torch.stack(rows)
 

@@ -8,10 +8,13 @@ worker's `forward_batch_generation`, which computes a toy target's logits from t
 tokens, positions and custom mask, and the engine pieces the draft step and the
 commit use: the base worker's draft block and `self.draft_model_runner`, a token-to-KV allocator
 that records alloc/free, a KV store keyed by slot, `DFlashVerifyInput.verify` (the release's linear accept: frees, maps, gathers),`_append_target_hidden_to_draft_kv` and `GenerationBatchResult`. Decoding must equal plain greedy decoding.
+Batches the tree cannot run exactly must take the release's own step, and settings under which the
+commit would corrupt state must be refused.
 """
 
 import importlib
 import importlib.util
+import re
 import sys
 import types
 from types import SimpleNamespace
@@ -33,6 +36,7 @@ VERIFY_MODULE = "sglang.srt.speculative.dflash_info"
 VERIFY_NAME = "DFlashVerifyInput"
 VERIFY_FIELDS = ('draft_token', 'positions', 'draft_token_num', 'topk', 'custom_mask', 'capture_hidden_mode', 'num_tokens_per_batch')
 TARGET_ATTR = "target_worker"
+BACKEND_GUARDS = ['update_mamba_state_after_mtp_verify']
 RESULT_MODULE = "sglang.srt.managers.scheduler"
 RESULT_NAME = "GenerationBatchResult"
 FORWARD_MODE_MODULE = "sglang.srt.model_executor.forward_batch_info"
@@ -139,9 +143,12 @@ class _StubVerifyInput:
 class _StubTarget:
     """The target worker's `forward_batch_generation` with the release's parameters; writes KV and hidden states per verify row."""
 
+    backend_methods = ()  # methods its attention backend has
+
     def __init__(self):
         self.calls = 0
-        self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=torch.eye(VOCAB))))
+        backend = SimpleNamespace(**{name: (lambda **kwargs: None) for name in self.backend_methods})
+        self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=torch.eye(VOCAB))), attn_backend=backend)
 
     def forward_batch_generation(self, model_worker_batch, forward_batch=None, pp_proxy_tensors=None, is_verify=False, skip_attn_backend_init=False):
         assert is_verify is True
@@ -171,12 +178,14 @@ class _Result:
 
 
 class _StubBase:
+    page_size_default = 1  # the base's page size when server_args gives none
+
     def __init__(self, *args, **kwargs):
         self.init_args, self.init_kwargs = args, kwargs
         self.server_args = kwargs.get("server_args")
         self.target_worker = _StubTarget()
         self.draft_model_runner = _StubRunner()
-        self.page_size = 1
+        self.page_size = getattr(self.server_args, "page_size", None) or self.page_size_default
         self.appended = []
         self.ran_past_draft = False
 
@@ -251,8 +260,24 @@ def _next_token(seq):
     return (sum((i + 2) * t for i, t in enumerate(seq[-4:])) * 5 + len(seq)) % VOCAB
 
 
-def _worker(module):
-    return module.DDTreeWorker(**{name: f"<{name}>" for name in INIT_PARAMS})
+def _worker(module, **given):
+    return module.DDTreeWorker(**{name: given.get(name, f"<{name}>") for name in INIT_PARAMS})
+
+
+def _sampling(**changes):
+    """Sampling info of an all-greedy batch the release edits no logits for; `changes` alter that."""
+    fields = dict(
+        is_all_greedy=True,
+        has_custom_logit_processor=False,
+        penalizer_orchestrator=SimpleNamespace(is_required=False),
+        logit_bias=None,
+        need_top_k_sampling=False,
+        need_top_p_sampling=False,
+        need_min_p_sampling=False,
+        temperatures=torch.ones(1),
+    )
+    fields.update(changes)
+    return SimpleNamespace(**fields)
 
 
 def _batch(seqs, draft_rows):
@@ -390,3 +415,62 @@ def test_decode_equals_greedy_decoding(worker_module):
         assert seq == greedy[b][: len(seq)]
     assert accepted_drafts > 0
     assert worker.target_worker.calls == steps  # one target forward per step, through the release's verify path
+
+
+ROUTED = [
+    ("logprobs", {"return_logprob": True}, {}),
+    ("grammar constraints", {"has_grammar": True}, {}),
+    ("a custom logit processor", {}, {"has_custom_logit_processor": True}),
+    ("penalties", {}, {"penalizer_orchestrator": SimpleNamespace(is_required=True)}),
+    ("logit_bias", {}, {"logit_bias": torch.zeros(1, VOCAB)}),
+    # the release's sampling accept may take a token the walk rejected: T > 0 never reaches it as a tree
+    ("sampling (not all greedy)", {}, {"is_all_greedy": False}),
+]
+
+
+@pytest.mark.parametrize("reason, batch_fields, sampling", ROUTED, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROUTED)])
+def test_batches_the_tree_cannot_run_exactly_take_the_dflash_step(worker_module, reason, batch_fields, sampling):
+    worker = _worker(worker_module)
+    batch = _batch([[1, 2, 3, 9]], torch.zeros(1, BLOCK - 1, VOCAB))
+    batch.__dict__.update(batch_fields)
+    batch.sampling_info = _sampling(**sampling)
+    result = worker.forward_batch_generation(batch=batch)
+    assert result[0] == "dflash"
+    assert worker.target_worker.calls == 0  # no tree verify ran
+    assert dict(worker.ddtree_fallbacks) == {reason: 1}
+
+
+def test_a_plain_greedy_batch_runs_a_tree(worker_module):
+    worker = _worker(worker_module)
+    batch = _batch([[1, 2, 3, 9]], torch.zeros(1, BLOCK - 1, VOCAB))
+    batch.sampling_info = _sampling()
+    result = worker.forward_batch_generation(batch=batch)
+    assert not isinstance(result, tuple) and worker.target_worker.calls == 1
+    assert not worker.ddtree_fallbacks
+    assert _committed(batch, result, 0)[0] == _next_token([1, 2, 3, 9])
+
+
+def test_constructor_refuses_pages_larger_than_one_token(worker_module, monkeypatch):
+    """The path-first window breaks page contiguity: server_args.page_size other than 1 is refused, naming it and its value."""
+    with pytest.raises(RuntimeError, match=re.escape("server_args.page_size == 1, got 16")):
+        _worker(worker_module, server_args=SimpleNamespace(page_size=16))
+    assert _worker(worker_module, server_args=SimpleNamespace(page_size=1)).page_size == 1
+    # the value the base itself settles on is checked too (here: none given, the base picks 4)
+    monkeypatch.setattr(_StubBase, "page_size_default", 4)
+    with pytest.raises(RuntimeError, match=re.escape("== 1, got 4")):
+        _worker(worker_module, server_args=SimpleNamespace(page_size=None))
+
+
+@pytest.mark.parametrize("name", BACKEND_GUARDS)
+def test_a_target_backend_needing_a_skipped_base_step_is_refused(worker_module, monkeypatch, name):
+    """A backend the base commits extra state for after each verify (hybrid Mamba) cannot run a tree."""
+    worker = _worker(worker_module)
+    batch = _batch([[1, 2, 3, 9]], torch.zeros(1, BLOCK - 1, VOCAB))
+    allocs = list(batch.token_to_kv_pool_allocator.allocs)
+    setattr(worker.target_worker.model_runner.attn_backend, name, lambda **kwargs: None)  # set up after construction
+    with pytest.raises(RuntimeError, match=re.escape(f"attention backend has {name}()")):
+        worker.forward_batch_generation(batch=batch)
+    assert worker.target_worker.calls == 0 and batch.token_to_kv_pool_allocator.allocs == allocs  # refused before any work
+    monkeypatch.setattr(_StubTarget, "backend_methods", (name,))
+    with pytest.raises(RuntimeError, match=re.escape(f"attention backend has {name}()")):
+        _worker(worker_module)  # already there at construction

@@ -8,10 +8,13 @@ worker's `forward_batch_generation`, which computes a toy target's logits from t
 tokens, positions and custom mask, and the engine pieces the draft step and the
 commit use: the base worker's draft block and `self.draft_model_runner`, a token-to-KV allocator
 that records alloc/free, a KV store keyed by slot, `assign_extend_cache_locs_func`, `move_accept_tokens_to_target_kvcache`,`_append_target_hidden_to_draft_kv_by_loc` and `GenerationBatchResult`. Decoding must equal plain greedy decoding.
+Batches the tree cannot run exactly must take the release's own step, and settings under which the
+commit would corrupt state must be refused.
 """
 
 import importlib
 import importlib.util
+import re
 import sys
 import types
 from types import SimpleNamespace
@@ -33,6 +36,7 @@ VERIFY_MODULE = "sglang.srt.speculative.dflash_info"
 VERIFY_NAME = "DFlashVerifyInput"
 VERIFY_FIELDS = ('draft_token', 'positions', 'draft_token_num', 'topk', 'custom_mask', 'capture_hidden_mode', 'num_tokens_per_req', 'ragged_verify_layout', 'live_seq_lens_cpu', 'candidate_max_seq_len_upper_bound', 'kv_loc_plan', 'kv_loc_cols')
 TARGET_ATTR = "target_worker"
+BACKEND_GUARDS = ['update_mamba_state_after_mtp_verify']
 RESULT_MODULE = "sglang.srt.managers.scheduler"
 RESULT_NAME = "GenerationBatchResult"
 WINDOW_MODULE = "sglang.kernels.ops.speculative.cache_locs"
@@ -105,9 +109,12 @@ class _StubVerifyInput:
 class _StubTarget:
     """The target worker's `forward_batch_generation` with the release's parameters; writes KV and hidden states per verify row."""
 
+    backend_methods = ()  # methods its attention backend has
+
     def __init__(self):
         self.calls = 0
-        self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=torch.eye(VOCAB))))
+        backend = SimpleNamespace(**{name: (lambda **kwargs: None) for name in self.backend_methods})
+        self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=torch.eye(VOCAB))), attn_backend=backend)
 
     def forward_batch_generation(self, batch, forward_batch=None, pp_proxy_tensors=None, is_verify=False, skip_attn_backend_init=None, *, capture_hidden_mode=None, return_kv_loc_plan=False):
         assert is_verify is True
@@ -136,12 +143,16 @@ class _Result:
 
 
 class _StubBase:
+    page_size_default = 1  # the base's page size when server_args gives none
+    reserved = WIDTH  # self.speculative_num_draft_tokens: what the scheduler reserves per request and step
+
     def __init__(self, *args, **kwargs):
         self.init_args, self.init_kwargs = args, kwargs
         self.server_args = kwargs.get("server_args")
         self.target_worker = _StubTarget()
         self.draft_model_runner = _StubRunner()
-        self.page_size = 1
+        self.page_size = getattr(self.server_args, "page_size", None) or self.page_size_default
+        self.speculative_num_draft_tokens = self.reserved
         self.appended = []
         self.ran_past_draft = False
 
@@ -236,8 +247,24 @@ def _next_token(seq):
     return (sum((i + 2) * t for i, t in enumerate(seq[-4:])) * 5 + len(seq)) % VOCAB
 
 
-def _worker(module):
-    return module.DDTreeWorker(**{name: f"<{name}>" for name in INIT_PARAMS})
+def _worker(module, **given):
+    return module.DDTreeWorker(**{name: given.get(name, f"<{name}>") for name in INIT_PARAMS})
+
+
+def _sampling(**changes):
+    """Sampling info of an all-greedy batch the release edits no logits for; `changes` alter that."""
+    fields = dict(
+        is_all_greedy=True,
+        has_custom_logit_processor=False,
+        penalizer_orchestrator=SimpleNamespace(is_required=False),
+        logit_bias=None,
+        need_top_k_sampling=False,
+        need_top_p_sampling=False,
+        need_min_p_sampling=False,
+        temperatures=torch.ones(1),
+    )
+    fields.update(changes)
+    return SimpleNamespace(**fields)
 
 
 def _batch(seqs, draft_rows):
@@ -378,3 +405,78 @@ def test_decode_equals_greedy_decoding(worker_module):
         assert seq == greedy[b][: len(seq)]
     assert accepted_drafts > 0
     assert worker.target_worker.calls == steps  # one target forward per step, through the release's verify path
+
+
+ROUTED = [
+    ("logprobs", {"return_logprob": True}, {}),
+    ("grammar constraints", {"has_grammar": True}, {}),
+    ("a custom logit processor", {}, {"has_custom_logit_processor": True}),
+    ("penalties", {}, {"penalizer_orchestrator": SimpleNamespace(is_required=True)}),
+    ("logit_bias", {}, {"logit_bias": torch.zeros(1, VOCAB)}),
+    ("top-k, top-p or min-p sampling", {}, {"is_all_greedy": False, "need_top_p_sampling": True}),
+    ("top-k, top-p or min-p sampling", {}, {"is_all_greedy": False, "need_top_k_sampling": True}),
+]
+
+
+@pytest.mark.parametrize("reason, batch_fields, sampling", ROUTED, ids=[f"{r[0]}-{i}" for i, r in enumerate(ROUTED)])
+def test_batches_the_tree_cannot_run_exactly_take_the_dflash_step(worker_module, reason, batch_fields, sampling):
+    worker = _worker(worker_module)
+    batch = _batch([[1, 2, 3, 9]], torch.zeros(1, BLOCK - 1, VOCAB))
+    batch.__dict__.update(batch_fields)
+    batch.sampling_info = _sampling(**sampling)
+    result = worker.forward_batch_generation(batch=batch)
+    assert result[0] == "dflash"
+    assert worker.target_worker.calls == 0  # no tree verify ran
+    assert dict(worker.ddtree_fallbacks) == {reason: 1}
+
+
+def test_a_plain_greedy_batch_runs_a_tree(worker_module):
+    worker = _worker(worker_module)
+    batch = _batch([[1, 2, 3, 9]], torch.zeros(1, BLOCK - 1, VOCAB))
+    batch.sampling_info = _sampling()
+    result = worker.forward_batch_generation(batch=batch)
+    assert not isinstance(result, tuple) and worker.target_worker.calls == 1
+    assert not worker.ddtree_fallbacks
+    assert _committed(batch, result, 0)[0] == _next_token([1, 2, 3, 9])
+
+
+def test_temperature_only_sampling_runs_a_tree_and_samples_the_target(worker_module):
+    """At a temperature this low the target's one-hot logits sample their argmax: the tree commits greedy tokens."""
+    worker = _worker(worker_module)
+    seq = [1, 2, 3, 9]
+    greedy = list(seq)
+    while len(greedy) < len(seq) + BLOCK:
+        greedy.append(_next_token(greedy))
+    draft = torch.zeros(1, BLOCK - 1, VOCAB)
+    for j, token in enumerate(greedy[len(seq) :][: BLOCK - 1]):
+        draft[0, j, token] = 5.0
+    batch = _batch([seq], draft)
+    batch.sampling_info = _sampling(is_all_greedy=False, temperatures=torch.full((1, 1), 1e-3))
+    result = worker.forward_batch_generation(batch=batch)
+    assert worker.target_worker.calls == 1 and not worker.ddtree_fallbacks
+    tokens = _committed(batch, result, 0)
+    assert len(tokens) > 1 and tokens == greedy[len(seq) : len(seq) + len(tokens)]
+
+
+def test_constructor_refuses_a_window_past_the_scheduler_reservation(worker_module, monkeypatch):
+    """Spec v2 reads the tree's window from req_to_token: budget + 1 must fit self.speculative_num_draft_tokens."""
+    monkeypatch.setattr(_StubBase, "reserved", WIDTH - 1)
+    with pytest.raises(RuntimeError, match=re.escape(f"budget + 1 = {WIDTH} KV slots per request and step, but the scheduler reserves self.speculative_num_draft_tokens = {WIDTH - 1}")):
+        _worker(worker_module)
+    monkeypatch.setattr(_StubBase, "reserved", WIDTH)
+    assert _worker(worker_module).ddtree_budget == BUDGET  # an exact fit is fine
+
+
+@pytest.mark.parametrize("name", BACKEND_GUARDS)
+def test_a_target_backend_needing_a_skipped_base_step_is_refused(worker_module, monkeypatch, name):
+    """A backend the base commits extra state for after each verify (hybrid Mamba) cannot run a tree."""
+    worker = _worker(worker_module)
+    batch = _batch([[1, 2, 3, 9]], torch.zeros(1, BLOCK - 1, VOCAB))
+    allocs = list(batch.token_to_kv_pool_allocator.allocs)
+    setattr(worker.target_worker.model_runner.attn_backend, name, lambda **kwargs: None)  # set up after construction
+    with pytest.raises(RuntimeError, match=re.escape(f"attention backend has {name}()")):
+        worker.forward_batch_generation(batch=batch)
+    assert worker.target_worker.calls == 0 and batch.token_to_kv_pool_allocator.allocs == allocs  # refused before any work
+    monkeypatch.setattr(_StubTarget, "backend_methods", (name,))
+    with pytest.raises(RuntimeError, match=re.escape(f"attention backend has {name}()")):
+        _worker(worker_module)  # already there at construction
