@@ -441,11 +441,26 @@ def run_extractors(path: str, wrapper: meta.MetadataWrapper, extractors: Sequenc
     return {ex.name: tuple(ex.extract(wrapper, context)) for ex in extractors}
 
 
+def run_ast_extractors(path: str, tree: ast.Module, extractors: Sequence[Any], text: str) -> dict:
+    """Each `parser = "ast"` extractor's records, read from the file's stdlib syntax tree."""
+    context = _Context(path, module_name(path), text)
+    return {ex.name: tuple(ex.extract(tree, context)) for ex in extractors}
+
+
+def uses_ast(extractor: Any) -> bool:
+    """Whether an extractor reads the stdlib `ast` (else a libcst `MetadataWrapper`)."""
+    return getattr(extractor, "parser", "cst") == "ast"
+
+
 def facts_from_cst(path: str, sha256: str, text: str, extractors: Sequence[Any] = (),
                    module: cst.Module | None = None) -> FileFacts:
-    """General facts through libcst, plus the records of `extractors` (raises libcst.ParserSyntaxError)."""
+    """General facts through libcst, plus the records of `extractors` (raises libcst.ParserSyntaxError).
+
+    For source this Python's `ast` cannot read: `parser = "ast"` extractors give no records here.
+    """
     if module is None:
         module = cst.parse_module(text)
+    extractors = [ex for ex in extractors if not uses_ast(ex)]
     wrapper = _wrap(module, extractors)
     builder = Builder(path, sha256, text)
     _CstWalker(builder, split_lines(text), wrapper.resolve(meta.PositionProvider)).stmts(wrapper.module.body)
@@ -533,9 +548,13 @@ def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] =
     if refusal:
         return _error(path, sha256, refusal)
     if tree is not None:
-        extras = _reduced_extras(path, text, tree, extractors)
-        if extras is not None:
+        extras = run_ast_extractors(path, tree, [ex for ex in extractors if uses_ast(ex)], text)
+        extractors = [ex for ex in extractors if not uses_ast(ex)]
+        if not extractors:
             return facts_from_ast(path, sha256, text, tree, extras)
+        reduced = _reduced_extras(path, text, tree, extractors)
+        if reduced is not None:
+            return facts_from_ast(path, sha256, text, tree, {**extras, **reduced})
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -553,6 +572,6 @@ def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] =
     except (RecursionError, MemoryError, ValueError) as exc:
         return _error(path, sha256, f"cannot parse: {type(exc).__name__}")
     if tree is not None:
-        extras = run_extractors(path, _wrap(module, extractors), extractors, text)
+        extras.update(run_extractors(path, _wrap(module, extractors), extractors, text))
         return facts_from_ast(path, sha256, text, tree, extras)
     return facts_from_cst(path, sha256, text, extractors, module)

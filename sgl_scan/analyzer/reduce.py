@@ -1,7 +1,8 @@
 """Shrink a file's source to the parts the extractors can read, keeping every line and column.
 
-libcst's parse and `PositionProvider` cost time in proportion to the whole file, yet the extractors
-only look at statements whose lines mention speculative decoding. `reduce_source` blanks the rest:
+libcst's parse and `PositionProvider` cost time in proportion to the whole file, yet the libcst
+extractors (those without `parser = "ast"`) only look at statements whose lines mention what they
+look for. `reduce_source` blanks the rest:
 
 - kept whole: imports (anywhere: the extractors resolve names through function-local imports too),
   module-level simple statements, functions whose lines hold a hit, classes whose header holds a
@@ -28,16 +29,11 @@ from typing import Iterable, Sequence
 EXTRACTOR_PATTERNS = {
     "spec_algo_class": (r"spec\w*algo", r"alias"),
     "spec_registrations": (r"regist", r"worker"),
-    # `SpecAlgo.X`, `*speculative_algorithm* == ...`, alias definitions, `spec_info.is_x()`
-    "spec_dispatch": (r"spec\w*algo", r"(?:spec|algo)\w*(?:\([^()\n]*\))?\s*\.\s*(?:is|supports|has|need|carries)_"),
     "spec_options": (r"speculative", r"choices"),
     "spec_d2t": (r"d2t", r"t2d", r"hot_token", r"token_map"),
 }
 ALL_PATTERNS = tuple(sorted({p for patterns in EXTRACTOR_PATTERNS.values() for p in patterns}))
-# Extractors that read nothing of a function or compound statement beyond the statements holding a
-# hit (and the whole body of a statement whose header holds one): for files only they read, a hit
-# deep inside a function keeps its enclosing headers, not the whole function.
-FINE_GRAINED = frozenset({"spec_dispatch"})
+
 # Local aliases of the algorithm (`algo = self.spec_algorithm`): their later uses count as hits.
 _ALIAS_DEF = re.compile(r"(?im)^[ \t]*(\w+)[ \t]*=[^\n]*?spec\w*algo")
 _ALGO_CLASS = re.compile(r"(?i)spec\w*algo")
@@ -88,10 +84,9 @@ def _has_import(node: ast.stmt) -> bool:
 
 
 class _Reducer:
-    def __init__(self, lines: Sequence[str], hits: set[int], fine: bool = False) -> None:
+    def __init__(self, lines: Sequence[str], hits: set[int]) -> None:
         self.lines = lines
         self.hits = sorted(hits)
-        self.fine = fine  # skeletons for functions and compound statements whose header holds no hit
         self.blank: set[int] = set()  # 1-based lines to empty
         self.passes: dict[int, str] = {}  # 1-based line -> indentation of a `pass` put there
 
@@ -108,18 +103,16 @@ class _Reducer:
             return True
         if t is ast.ClassDef:
             body_first = node.body[0].lineno
-            if _ALGO_CLASS.search(node.name) or (hit and not self.fine and (node.keywords or self._hit(first, body_first - 1)
+            if _ALGO_CLASS.search(node.name) or (hit and (node.keywords or self._hit(first, body_first - 1)
                                                           or any("enum" in ast.unparse(b).lower() or "flag" in ast.unparse(b).lower()
                                                                  for b in node.bases))):
                 return True
             return False if (hit or top or _has_import(node)) else None
         if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
             if hit:
-                return not self.fine
+                return True
             return False if (top or _has_import(node)) else None
         if hit:
-            if self.fine and not isinstance(node, _MATCH) and _bodies(node):
-                return self._hit(first, _start(node.body[0]) - 1)  # header hit: whole, else skeleton
             return True
         if not _bodies(node) and not isinstance(node, _MATCH):  # a simple statement
             return True if top else None
@@ -195,8 +188,7 @@ def reduce_source(lines: Sequence[str], tree: ast.Module, extractors: Sequence[s
     """The source of `lines` (as `split_lines` gives them, parsed as `tree`) reduced as the module doc says,
     for the extractors named `extractors` (default: all)."""
     patterns = ALL_PATTERNS if extractors is None else patterns_for(extractors)
-    fine = extractors is not None and bool(extractors) and set(extractors) <= FINE_GRAINED
-    reducer = _Reducer(lines, hit_lines(lines, patterns), fine)
+    reducer = _Reducer(lines, hit_lines(lines, patterns))
     if tree.body:
         reducer.body(tree.body, top=True)
     return reducer.reduced()
@@ -241,4 +233,4 @@ def compact(reduced: str) -> tuple[str, tuple[int, ...]]:
     return "".join(kept_lines), tuple(numbers)
 
 
-__all__ = ["ALL_PATTERNS", "EXTRACTOR_PATTERNS", "FINE_GRAINED", "compact", "hit_lines", "patterns_for", "reduce_source"]
+__all__ = ["ALL_PATTERNS", "EXTRACTOR_PATTERNS", "compact", "hit_lines", "patterns_for", "reduce_source"]

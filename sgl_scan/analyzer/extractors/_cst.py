@@ -266,15 +266,3 @@ def statement_workers(resolver: Resolver, statement: cst.CSTNode) -> list[Any]:
             if ref:
                 found.append(ref)
     return found
-
-
-def suite_workers(resolver: Resolver, suite: cst.BaseSuite) -> tuple[list[Any], Any]:
-    """(every worker the suite may create, the one its last worker-creating top-level statement gives)."""
-    workers: list[Any] = []
-    fallthrough = None
-    for statement in body_statements(suite):
-        found = statement_workers(resolver, statement)
-        workers.extend(found)
-        if found and not isinstance(statement, (cst.If, cst.For, cst.While, cst.Try, cst.With)):
-            fallthrough = found[-1]
-    return workers, fallthrough

@@ -6,29 +6,31 @@ class); comparisons of anything named `*speculative_algorithm*`/`*spec_algorithm
 `.upper()`, or through a local alias) with string literals; comparisons with `SpeculativeAlgorithm.X`.
 An `if`/`elif` whose test holds such terms and whose body creates or returns a `…Worker` class is a
 `Branch`; `if x == "NEXTN": x = "EAGLE"` is an `AliasAssign`.
+
+This extractor reads the stdlib `ast` the per-file pass already has (`parser = "ast"`): it triggers
+on a hundred files of a recent release, and a libcst parse of them would cost most of a cold scan.
+Statements whose lines mention no algorithm are skipped, as are their bodies; inside the algorithm
+class every statement is read.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+from bisect import bisect_left
 
-import libcst as cst
-import libcst.metadata as meta
-
-from sgl_scan.analyzer.extractors._cst import (
-    ALGO_CLASS_NAME,
+from sgl_scan.analyzer.extractors._ast import (
     Resolver,
-    Trigger,
-    body_statements,
+    Source,
+    children,
     last_name,
-    small_statements,
+    statement_lines,
     string_value,
     string_values,
-    strip_docstring,
-    source_text,
     suite_workers,
 )
-from sgl_scan.analyzer.extractors._scoped import ScopedVisitor, hit_lines
+from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, Trigger
+from sgl_scan.analyzer.extractors._scoped import hit_lines
 from sgl_scan.analyzer.extractors.records import AliasAssign, Branch, DispatchTerm
 
 PREDICATE_NAME = re.compile(r"^(is|supports|has|need|carries)_\w+$")
@@ -37,109 +39,153 @@ _SPEC_NAME = re.compile(r"(?i)speculative_algorithm|spec_algorithm")
 _HITS = Trigger("spec", "Spec", "SPEC", "algo", "Algo", "ALGO")
 _CALL = r"\w*(?:\(\))?\.(?:is|supports|has|need|carries)_\w+\(\)"  # a predicate call on the receiver
 _ALIAS_DEF = re.compile(r"(?im)^[ \t]*(\w+)[ \t]*=[ \t]*[\w.]*(?:speculative_algorithm|spec_algorithm)\w*(?:\.(?:upper|lower)\(\))?[ \t]*$")
+_EQUALITY = (ast.Eq, ast.NotEq, ast.In, ast.NotIn, ast.Is, ast.IsNot)
+_NEGATIVE = (ast.NotEq, ast.IsNot, ast.NotIn)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-class _Visitor(ScopedVisitor):
-    def __init__(self, resolver: Resolver, hits: list[int] | None = None) -> None:
-        super().__init__(resolver, hits)
+class _Walker:
+    """A pre-order walk in source order that knows the enclosing function and class."""
+
+    def __init__(self, resolver: Resolver, hits: list[int] | None) -> None:
+        self.r = resolver
+        self.hits = hits  # None: read every statement
+        self.scopes: list[tuple[str, str]] = []  # (kind, name)
+        self.unpruned = 0  # inside an algorithm class every statement matters
         self.terms: list[DispatchTerm] = []
         self.out: list = []
-        self._negated: set[int] = set()
-        self._term_of: dict[int, DispatchTerm] = {}
-        self._aliases: list[set[str]] = [set()]
-        self._predicate_defs: list[bool] = []
+        self.negated: set[int] = set()
+        self.term_of: dict[int, DispatchTerm] = {}
+        self.aliases: list[set[str]] = [set()]
+        self.predicate_defs: list[bool] = []
 
-    # -- scopes -----------------------------------------------------------------------------
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
-        super().visit_FunctionDef(node)
-        self._aliases.append(set())
-        params = node.params.params
-        body = strip_docstring(body_statements(node.body))
-        single_return = len(body) == 1 and any(isinstance(s, cst.Return) for s in small_statements(body[0]))
-        self._predicate_defs.append(bool(self._in_algo_class()) and len(params) == 1 and single_return)
-        return None
+    # -- scopes -----------------------------------------------------------------------------------
+    def _qual(self, upto: int) -> str:
+        parts: list[str] = []
+        for kind, name in self.scopes[: upto + 1]:
+            parts.append(name)
+            if kind == "def":
+                parts.append("<locals>")
+        if parts and parts[-1] == "<locals>":
+            parts.pop()
+        return f"{self.r.module_name}." + ".".join(parts)
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._aliases.pop()
-        self._predicate_defs.pop()
-        super().leave_FunctionDef(original_node)
+    @property
+    def function(self) -> str:
+        defs = [i for i, (kind, _) in enumerate(self.scopes) if kind == "def"]
+        return self._qual(defs[-1]) if defs else "<module>"
 
     def _in_algo_class(self) -> str | None:
-        name = self.class_name
-        if name and ALGO_CLASS_NAME.search(name.rpartition(".")[2]):
-            return name
-        return None
+        classes = [i for i, (kind, _) in enumerate(self.scopes) if kind == "class"]
+        if not classes:
+            return None
+        name = self._qual(classes[-1])
+        return name if ALGO_CLASS_NAME.search(name.rpartition(".")[2]) else None
+
+    # -- the walk ---------------------------------------------------------------------------------
+    def _relevant(self, node: ast.stmt) -> bool:
+        if self.hits is None:
+            return True
+        index = bisect_left(self.hits, node.lineno)  # a def or class starts at its keyword, as in libcst
+        return index < len(self.hits) and self.hits[index] <= (node.end_lineno or node.lineno)
+
+    def walk(self, node: ast.AST) -> None:
+        if isinstance(node, ast.stmt) and not self.unpruned and not self._relevant(node):
+            return
+        algo_class = isinstance(node, ast.ClassDef) and ALGO_CLASS_NAME.search(node.name) is not None
+        self.unpruned += algo_class
+        self.enter(node)
+        for child in children(node):
+            self.walk(child)
+        self.leave(node)
+        self.unpruned -= algo_class
+
+    def enter(self, node: ast.AST) -> None:
+        t = type(node)
+        if t in _FUNCTIONS:
+            self.scopes.append(("def", node.name))
+            self.aliases.append(set())
+            lines = statement_lines(_strip_docstring(node.body))
+            single_return = len(lines) == 1 and any(isinstance(s, ast.Return) for s in lines[0])
+            self.predicate_defs.append(bool(self._in_algo_class()) and len(node.args.args) == 1 and single_return)
+        elif t is ast.ClassDef:
+            self.scopes.append(("class", node.name))
+        elif t is ast.Assign:
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and self._spec_subject(node.value):
+                self.aliases[-1].add(node.targets[0].id)
+        elif t is ast.UnaryOp:
+            if isinstance(node.op, ast.Not):
+                self.negated.add(id(node.operand))
+        elif t is ast.Call:
+            self._call(node)
+        elif t is ast.Compare:
+            left = node.left
+            for op, right in zip(node.ops, node.comparators):
+                self._comparison(node, left, right, op)
+                left = right
+
+    def leave(self, node: ast.AST) -> None:
+        t = type(node)
+        if t in _FUNCTIONS:
+            self.aliases.pop()
+            self.predicate_defs.pop()
+            self.scopes.pop()
+        elif t is ast.ClassDef:
+            self.scopes.pop()
+        elif t is ast.If:
+            self._branch(node)
 
     # -- what counts as "the algorithm" ---------------------------------------------------------
-    def _spec_subject(self, node: cst.CSTNode) -> bool:
+    def _spec_subject(self, node: ast.AST) -> bool:
         """Something named *speculative_algorithm*/*spec_algorithm*, its `.upper()`, or a local alias."""
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("upper", "lower"):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("upper", "lower"):
             node = node.func.value
         name = last_name(node)
         if name is None:
             return False
         if _SPEC_NAME.search(name):
             return True
-        return isinstance(node, cst.Name) and node.value in self._aliases[-1]
+        return isinstance(node, ast.Name) and node.id in self.aliases[-1]
 
-    def _member_ref(self, node: cst.CSTNode) -> str | None:
-        if isinstance(node, cst.Attribute) and ALGO_CLASS_NAME.search(last_name(node.value) or ""):
-            return node.attr.value
+    @staticmethod
+    def _member_ref(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Attribute) and ALGO_CLASS_NAME.search(last_name(node.value) or ""):
+            return node.attr
         return None
 
-    def _members(self, node: cst.CSTNode) -> tuple[str, ...] | None:
+    def _members(self, node: ast.AST) -> tuple[str, ...] | None:
         single = self._member_ref(node)
         if single:
             return (single,)
-        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-            names = [self._member_ref(e.value) if isinstance(e, cst.Element) else None for e in node.elements]
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            names = [self._member_ref(e) for e in node.elts]
             if names and None not in names:
                 return tuple(names)  # type: ignore[arg-type]
         return None
 
     # -- terms --------------------------------------------------------------------------------------
-    def visit_Assign(self, node: cst.Assign) -> bool | None:
-        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and self._spec_subject(node.value):
-            self._aliases[-1].add(node.targets[0].target.value)
-        return None
-
-    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> bool | None:
-        if isinstance(node.operator, cst.Not):
-            self._negated.add(id(node.expression))
-        return None
-
-    def visit_Call(self, node: cst.Call) -> bool | None:
+    def _call(self, node: ast.Call) -> None:
         func = node.func
-        if node.args or not isinstance(func, cst.Attribute) or not PREDICATE_NAME.match(func.attr.value):
-            return None
+        if node.args or node.keywords or not isinstance(func, ast.Attribute) or not PREDICATE_NAME.match(func.attr):
+            return
         receiver = func.value
         owner = None
-        if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
+        if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
             owner = self._in_algo_class()
-            if owner is None or (self._predicate_defs and self._predicate_defs[-1]):
-                return None
+            if owner is None or (self.predicate_defs and self.predicate_defs[-1]):
+                return
         else:
-            target = receiver.func if isinstance(receiver, cst.Call) else receiver
+            target = receiver.func if isinstance(receiver, ast.Call) else receiver
             if not _RECEIVER.search(last_name(target) or ""):
-                return None
-        name = func.attr.value
-        self._term(node, "predicate", name, (name,), id(node) in self._negated, receiver, owner)
-        return None
+                return
+        self._term(node, "predicate", func.attr, (func.attr,), id(node) in self.negated, receiver, owner)
 
-    def visit_Comparison(self, node: cst.Comparison) -> bool | None:
-        left = node.left
-        for target in node.comparisons:
-            right, op = target.comparator, target.operator
-            self._comparison(node, left, right, op)
-            left = right
-        return None
-
-    def _comparison(self, node: cst.Comparison, left: cst.CSTNode, right: cst.CSTNode, op: cst.CSTNode) -> None:
-        negated = isinstance(op, (cst.NotEqual, cst.IsNot, cst.NotIn)) or id(node) in self._negated
-        if not isinstance(op, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+    def _comparison(self, node: ast.Compare, left: ast.AST, right: ast.AST, op: ast.cmpop) -> None:
+        if not isinstance(op, _EQUALITY):
             return
+        negated = isinstance(op, _NEGATIVE) or id(node) in self.negated
         for subject, other in ((left, right), (right, left)):
-            if isinstance(op, (cst.In, cst.NotIn)) and subject is right:
+            if isinstance(op, (ast.In, ast.NotIn)) and subject is right:
                 continue  # `"EAGLE" in spec_algorithm` is a substring test, not dispatch
             members = self._members(other)
             if members is not None and not self._is_predicate_self(subject):
@@ -151,66 +197,71 @@ class _Visitor(ScopedVisitor):
                     self._term(node, "string", ", ".join(literals), literals, negated, subject, None)
                     return
 
-    def _is_predicate_self(self, subject: cst.CSTNode) -> bool:
-        return isinstance(subject, cst.Name) and subject.value == "self" and bool(self._predicate_defs and self._predicate_defs[-1])
+    def _is_predicate_self(self, subject: ast.AST) -> bool:
+        return isinstance(subject, ast.Name) and subject.id == "self" and bool(self.predicate_defs and self.predicate_defs[-1])
 
     def _term(self, node, via, detail, values, negated, subject, owner) -> None:
         term = DispatchTerm(**vars(self.r.at(node)), function=self.function, via=via, detail=detail, values=tuple(values),
                             negated=negated, subject=self.r.text(subject), owner_class=owner)
         self.terms.append(term)
-        self._term_of[id(node)] = term
+        self.term_of[id(node)] = term
 
     # -- branches -----------------------------------------------------------------------------------
-    def leave_If(self, original_node: cst.If) -> None:
-        test = original_node.test
-        terms, pure = self._test_terms(test)
+    def _branch(self, node: ast.If) -> None:
+        terms, pure = self._test_terms(node.test)
         if not terms:
             return
-        alias = self._alias_assign(original_node, test)
+        alias = self._alias_assign(node)
         if alias is not None:
             self.out.append(alias)
-        workers, fallthrough = suite_workers(self.r, original_node.body)
+        workers, fallthrough = suite_workers(self.r, node.body)
         if workers:
-            self.out.append(Branch(**vars(self.r.at(original_node)), function=self.function, terms=tuple(terms), pure=pure,
+            self.out.append(Branch(**vars(self.r.at(node)), function=self.function, terms=tuple(terms), pure=pure,
                                    workers=tuple(workers), fallthrough=fallthrough, owner_class=self._in_algo_class()))
 
-    def _test_terms(self, test: cst.CSTNode) -> tuple[list[DispatchTerm], bool]:
+    def _test_terms(self, test: ast.AST) -> tuple[list[DispatchTerm], bool]:
         """Terms of a condition and whether it is only an `or` of positive terms."""
-        term = self._term_of.get(id(test))
+        term = self.term_of.get(id(test))
         if term is not None:
             return [term], not term.negated
-        if isinstance(test, cst.BooleanOperation):
-            left, left_pure = self._test_terms(test.left)
-            right, right_pure = self._test_terms(test.right)
-            if isinstance(test.operator, cst.Or):
-                return left + right, left_pure and right_pure and bool(left) and bool(right)
-            return left + right, False
-        if isinstance(test, cst.UnaryOperation):
-            inner, _ = self._test_terms(test.expression)
+        if isinstance(test, ast.BoolOp):
+            parts = [self._test_terms(value) for value in test.values]
+            terms = [t for found, _ in parts for t in found]
+            if isinstance(test.op, ast.Or):
+                return terms, all(found and pure for found, pure in parts)
+            return terms, False
+        if isinstance(test, ast.UnaryOp):
+            inner, _ = self._test_terms(test.operand)
             return inner, False
         return [], False
 
-    def _alias_assign(self, node: cst.If, test: cst.CSTNode) -> AliasAssign | None:
-        if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+    def _alias_assign(self, node: ast.If) -> AliasAssign | None:
+        test = node.test
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
             return None
-        if not isinstance(test.comparisons[0].operator, cst.Equal):
-            return None
-        literal = string_value(test.comparisons[0].comparator)
-        subject = self.r.text(test.left)
+        literal = string_value(test.comparators[0])
         if literal is None or not self._spec_subject(test.left):
             return None
-        for statement in body_statements(node.body):
-            for small in small_statements(statement):
-                if isinstance(small, cst.Assign) and len(small.targets) == 1 and self.r.text(small.targets[0].target) == subject:
-                    target = string_value(small.value)
-                    if target is not None:
-                        return AliasAssign(**vars(self.r.at(node)), alias=literal.upper(), target=target.upper())
+        subject = self.r.text(test.left)
+        for statement in node.body:
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and self.r.text(statement.targets[0]) == subject:
+                target = string_value(statement.value)
+                if target is not None:
+                    return AliasAssign(**vars(self.r.at(node)), alias=literal.upper(), target=target.upper())
         return None
+
+
+def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
+    lines = statement_lines(body)
+    if lines and len(lines[0]) == 1 and isinstance(lines[0][0], ast.Expr) and string_value(lines[0][0].value) is not None:
+        return body[1:]
+    return body
 
 
 class DispatchExtractor:
     name = "spec_dispatch"
-    version = 1
+    version = 2  # 2: read from the stdlib ast
+    parser = "ast"
     trigger = Trigger(
         *(prefix + _CALL for prefix in ("spec", "Spec", "SPEC", "algo", "Algo")),
         r"spec(?:ulative)?_algorithm\w*(?:\.(?:upper|lower)\(\))?\s*(?:[=!]=|in\b|not\s+in\b)",
@@ -218,14 +269,14 @@ class DispatchExtractor:
         r"(?m:=[ \t]*[\w.]*spec(?:ulative)?_algorithm\w*(?:\.(?:upper|lower)\(\))?[ \t]*$)",
         r"Spec\w*Algo\w*\.[A-Z]", r"spec\w*algo\w*\.[A-Z]", r"class\s+\w*[Ss]pec\w*[Aa]lgo",
     )
+    metadata = ()
 
-    metadata = (meta.PositionProvider,)
-
-    def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:
-        text = source_text(wrapper, context)
-        aliases = sorted(set(_ALIAS_DEF.findall(text)))
+    def extract(self, tree: ast.Module, context) -> tuple:
+        source = Source(context.text)
+        aliases = sorted(set(_ALIAS_DEF.findall(context.text)))
         pattern = _HITS if not aliases else Trigger(*(p.pattern for p in _HITS.parts),
                                                     *(rf"\b{re.escape(alias)}\b" for alias in aliases))
-        visitor = _Visitor(Resolver.for_context(wrapper, context), hit_lines(text, pattern))
-        wrapper.visit(visitor)
-        return tuple(visitor.terms) + tuple(sorted(visitor.out, key=lambda r: (r.line, r.column, type(r).__name__)))
+        walker = _Walker(Resolver(tree, source, context.module), hit_lines(context.text, pattern))
+        for statement in tree.body:
+            walker.walk(statement)
+        return tuple(walker.terms) + tuple(sorted(walker.out, key=lambda r: (r.line, r.column, type(r).__name__)))

@@ -1,9 +1,11 @@
 """A small local driver for the speculative extractors: parse only the files their triggers select
-(libcst + positions, nothing else) and build the inventory. It stands in for the analyzer pipeline
-so these tests exercise exactly the extractors and `build_inventory`."""
+(the whole file: libcst + positions for libcst extractors, stdlib `ast` for `parser = "ast"` ones,
+nothing else) and build the inventory. It stands in for the analyzer pipeline so these tests
+exercise exactly the extractors and `build_inventory`."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import textwrap
 from dataclasses import dataclass
@@ -29,10 +31,17 @@ def facts_for(path: str, text: str, extractors=EXTRACTORS, *, use_triggers: bool
     chosen = [ex for ex in extractors if not use_triggers or ex.trigger.search(text)]
     if not chosen:
         return None
-    wrapper = meta.MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
-    wrapper.resolve(meta.PositionProvider)
     context = Context(path, module_name(path), text)
-    extras = {ex.name: tuple(ex.extract(wrapper, context)) for ex in chosen}
+    extras = {}
+    on_ast = [ex for ex in chosen if getattr(ex, "parser", "cst") == "ast"]
+    if on_ast:
+        tree = ast.parse(text)
+        extras.update({ex.name: tuple(ex.extract(tree, context)) for ex in on_ast})
+    on_cst = [ex for ex in chosen if ex not in on_ast]
+    if on_cst:
+        wrapper = meta.MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+        wrapper.resolve(meta.PositionProvider)
+        extras.update({ex.name: tuple(ex.extract(wrapper, context)) for ex in on_cst})
     return FileFacts(path=path, module=context.module, sha256=hashlib.sha256(text.encode()).hexdigest(),
                      extras=extras, source="cst")
 

@@ -1,0 +1,270 @@
+"""Helpers for extractors that read the stdlib `ast` of a whole file (no libcst parse needed).
+
+They mirror `_cst.py` name for name, with libcst's conventions: columns are 1-based and counted in
+characters, a node's text is its source with whitespace runs collapsed (cut at `TEXT_LIMIT`), and a
+node's children are visited in source order (`children`: `ast`'s own field order, except where it
+differs from the source, e.g. `b if a else c`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Iterator, Sequence
+
+from sgl_scan.analyzer.extractors._cst import TEXT_LIMIT, WORKER_NAME
+from sgl_scan.analyzer.extractors.records import At, WorkerRef
+
+_SPACE = re.compile(r"\s+")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def dotted(node: ast.AST | None) -> str | None:
+    """`a.b.c` for Name/Attribute chains, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def last_name(node: ast.AST | None) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def string_value(node: ast.AST | None) -> str | None:
+    """The value of a plain (non f-) string literal, implicit concatenations included."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def string_values(node: ast.AST | None) -> tuple[str, ...] | None:
+    """Literal strings of a string, or of a tuple/list/set (or `frozenset({...})`) of strings."""
+    single = string_value(node)
+    if single is not None:
+        return (single,)
+    if isinstance(node, ast.Call) and dotted(node.func) in ("frozenset", "set", "tuple", "list"):
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        if len(arguments) == 1:
+            only = arguments[0]
+            return string_values(only.value if isinstance(only, ast.Starred) else only)
+        return None
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        out = []
+        for element in node.elts:
+            value = string_value(element)
+            if value is None:
+                return None
+            out.append(value)
+        return tuple(out)
+    return None
+
+
+def children(node: ast.AST) -> list[ast.AST]:
+    """Direct child nodes in source order."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # `ast` lists decorators after the body
+        return [*node.decorator_list, node.args, *([node.returns] if node.returns else []), *node.body]
+    if isinstance(node, ast.ClassDef):
+        return [*node.decorator_list, *node.bases, *node.keywords, *node.body]
+    if isinstance(node, ast.IfExp):
+        return [node.body, node.test, node.orelse]
+    if isinstance(node, ast.Dict):
+        out: list[ast.AST] = []
+        for key, value in zip(node.keys, node.values):
+            if key is not None:
+                out.append(key)
+            out.append(value)
+        return out
+    if isinstance(node, ast.Call) and node.keywords and any(isinstance(a, ast.Starred) for a in node.args):
+        rest = sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))
+        return [node.func, *rest]
+    return list(ast.iter_child_nodes(node))
+
+
+def walk_no_defs(node: ast.AST) -> Iterator[ast.AST]:
+    """All nodes below `node` (pre-order, source order), not entering nested functions, classes, lambdas."""
+    stack = list(reversed(children(node)))
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, _SCOPES):
+            continue
+        stack.extend(reversed(children(current)))
+
+
+def statement_lines(body: Sequence[ast.stmt]) -> list[list[ast.stmt]]:
+    """A body's statements grouped as libcst's statement lines (`a = 1; b = 2` is one line)."""
+    out: list[list[ast.stmt]] = []
+    for statement in body:
+        if out and isinstance(out[-1][-1], ast.stmt) and not _compound(out[-1][-1]) and not _compound(statement) \
+                and statement.lineno == (out[-1][-1].end_lineno or out[-1][-1].lineno):
+            out[-1].append(statement)
+        else:
+            out.append([statement])
+    return out
+
+
+def _compound(statement: ast.stmt) -> bool:
+    return hasattr(statement, "body")
+
+
+class Source:
+    """A file's text by line, for positions (characters, not UTF-8 bytes) and texts."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = text.splitlines(keepends=True)
+        self.starts = [0]
+        for line in self.lines[:-1]:
+            self.starts.append(self.starts[-1] + len(line))
+
+    def column(self, line: int, byte_col: int) -> int:
+        """0-based character column of a UTF-8 byte offset on a 1-based line."""
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def segment(self, node: ast.AST) -> str:
+        start = self.starts[node.lineno - 1] + self.column(node.lineno, node.col_offset)
+        end = self.starts[node.end_lineno - 1] + self.column(node.end_lineno, node.end_col_offset)
+        return self.text[start:end]
+
+
+class Resolver:
+    """Positions, names resolved through the file's imports and definitions, and source text.
+
+    Name resolution reads the import statements anywhere in the file (function-local ones included,
+    as SGLang imports workers inside branches) and the module's own top-level definitions.
+    """
+
+    def __init__(self, tree: ast.Module, source: Source, module_name: str) -> None:
+        self.tree = tree
+        self.source = source
+        self.module_name = module_name
+        self.package = module_name if module_name.endswith("__init__") else module_name.rpartition(".")[0]
+        self._names: dict[str, str] | None = None
+
+    def at(self, node: ast.AST) -> At:
+        return At(node.lineno, self.source.column(node.lineno, node.col_offset) + 1, node.end_lineno)
+
+    def text(self, node: ast.AST) -> str:
+        return _SPACE.sub(" ", self.source.segment(node)).strip()[:TEXT_LIMIT]
+
+    def _absolute(self, module: str, level: int) -> str:
+        if not level:
+            return module
+        base = self.package.split(".") if self.package else []
+        if level > 1:
+            base = base[: len(base) - (level - 1)]
+        return ".".join(base + ([module] if module else []))
+
+    def names(self) -> dict[str, str]:
+        if self._names is None:
+            names: dict[str, str] = {}
+            top = {id(statement) for statement in self.tree.body}
+            for statement in _statements(self.tree):
+                if isinstance(statement, (ast.ClassDef, *_FUNCTIONS)) and id(statement) in top:
+                    names.setdefault(statement.name, f"{self.module_name}.{statement.name}")
+                elif isinstance(statement, ast.Import):
+                    for alias in statement.names:
+                        if alias.asname is not None:
+                            names[alias.asname] = alias.name
+                        else:
+                            head = alias.name.split(".")[0]
+                            names[head] = head
+                elif isinstance(statement, ast.ImportFrom):
+                    module = self._absolute(statement.module or "", statement.level or 0)
+                    for alias in statement.names:
+                        if alias.name == "*":
+                            break
+                        names[alias.asname or alias.name] = f"{module}.{alias.name}" if module else alias.name
+                elif isinstance(statement, (ast.Assign, ast.AnnAssign)) and id(statement) in top:
+                    targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                    for target in targets:
+                        if isinstance(target, ast.Name):
+                            names.setdefault(target.id, f"{self.module_name}.{target.id}")
+            self._names = names
+        return self._names
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """Absolute dotted name of a Name/Attribute chain through imports and module definitions."""
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        target = self.names().get(head)
+        if target is None:
+            return name
+        return f"{target}.{rest}" if rest else target
+
+    def worker_ref(self, node: ast.AST | None) -> WorkerRef | None:
+        """A worker class named by `node` (`W`, `W(...)`, `mod.W`), if its name looks like one."""
+        target = node.func if isinstance(node, ast.Call) else node
+        name = last_name(target)
+        if name is None or not WORKER_NAME.match(name):
+            return None
+        resolved = self.resolve(target)
+        return WorkerRef(resolved or name, self.at(node))
+
+
+def _statements(owner: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement below a module or compound statement (expressions are not entered)."""
+    for statement in getattr(owner, "body", ()) if isinstance(getattr(owner, "body", None), list) else ():
+        yield statement
+        if _compound(statement):
+            yield from _compound_parts(statement)
+
+
+def _compound_parts(statement: ast.stmt) -> Iterator[ast.stmt]:
+    yield from _statements(statement)
+    for handler in getattr(statement, "handlers", ()):
+        yield from _statements(handler)
+    for extra in ("orelse", "finalbody"):
+        for part in getattr(statement, extra, None) or ():
+            yield part
+            if _compound(part):
+                yield from _compound_parts(part)
+
+
+def statement_workers(resolver: Resolver, statement: ast.AST) -> list[WorkerRef]:
+    """Workers a statement returns, assigns or instantiates (not inside nested definitions)."""
+    found = []
+    for node in (statement, *walk_no_defs(statement)):
+        if isinstance(node, ast.Return) and node.value is not None and not isinstance(node.value, ast.Call):
+            ref = resolver.worker_ref(node.value)
+            if ref:
+                found.append(ref)
+        elif isinstance(node, ast.Call):
+            ref = resolver.worker_ref(node)
+            if ref:
+                found.append(ref)
+    return found
+
+
+_NO_FALLTHROUGH = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.With, ast.AsyncWith)
+
+
+def suite_workers(resolver: Resolver, body: Sequence[ast.stmt]) -> tuple[list[WorkerRef], WorkerRef | None]:
+    """(every worker the body may create, the one its last worker-creating top-level statement gives)."""
+    workers: list[WorkerRef] = []
+    fallthrough = None
+    for statement in body:
+        found = statement_workers(resolver, statement)
+        workers.extend(found)
+        if found and not isinstance(statement, _NO_FALLTHROUGH):
+            fallthrough = found[-1]
+    return workers, fallthrough
+
+
+__all__ = ["Resolver", "Source", "children", "dotted", "last_name", "statement_lines", "statement_workers",
+           "string_value", "string_values", "suite_workers", "walk_no_defs"]
