@@ -171,6 +171,37 @@ def test_warm_analysis_reads_lazily(tree, tmp_path):
     assert dict(warm.files) == dict(cold.files)
 
 
+def test_graph_is_built_on_first_use_then_read_from_the_cache(tree, tmp_path, monkeypatch):
+    from sgl_scan.analyzer import graph as graph_module
+
+    built = []
+    real = graph_module.build_graph
+    monkeypatch.setattr(graph_module, "build_graph", lambda *a: built.append(1) or real(*a))
+    cache = tmp_path / "cache"
+    cold = analyze_tree(tree, cache_dir=cache, jobs=1)
+    assert built == [] and callable(cold.graph_or_builder)  # scan-like use never pays for the graph
+    assert ("sglang.srt.b.g", "sglang.srt.a.f") in cold.graph.edges()
+    assert built == [1] and cold.graph is cold.graph  # made once
+    warm = analyze_tree(tree, cache_dir=cache, jobs=1)
+    assert sorted(warm.graph.edges(data="kind")) == sorted(cold.graph.edges(data="kind"))
+    assert built == [1]  # the second analysis read it from the cache
+
+
+def test_cold_analysis_unpickles_only_files_with_records(tree, tmp_path, monkeypatch):
+    _write(tree, "sglang/srt/speculative/spec_info.py", (
+        "from enum import IntEnum, auto\n\n"
+        "class SpeculativeAlgorithm(IntEnum):\n    NONE = auto()\n    EAGLE = auto()\n\n"
+        "    def is_eagle(self):\n        return self == SpeculativeAlgorithm.EAGLE\n\n"
+        "def f(a):\n    if a.spec_algorithm.is_eagle():\n        return 1\n"))
+    for i in range(50):
+        _write(tree, f"sglang/srt/many/m{i}.py", f"X = {i}\n")
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
+    analysis = analyze_tree(tree, cache_dir=tmp_path / "cache", jobs=2)
+    assert set(analysis.files._ready) == {"sglang/srt/speculative/spec_info.py"}
+    assert [s.function for s in analysis.inventory.dispatch_sites] == ["sglang.srt.speculative.spec_info.f"]
+    assert analysis.parse_errors == ()
+
+
 def test_unreadable_cache_folder_degrades_to_no_cache(tree, tmp_path):
     blocker = tmp_path / "cache"
     blocker.write_text("a file where the cache folder should be")
