@@ -129,7 +129,9 @@ class ClassFact(Span):
 
 @dataclass(frozen=True)
 class FileFacts:
-    """Everything known about one file. A file that does not parse has only `parse_error`."""
+    """Everything known about one file. A file that does not parse has only `parse_error`; a file
+    an extractor failed on has its general facts, no extractor records, and that failure as
+    `parse_error`."""
 
     path: str  # relative to the tree, e.g. "sglang/srt/speculative/spec_info.py"
     module: str  # dotted module name

@@ -13,6 +13,7 @@ import ast
 import io
 import re
 import tokenize
+from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
 import libcst as cst
@@ -433,18 +434,32 @@ def _wrap(module: cst.Module, extractors: Sequence[Any]) -> meta.MetadataWrapper
     return wrapper
 
 
+class ExtractorFailed(Exception):
+    """An extractor raised on one file (a bug in it, or input it cannot handle); the file's other
+    facts stand, and the failure is recorded as that file's `parse_error`."""
+
+
+def _extract(ex: Any, parsed: Any, context: "_Context") -> tuple:
+    try:
+        return tuple(ex.extract(parsed, context))
+    except (RecursionError, MemoryError):
+        raise
+    except Exception as exc:
+        raise ExtractorFailed(f"extractor {ex.name} failed: {type(exc).__name__}: {exc}") from exc
+
+
 def run_extractors(path: str, wrapper: meta.MetadataWrapper, extractors: Sequence[Any], text: str | None = None,
                    line_map: tuple[int, ...] | None = None) -> dict:
     """Each extractor's records; `text` is the module's source when known (saves regenerating it);
     `line_map` the file's line number of each line when the module is a compacted source."""
     context = _Context(path, module_name(path), text, line_map)
-    return {ex.name: tuple(ex.extract(wrapper, context)) for ex in extractors}
+    return {ex.name: _extract(ex, wrapper, context) for ex in extractors}
 
 
 def run_ast_extractors(path: str, tree: ast.Module, extractors: Sequence[Any], text: str) -> dict:
     """Each `parser = "ast"` extractor's records, read from the file's stdlib syntax tree."""
     context = _Context(path, module_name(path), text)
-    return {ex.name: tuple(ex.extract(tree, context)) for ex in extractors}
+    return {ex.name: _extract(ex, tree, context) for ex in extractors}
 
 
 def uses_ast(extractor: Any) -> bool:
@@ -495,6 +510,11 @@ def parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = 
         return _parse_file(path, data, sha256, extractors, force_cst=force_cst)
     except (RecursionError, MemoryError) as exc:
         return _error(path, sha256, f"cannot analyse: nested too deeply ({type(exc).__name__})")
+    except ExtractorFailed as exc:  # the general facts without any extractor's records, and why
+        facts = parse_file(path, data, sha256, (), force_cst=force_cst)
+        if facts.parse_error is not None:
+            return facts
+        return replace(facts, parse_error=ParseError(Location(path, 1, 1, 1), str(exc)))
 
 
 MAX_CST_DEPTH = 300  # libcst's native parser slows down super-linearly with nesting and crashes near 2000

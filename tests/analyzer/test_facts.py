@@ -259,3 +259,21 @@ def test_syntax_ast_rejects_falls_back_to_libcst():
     assert facts.parse_error is None
     assert [f.qualname for f in facts.functions] == ["f"]
     assert [c.callee for c in facts.functions[0].calls] == ["g"]
+
+
+class _BrokenExtractor:
+    name, version, metadata, parser = "broken", 1, (), "ast"
+    trigger = __import__("re").compile("spec")
+
+    def extract(self, tree, context):
+        raise ValueError("cannot read this")
+
+
+def test_an_extractor_that_raises_is_recorded_and_the_file_keeps_its_general_facts():
+    src = b"def f(self):\n    if self.spec_algorithm.is_eagle():\n        return 1\n"
+    plain = parse_file("sglang/srt/x.py", src, "h")
+    broken = parse_file("sglang/srt/x.py", src, "h", (_FirstCallExtractor(), _BrokenExtractor()))
+    assert broken.parse_error.message == "extractor broken failed: ValueError: cannot read this"
+    assert broken.parse_error.location.path == "sglang/srt/x.py"
+    assert broken.extras == {}  # no half-written records from the extractors that did run
+    assert dataclasses.replace(broken, parse_error=None) == plain
