@@ -49,12 +49,14 @@ def test_two_processes_pulling_and_scanning_into_one_home_corrupt_nothing(tmp_pa
             reports.append(_stable(out))
     assert all(r == reports[0] for r in reports)
     store = Store(home / "snapshots")
-    assert len(store.ids()) == 2  # the warm round found the folder unchanged and reused the newest snapshot
+    # the cold pair stores one snapshot each, or one when the second finds the first's already
+    # committed (the folder is unchanged); the warm pair reuses the newest
+    assert len(store.ids()) in (1, 2)
     for snap_id in store.ids():
         store.open(snap_id)  # every file's hash verifies
     assert list((store.root / ".staging").iterdir()) == []
     listing = run_cli(["snapshot", "list", "--json"], home)
-    assert listing.returncode == 0 and len(listing.stdout.splitlines()) == 2
+    assert listing.returncode == 0 and len(listing.stdout.splitlines()) == len(store.ids())
 
 
 def test_a_damaged_blob_is_refused_by_its_hash_and_a_fresh_pull_is_clean(tmp_path, mini_package):
