@@ -30,7 +30,6 @@ EXTRACTOR_PATTERNS = {
     "spec_algo_class": (r"spec\w*algo", r"alias"),
     "spec_registrations": (r"regist", r"worker"),
     "spec_options": (r"speculative", r"choices"),
-    "spec_d2t": (r"d2t", r"t2d", r"hot_token", r"token_map"),
 }
 ALL_PATTERNS = tuple(sorted({p for patterns in EXTRACTOR_PATTERNS.values() for p in patterns}))
 

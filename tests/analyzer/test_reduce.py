@@ -4,7 +4,6 @@ records from it as from the whole file (on real SGLang releases)."""
 from __future__ import annotations
 
 import ast
-import hashlib
 import textwrap
 
 import libcst as cst
@@ -115,19 +114,6 @@ def test_parse_file_gives_the_same_facts_as_full_libcst():
 
 
 # -- real releases ---------------------------------------------------------------------------------
-ALWAYS = ("speculative/", "server_args.py", "arg_groups/", "managers/scheduler")
-SAMPLE = 4  # besides ALWAYS (and models/*eagle*), one triggered file in SAMPLE, chosen by path hash
-
-
-def _selected(rel: str) -> bool:
-    inside = rel.removeprefix("sglang/srt/")
-    if any(inside.startswith(p) or f"/{p}" in f"/{inside}" for p in ALWAYS):
-        return True
-    if inside.startswith("models/") and "eagle" in inside:
-        return True
-    return int(hashlib.sha256(rel.encode()).hexdigest(), 16) % SAMPLE == 0
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.4.6", "0.5.11", "0.5.23"])
 def test_reduced_source_gives_identical_records_on_real_release(version):
@@ -137,7 +123,7 @@ def test_reduced_source_gives_identical_records_on_real_release(version):
     for rel in discover(tree):
         data = (tree / rel).read_bytes()
         matched = [ex for ex in matching_extractors(data, extractors) if not uses_ast(ex)]
-        if not matched or not _selected(rel):
+        if not matched:
             continue
         text = decode_source(data)
         module = ast.parse(text)
@@ -148,4 +134,4 @@ def test_reduced_source_gives_identical_records_on_real_release(version):
         small = run_extractors(rel, _wrap(cst.parse_module(compacted), matched), matched, compacted, line_map)
         assert small == full, rel
         checked += 1
-    assert checked >= 3  # 0.4.6 has few files for the libcst extractors
+    assert checked >= 2  # every file a libcst extractor reads (0.4.6: spec_info.py, server_args.py)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_left
 from typing import Iterator, Sequence
 
-from sgl_scan.analyzer.extractors._cst import TEXT_LIMIT, WORKER_NAME
+from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, TEXT_LIMIT, WORKER_NAME
 from sgl_scan.analyzer.extractors.records import At, WorkerRef
 
 _SPACE = re.compile(r"\s+")
@@ -88,6 +89,12 @@ def children(node: ast.AST) -> list[ast.AST]:
         rest = sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))
         return [node.func, *rest]
     return list(ast.iter_child_nodes(node))
+
+
+def call_arguments(node: ast.Call) -> list[ast.AST]:
+    """A call's argument values in source order, `*x`/`**x`/`k=x` as `x` (libcst's `Arg.value`)."""
+    found = sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))
+    return [n.value if isinstance(n, (ast.Starred, ast.keyword)) else n for n in found]
 
 
 def walk_no_defs(node: ast.AST) -> Iterator[ast.AST]:
@@ -217,6 +224,69 @@ class Resolver:
         return WorkerRef(resolved or name, self.at(node))
 
 
+class ScopedWalker:
+    """A pre-order walk in source order that knows the enclosing function and class (`__qualname__`
+    style: `C.m`, `f.<locals>.g`), and skips statements whose lines hold no hit (`hits`: sorted line
+    numbers; None reads everything) except inside an algorithm class. Subclasses act in `enter` and
+    `leave`, which see every node of the statements read (libcst's visitor order and pruning)."""
+
+    def __init__(self, resolver: Resolver, hits: list[int] | None) -> None:
+        self.r = resolver
+        self.hits = hits
+        self.scopes: list[tuple[str, str]] = []  # (kind, name)
+        self._unpruned = 0
+
+    def _qual(self, upto: int) -> str:
+        parts: list[str] = []
+        for kind, name in self.scopes[: upto + 1]:
+            parts.append(name)
+            if kind == "def":
+                parts.append("<locals>")
+        if parts and parts[-1] == "<locals>":
+            parts.pop()
+        return f"{self.r.module_name}." + ".".join(parts)
+
+    @property
+    def function(self) -> str:
+        """Qualified enclosing function, or "<module>"."""
+        defs = [i for i, (kind, _) in enumerate(self.scopes) if kind == "def"]
+        return self._qual(defs[-1]) if defs else "<module>"
+
+    @property
+    def class_name(self) -> str | None:
+        """The innermost class whose body (or method) we are in, qualified."""
+        classes = [i for i, (kind, _) in enumerate(self.scopes) if kind == "class"]
+        return self._qual(classes[-1]) if classes else None
+
+    def _relevant(self, node: ast.stmt) -> bool:
+        if self.hits is None:
+            return True
+        index = bisect_left(self.hits, node.lineno)  # a def or class starts at its keyword, as in libcst
+        return index < len(self.hits) and self.hits[index] <= (node.end_lineno or node.lineno)
+
+    def walk(self, node: ast.AST) -> None:
+        if isinstance(node, ast.stmt) and not self._unpruned and not self._relevant(node):
+            return
+        algo_class = isinstance(node, ast.ClassDef) and ALGO_CLASS_NAME.search(node.name) is not None
+        scope = "def" if isinstance(node, _FUNCTIONS) else "class" if isinstance(node, ast.ClassDef) else None
+        self._unpruned += algo_class
+        if scope:
+            self.scopes.append((scope, node.name))
+        self.enter(node)
+        for child in children(node):
+            self.walk(child)
+        self.leave(node)
+        if scope:
+            self.scopes.pop()
+        self._unpruned -= algo_class
+
+    def enter(self, node: ast.AST) -> None:
+        pass
+
+    def leave(self, node: ast.AST) -> None:
+        pass
+
+
 def _statements(owner: ast.AST) -> Iterator[ast.stmt]:
     """Every statement below a module or compound statement (expressions are not entered)."""
     for statement in getattr(owner, "body", ()) if isinstance(getattr(owner, "body", None), list) else ():
@@ -266,5 +336,5 @@ def suite_workers(resolver: Resolver, body: Sequence[ast.stmt]) -> tuple[list[Wo
     return workers, fallthrough
 
 
-__all__ = ["Resolver", "Source", "children", "dotted", "last_name", "statement_lines", "statement_workers",
+__all__ = ["Resolver", "ScopedWalker", "Source", "call_arguments", "children", "dotted", "last_name", "statement_lines", "statement_workers",
            "string_value", "string_values", "suite_workers", "walk_no_defs"]

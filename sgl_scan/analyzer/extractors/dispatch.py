@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import ast
 import re
-from bisect import bisect_left
 
 from sgl_scan.analyzer.extractors._ast import (
     Resolver,
+    ScopedWalker,
     Source,
-    children,
     last_name,
     statement_lines,
     string_value,
@@ -44,14 +43,9 @@ _NEGATIVE = (ast.NotEq, ast.IsNot, ast.NotIn)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-class _Walker:
-    """A pre-order walk in source order that knows the enclosing function and class."""
-
+class _Walker(ScopedWalker):
     def __init__(self, resolver: Resolver, hits: list[int] | None) -> None:
-        self.r = resolver
-        self.hits = hits  # None: read every statement
-        self.scopes: list[tuple[str, str]] = []  # (kind, name)
-        self.unpruned = 0  # inside an algorithm class every statement matters
+        super().__init__(resolver, hits)
         self.terms: list[DispatchTerm] = []
         self.out: list = []
         self.negated: set[int] = set()
@@ -59,57 +53,17 @@ class _Walker:
         self.aliases: list[set[str]] = [set()]
         self.predicate_defs: list[bool] = []
 
-    # -- scopes -----------------------------------------------------------------------------------
-    def _qual(self, upto: int) -> str:
-        parts: list[str] = []
-        for kind, name in self.scopes[: upto + 1]:
-            parts.append(name)
-            if kind == "def":
-                parts.append("<locals>")
-        if parts and parts[-1] == "<locals>":
-            parts.pop()
-        return f"{self.r.module_name}." + ".".join(parts)
-
-    @property
-    def function(self) -> str:
-        defs = [i for i, (kind, _) in enumerate(self.scopes) if kind == "def"]
-        return self._qual(defs[-1]) if defs else "<module>"
-
     def _in_algo_class(self) -> str | None:
-        classes = [i for i, (kind, _) in enumerate(self.scopes) if kind == "class"]
-        if not classes:
-            return None
-        name = self._qual(classes[-1])
-        return name if ALGO_CLASS_NAME.search(name.rpartition(".")[2]) else None
-
-    # -- the walk ---------------------------------------------------------------------------------
-    def _relevant(self, node: ast.stmt) -> bool:
-        if self.hits is None:
-            return True
-        index = bisect_left(self.hits, node.lineno)  # a def or class starts at its keyword, as in libcst
-        return index < len(self.hits) and self.hits[index] <= (node.end_lineno or node.lineno)
-
-    def walk(self, node: ast.AST) -> None:
-        if isinstance(node, ast.stmt) and not self.unpruned and not self._relevant(node):
-            return
-        algo_class = isinstance(node, ast.ClassDef) and ALGO_CLASS_NAME.search(node.name) is not None
-        self.unpruned += algo_class
-        self.enter(node)
-        for child in children(node):
-            self.walk(child)
-        self.leave(node)
-        self.unpruned -= algo_class
+        name = self.class_name
+        return name if name and ALGO_CLASS_NAME.search(name.rpartition(".")[2]) else None
 
     def enter(self, node: ast.AST) -> None:
         t = type(node)
         if t in _FUNCTIONS:
-            self.scopes.append(("def", node.name))
             self.aliases.append(set())
             lines = statement_lines(_strip_docstring(node.body))
             single_return = len(lines) == 1 and any(isinstance(s, ast.Return) for s in lines[0])
             self.predicate_defs.append(bool(self._in_algo_class()) and len(node.args.args) == 1 and single_return)
-        elif t is ast.ClassDef:
-            self.scopes.append(("class", node.name))
         elif t is ast.Assign:
             if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and self._spec_subject(node.value):
                 self.aliases[-1].add(node.targets[0].id)
@@ -129,9 +83,6 @@ class _Walker:
         if t in _FUNCTIONS:
             self.aliases.pop()
             self.predicate_defs.pop()
-            self.scopes.pop()
-        elif t is ast.ClassDef:
-            self.scopes.pop()
         elif t is ast.If:
             self._branch(node)
 
