@@ -96,7 +96,8 @@ def unchanged_snapshot(store: Store, *, folder: Path, package: Path, scope: str,
     It matches when it was read from the same folder and package with the same scope, git
     commit/branch/dirty state and local patch, skipped the same files, and holds exactly `chosen`,
     each with the size and mtime the folder has now, and modified at least `RACY_SECONDS` before
-    the snapshot was made (a same-second edit keeps its mtime). Then a re-scan stores nothing new.
+    the snapshot was made (a same-second edit keeps its mtime), and its stored files still match
+    their sha256. Then a re-scan stores nothing new.
     """
     stats = {}
     total = 0
@@ -135,7 +136,7 @@ def unchanged_snapshot(store: Store, *, folder: Path, package: Path, scope: str,
         if now is None or now != (entry.size, entry.mtime) or entry.mtime is None or created - entry.mtime < RACY_SECONDS:
             return None
     try:
-        store.verify(snapshot, hashes=False)
+        store.verify(snapshot)  # every file against its sha256: a damaged snapshot is never reused
     except SnapshotError:
         return None
     return snapshot

@@ -70,3 +70,11 @@ def test_a_damaged_stored_snapshot_is_not_reused(tmp_path, mini_package):
     second = _pull(store, mini_package)
     assert second.id != first.id
     assert (second.tree / "sglang/srt/speculative/spec_info.py").is_file()
+
+    stored = second.tree / "sglang/srt/server_args.py"  # same size, one byte changed: only the hash tells
+    os.chmod(stored, 0o644)
+    data = stored.read_bytes()
+    stored.write_bytes(bytes([data[0] ^ 1]) + data[1:])
+    third = _pull(store, mini_package)
+    assert third.id != second.id
+    assert (third.tree / "sglang/srt/server_args.py").read_bytes() == (mini_package / "srt/server_args.py").read_bytes()
