@@ -13,7 +13,8 @@ import re
 from bisect import bisect_left
 from typing import Iterator, Sequence
 
-from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, TEXT_LIMIT, WORKER_NAME
+from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, TEXT_LIMIT
+from sgl_scan.analyzer.extractors._names import NameResolution
 from sgl_scan.analyzer.extractors.records import At, WorkerRef
 
 _SPACE = re.compile(r"\s+")
@@ -147,7 +148,7 @@ class Source:
         return self.text[start:end]
 
 
-class Resolver:
+class Resolver(NameResolution):
     """Positions, names resolved through the file's imports and definitions, and source text.
 
     Name resolution reads the import statements anywhere in the file (function-local ones included,
@@ -155,11 +156,9 @@ class Resolver:
     """
 
     def __init__(self, tree: ast.Module, source: Source, module_name: str) -> None:
+        super().__init__(module_name)
         self.tree = tree
         self.source = source
-        self.module_name = module_name
-        self.package = module_name if module_name.endswith("__init__") else module_name.rpartition(".")[0]
-        self._names: dict[str, str] | None = None
 
     def at(self, node: ast.AST) -> At:
         return At(node.lineno, self.source.column(node.lineno, node.col_offset) + 1, node.end_lineno)
@@ -167,13 +166,14 @@ class Resolver:
     def text(self, node: ast.AST) -> str:
         return _SPACE.sub(" ", self.source.segment(node)).strip()[:TEXT_LIMIT]
 
-    def _absolute(self, module: str, level: int) -> str:
-        if not level:
-            return module
-        base = self.package.split(".") if self.package else []
-        if level > 1:
-            base = base[: len(base) - (level - 1)]
-        return ".".join(base + ([module] if module else []))
+    def dotted(self, node: ast.AST | None) -> str | None:
+        return dotted(node)
+
+    def last_name(self, node: ast.AST | None) -> str | None:
+        return last_name(node)
+
+    def callee(self, node: ast.AST) -> ast.AST:
+        return node.func if isinstance(node, ast.Call) else node
 
     def names(self) -> dict[str, str]:
         if self._names is None:
@@ -190,7 +190,7 @@ class Resolver:
                             head = alias.name.split(".")[0]
                             names[head] = head
                 elif isinstance(statement, ast.ImportFrom):
-                    module = self._absolute(statement.module or "", statement.level or 0)
+                    module = self.absolute(statement.module or "", statement.level or 0)
                     for alias in statement.names:
                         if alias.name == "*":
                             break
@@ -202,26 +202,6 @@ class Resolver:
                             names.setdefault(target.id, f"{self.module_name}.{target.id}")
             self._names = names
         return self._names
-
-    def resolve(self, node: ast.AST) -> str | None:
-        """Absolute dotted name of a Name/Attribute chain through imports and module definitions."""
-        name = dotted(node)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        target = self.names().get(head)
-        if target is None:
-            return name
-        return f"{target}.{rest}" if rest else target
-
-    def worker_ref(self, node: ast.AST | None) -> WorkerRef | None:
-        """A worker class named by `node` (`W`, `W(...)`, `mod.W`), if its name looks like one."""
-        target = node.func if isinstance(node, ast.Call) else node
-        name = last_name(target)
-        if name is None or not WORKER_NAME.match(name):
-            return None
-        resolved = self.resolve(target)
-        return WorkerRef(resolved or name, self.at(node))
 
 
 class ScopedWalker:

@@ -8,9 +8,8 @@ from typing import Any, Iterator
 import libcst as cst
 import libcst.metadata as meta
 
-from sgl_scan.analyzer.extractors.records import At, WorkerRef
-
-WORKER_NAME = re.compile(r"^[A-Z]\w*Worker(V\d+)?$")
+from sgl_scan.analyzer.extractors._names import NameResolution
+from sgl_scan.analyzer.extractors.records import At
 ALGO_CLASS_NAME = re.compile(r"[Ss]pec\w*[Aa]lgo")
 _SPACE = re.compile(r"\s+")
 TEXT_LIMIT = 200
@@ -135,7 +134,7 @@ def _compound_parts(statement: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield from _statements(part)
 
 
-class Resolver:
+class Resolver(NameResolution):
     """Positions, names resolved through the file's imports and definitions, and source text.
 
     Name resolution reads the import statements anywhere in the file (function-local ones included,
@@ -144,12 +143,10 @@ class Resolver:
     """
 
     def __init__(self, wrapper: meta.MetadataWrapper, module_name: str, line_map: tuple[int, ...] | None = None) -> None:
+        super().__init__(module_name)
         self.module = wrapper.module
         self.positions = wrapper.resolve(meta.PositionProvider)
-        self.module_name = module_name
         self.line_map = line_map  # the file's line number of each line of a compacted source
-        self.package = module_name if module_name.endswith("__init__") else module_name.rpartition(".")[0]
-        self._names: dict[str, str] | None = None
 
     @classmethod
     def for_context(cls, wrapper: meta.MetadataWrapper, context: Any) -> "Resolver":
@@ -168,13 +165,14 @@ class Resolver:
         text = _SPACE.sub(" ", self.module.code_for_node(node)).strip()
         return text[:TEXT_LIMIT]
 
-    def _absolute(self, module: str, level: int) -> str:
-        if not level:
-            return module
-        base = self.package.split(".") if self.package else []
-        if level > 1:
-            base = base[: len(base) - (level - 1)]
-        return ".".join(base + ([module] if module else []))
+    def dotted(self, node: cst.CSTNode | None) -> str | None:
+        return dotted(node)
+
+    def last_name(self, node: cst.CSTNode | None) -> str | None:
+        return last_name(node)
+
+    def callee(self, node: cst.CSTNode) -> cst.CSTNode:
+        return node.func if isinstance(node, cst.Call) else node
 
     def names(self) -> dict[str, str]:
         if self._names is None:
@@ -192,7 +190,7 @@ class Resolver:
                             else:
                                 names[full.split(".")[0]] = full.split(".")[0]
                     elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-                        module = self._absolute(dotted(small.module) or "", len(small.relative))
+                        module = self.absolute(dotted(small.module) or "", len(small.relative))
                         for alias in small.names:
                             name = dotted(alias.name) or ""
                             bound = dotted(alias.asname.name) if alias.asname is not None else name
@@ -204,26 +202,6 @@ class Resolver:
                                 names.setdefault(target.value, f"{self.module_name}.{target.value}")
             self._names = names
         return self._names
-
-    def resolve(self, node: cst.CSTNode) -> str | None:
-        """Absolute dotted name of a Name/Attribute chain through imports and module definitions."""
-        name = dotted(node)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        target = self.names().get(head)
-        if target is None:
-            return name
-        return f"{target}.{rest}" if rest else target
-
-    def worker_ref(self, node: cst.CSTNode | None) -> WorkerRef | None:
-        """A worker class named by `node` (`W`, `W(...)`, `mod.W`), if its name looks like one."""
-        target = node.func if isinstance(node, cst.Call) else node
-        name = last_name(target)
-        if name is None or not WORKER_NAME.match(name):
-            return None
-        resolved = self.resolve(target)
-        return WorkerRef(resolved or name, self.at(node))
 
 
 _TEXT_CACHE: dict[int, tuple[cst.Module, str]] = {}
