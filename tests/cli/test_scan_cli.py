@@ -40,9 +40,12 @@ def scan(*args, cwd=None):
     runner = CliRunner()
     if cwd is None:
         return runner.invoke(cli, ["scan", *args])
-    with runner.isolated_filesystem(temp_dir=cwd):
-        os.chdir(cwd)
+    previous = os.getcwd()
+    os.chdir(cwd)  # the project whose pyproject.toml the scan reads
+    try:
         return runner.invoke(cli, ["scan", *args])
+    finally:
+        os.chdir(previous)
 
 
 def findings(result):
