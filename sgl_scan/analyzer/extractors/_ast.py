@@ -16,6 +16,7 @@ from typing import Iterator, Sequence
 from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, TEXT_LIMIT
 from sgl_scan.analyzer.extractors._names import NameResolution
 from sgl_scan.analyzer.extractors.records import At, WorkerRef
+from sgl_scan.analyzer.parse import split_lines
 
 _SPACE = re.compile(r"\s+")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -130,7 +131,7 @@ class Source:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.lines = text.splitlines(keepends=True)
+        self.lines = split_lines(text)  # as `ast` counts lines (not str.splitlines: \f, \x1c, \u2028 ...)
         self.starts = [0]
         for line in self.lines[:-1]:
             self.starts.append(self.starts[-1] + len(line))

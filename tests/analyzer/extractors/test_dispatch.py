@@ -127,3 +127,22 @@ def test_trigger():
     assert EX.trigger.search("algo = server_args.speculative_algorithm\n")
     assert EX.trigger.search("x = SpeculativeAlgorithm.EAGLE")
     assert not EX.trigger.search("def f(speculative_algorithm: Optional[str]):\n    return g(speculative_algorithm)")
+
+
+def test_positions_count_lines_as_python_does():
+    # a form feed and a LINE SEPARATOR inside a string: str.splitlines() would see extra lines
+    found = records(
+        'NOTE = "a\u2028b"\n'
+        '\x0c\n'
+        'def pick(server_args):\n'
+        '    if server_args.speculative_algorithm == "EAGLE":  # é\n'
+        '        return 1\n',
+        EX, "sglang/srt/server_args.py")
+    assert [(t.line, t.column, t.subject) for t in found if isinstance(t, DispatchTerm)] == [
+        (4, 8, "server_args.speculative_algorithm")]
+
+
+def test_old_mac_line_endings_keep_sites_and_lines():
+    source = 'import os\r\rdef pick(server_args):\r    if server_args.speculative_algorithm == "EAGLE":\r        return 1\r'
+    found = records(source, EX, "sglang/srt/server_args.py")
+    assert [(t.line, t.column) for t in found if isinstance(t, DispatchTerm)] == [(4, 8)]
