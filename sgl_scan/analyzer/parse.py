@@ -442,8 +442,10 @@ class ExtractorFailed(Exception):
 def _extract(ex: Any, parsed: Any, context: "_Context") -> tuple:
     try:
         return tuple(ex.extract(parsed, context))
-    except (RecursionError, MemoryError):
+    except MemoryError:
         raise
+    except RecursionError as exc:  # nesting deeper than the extractor's walk can follow
+        raise ExtractorFailed(f"extractor {ex.name} failed: nested too deeply ({type(exc).__name__})") from exc
     except Exception as exc:
         raise ExtractorFailed(f"extractor {ex.name} failed: {type(exc).__name__}: {exc}") from exc
 
@@ -564,14 +566,15 @@ def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] =
             pass
         if tree is not None and not extractors:
             return facts_from_ast(path, sha256, text, tree)
-    refusal = _too_deep_for_cst(text, tree, ast_error)
-    if refusal:
-        return _error(path, sha256, refusal)
     if tree is not None:
         extras = run_ast_extractors(path, tree, [ex for ex in extractors if uses_ast(ex)], text)
         extractors = [ex for ex in extractors if not uses_ast(ex)]
         if not extractors:
             return facts_from_ast(path, sha256, text, tree, extras)
+    refusal = _too_deep_for_cst(text, tree, ast_error)  # only where libcst will read the file
+    if refusal:
+        return _error(path, sha256, refusal)
+    if tree is not None:
         reduced = _reduced_extras(path, text, tree, extractors)
         if reduced is not None:
             return facts_from_ast(path, sha256, text, tree, {**extras, **reduced})

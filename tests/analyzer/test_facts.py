@@ -277,3 +277,15 @@ def test_an_extractor_that_raises_is_recorded_and_the_file_keeps_its_general_fac
     assert broken.parse_error.location.path == "sglang/srt/x.py"
     assert broken.extras == {}  # no half-written records from the extractors that did run
     assert dataclasses.replace(broken, parse_error=None) == plain
+
+
+def test_an_expression_too_deep_for_an_extractor_keeps_the_general_facts():
+    chain = " + ".join(["a"] * 1500)  # a left-nested BinOp 1,500 levels deep: fine for `ast`, not for a recursive walk
+    src = f"def f(server_args):\n    return server_args.speculative_algorithm == 'EAGLE' or {chain}\n".encode()
+    from sgl_scan.analyzer.pipeline import load_extractors, matching_extractors
+
+    extractors = matching_extractors(src, load_extractors())
+    assert [ex.name for ex in extractors] == ["spec_dispatch"]
+    facts = parse_file("sglang/srt/deep.py", src, "h", extractors)
+    assert facts.parse_error.message == "extractor spec_dispatch failed: nested too deeply (RecursionError)"
+    assert [f.qualname for f in facts.functions] == ["f"] and facts.extras == {}
