@@ -11,6 +11,7 @@ Local variables that shadow those names are not tracked.
 from __future__ import annotations
 
 import builtins
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -44,6 +45,21 @@ def module_name(path: str) -> str:
 def normalize_text(text: str) -> str:
     text = " ".join(text.split())
     return text[:TEXT_LIMIT]
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as Python's tokenizer counts them (only \\n, \\r\\n and \\r end a line)."""
+    return _LINE.findall(text)
+
+
+def char_column(line: str, byte_col: int) -> int:
+    """The 0-based character column of `ast`'s UTF-8 byte offset `byte_col` on `line`."""
+    if line.isascii():
+        return byte_col
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
 
 @dataclass

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import io
-import re
 import tokenize
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
@@ -19,13 +18,10 @@ from typing import Any, Iterable, Sequence
 import libcst as cst
 import libcst.metadata as meta
 
-from sgl_scan.analyzer.builder import Builder, module_name, normalize_text
+from sgl_scan.analyzer.builder import Builder, char_column, module_name, normalize_text, split_lines
 from sgl_scan.analyzer.facts import FileFacts, Param
 from sgl_scan.analyzer.model import Location, ParseError
 from sgl_scan.analyzer.reduce import compact, reduce_source
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-
 
 class SourceError(Exception):
     """The bytes are not Python source this analyzer can read (message, 1-based line, column)."""
@@ -33,11 +29,6 @@ class SourceError(Exception):
     def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
         super().__init__(message)
         self.line, self.column = max(line or 1, 1), max(column or 1, 1)
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as Python's tokenizer counts them (only \\n, \\r\\n and \\r end a line)."""
-    return _LINE.findall(text)
 
 
 def decode_source(data: bytes) -> str:
@@ -72,7 +63,7 @@ def slice_text(lines: Sequence[str], line: int, col0: int, end_line: int, end_co
 
 
 # -- stdlib ast ---------------------------------------------------------------------------------
-def _ast_dotted(node: ast.AST) -> str | None:
+def ast_dotted(node: ast.AST) -> str | None:
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -111,10 +102,7 @@ class _AstWalker:
         self.lines = lines
 
     def _col(self, line: int, byte_col: int) -> int:
-        text = self.lines[line - 1] if line - 1 < len(self.lines) else ""
-        if text.isascii():
-            return byte_col
-        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        return char_column(self.lines[line - 1] if line - 1 < len(self.lines) else "", byte_col)
 
     def pos(self, node: Any) -> tuple[int, int, int]:
         return node.lineno, self._col(node.lineno, node.col_offset) + 1, node.end_lineno
@@ -127,7 +115,7 @@ class _AstWalker:
         return None if node is None else self.text(node)
 
     def name(self, node: ast.AST) -> tuple[str, bool]:
-        dotted = _ast_dotted(node)
+        dotted = ast_dotted(node)
         return (dotted, True) if dotted is not None else (self.text(node), False)
 
     def exprs(self, node: ast.AST) -> None:
@@ -164,7 +152,7 @@ class _AstWalker:
         elif isinstance(node, ast.Starred):
             self._targets(node.value, out)
         else:
-            dotted = _ast_dotted(node)
+            dotted = ast_dotted(node)
             if dotted is not None:
                 out.append(dotted)
 
@@ -221,7 +209,7 @@ class _AstWalker:
             value = st.value
             kind = "assign" if t is ast.Assign else "annassign" if t is ast.AnnAssign else "augassign"
             annotation = self.text(st.annotation) if t is ast.AnnAssign else None
-            b.add_assign(targets, self.opt_text(value), _ast_dotted(value) if value is not None else None,
+            b.add_assign(targets, self.opt_text(value), ast_dotted(value) if value is not None else None,
                          annotation, kind, self.pos(st), _str_list(value))
             self.exprs(st)
         else:

@@ -24,6 +24,8 @@ import re
 from bisect import bisect_left, bisect_right
 from typing import Iterable, Sequence
 
+from sgl_scan.analyzer.builder import char_column, split_lines
+
 # What each extractor's records can start from, as case-insensitive regexes: a line matching one is a
 # hit. A superset is only slower; an extractor not listed here gets every pattern.
 EXTRACTOR_PATTERNS = {
@@ -156,7 +158,7 @@ class _Reducer:
         for statements in bodies:
             first = _start(statements[0])
             line = self.lines[first - 1]
-            if line[: len(line) - len(line.lstrip(" \t\f"))] != line[: _col(line, statements[0].col_offset)]:
+            if line[: len(line) - len(line.lstrip(" \t\f"))] != line[: char_column(line, statements[0].col_offset)]:
                 return False  # the body starts on its header's line
         for statements in bodies:
             self.body(statements)
@@ -172,10 +174,6 @@ class _Reducer:
             else:
                 out.append(line)
         return "".join(out)
-
-
-def _col(line: str, byte_col: int) -> int:
-    return byte_col if line.isascii() else len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
 
 def _ending(line: str) -> str:
@@ -201,7 +199,6 @@ _LEXEME = re.compile("|".join((
     r'"(?:\\[\s\S]|[^"\\\r\n])*"',
     r"'(?:\\[\s\S]|[^'\\\r\n])*'",
 )))
-_LINE_SPLIT = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 def compact(reduced: str) -> tuple[str, tuple[int, ...]]:
@@ -209,7 +206,7 @@ def compact(reduced: str) -> tuple[str, tuple[int, ...]]:
     1-based number of each line kept. libcst spends a third of its time on those lines (each is an
     `EmptyLine` node that `PositionProvider` walks); dropping whole lines leaves every column as it was.
     """
-    lines = _LINE_SPLIT.findall(reduced)
+    lines = split_lines(reduced)
     starts = [0]
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line))

@@ -1,7 +1,7 @@
 """Helpers for extractors that read the stdlib `ast` of a whole file (no libcst parse needed).
 
 They mirror `_cst.py` name for name, with libcst's conventions: columns are 1-based and counted in
-characters, a node's text is its source with whitespace runs collapsed (cut at `TEXT_LIMIT`), and a
+characters, a node's text is its source normalised as in the facts (`builder.normalize_text`), and a
 node's children are visited in source order (`children`: `ast`'s own field order, except where it
 differs from the source, e.g. `b if a else c`).
 """
@@ -9,30 +9,17 @@ differs from the source, e.g. `b if a else c`).
 from __future__ import annotations
 
 import ast
-import re
 from bisect import bisect_left
 from typing import Iterator, Sequence
 
-from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, TEXT_LIMIT
+from sgl_scan.analyzer.builder import char_column, normalize_text, split_lines
+from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME
 from sgl_scan.analyzer.extractors._names import NameResolution
 from sgl_scan.analyzer.extractors.records import At, WorkerRef
-from sgl_scan.analyzer.parse import split_lines
+from sgl_scan.analyzer.parse import ast_dotted as dotted
 
-_SPACE = re.compile(r"\s+")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-
-def dotted(node: ast.AST | None) -> str | None:
-    """`a.b.c` for Name/Attribute chains, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def last_name(node: ast.AST | None) -> str | None:
@@ -138,10 +125,7 @@ class Source:
 
     def column(self, line: int, byte_col: int) -> int:
         """0-based character column of a UTF-8 byte offset on a 1-based line."""
-        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        if text.isascii():
-            return byte_col
-        return len(text.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        return char_column(self.lines[line - 1] if 0 < line <= len(self.lines) else "", byte_col)
 
     def segment(self, node: ast.AST) -> str:
         start = self.starts[node.lineno - 1] + self.column(node.lineno, node.col_offset)
@@ -165,7 +149,7 @@ class Resolver(NameResolution):
         return At(node.lineno, self.source.column(node.lineno, node.col_offset) + 1, node.end_lineno)
 
     def text(self, node: ast.AST) -> str:
-        return _SPACE.sub(" ", self.source.segment(node)).strip()[:TEXT_LIMIT]
+        return normalize_text(self.source.segment(node))
 
     def dotted(self, node: ast.AST | None) -> str | None:
         return dotted(node)
