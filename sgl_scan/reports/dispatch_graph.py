@@ -233,26 +233,66 @@ def layout(g: nx.DiGraph) -> Drawing:
     return Drawing(total_w, total_h, tuple(placed[n] for layer in layers for n in layer), tuple(edges), columns)
 
 
+def algorithm_paths(g: nx.DiGraph) -> tuple[dict[str, frozenset[str]], dict[tuple[str, str], frozenset[str]]]:
+    """Which algorithms each node and edge belongs to, so the picture can show one algorithm's paths.
+
+    An algorithm owns its own box, its edges into the middle column and the boxes they reach; beyond
+    a branch it owns the branch's edges to workers only when its edge into that branch is strong (the
+    branch can create the worker the analyzer resolved for it), and the workers those edges reach.
+    """
+    nodes: dict[str, set[str]] = {n: set() for n in g.nodes}
+    edges: dict[tuple[str, str], set[str]] = {(u, v): set() for u, v in g.edges}
+    for a in (n for n, d in g.nodes(data=True) if d["kind"] == "algorithm"):
+        name = a.split(":", 1)[1]
+        nodes[a].add(name)
+        for mid in g.successors(a):
+            edges[(a, mid)].add(name)
+            nodes[mid].add(name)
+            if not g[a][mid]["strong"]:
+                continue
+            for worker in g.successors(mid):
+                edges[(mid, worker)].add(name)
+                nodes[worker].add(name)
+    return ({n: frozenset(v) for n, v in nodes.items()}, {e: frozenset(v) for e, v in edges.items()})
+
+
+def _classes(names, algorithm_class) -> str:
+    return " ".join(sorted(algorithm_class[name] for name in names if name in algorithm_class))
+
+
 def graphviz_available() -> bool:
     return shutil.which("dot") is not None
 
 
-def to_svg(inventory: SpecInventory, *, use_graphviz: bool | None = None) -> tuple[str, GraphNote]:
-    """Inline SVG markup of the dispatch graph (no XML prolog) and the note on what was left out."""
+def to_svg(inventory: SpecInventory, *, use_graphviz: bool | None = None,
+           algorithm_class: dict[str, str] | None = None) -> tuple[str, GraphNote]:
+    """Inline SVG markup of the dispatch graph (no XML prolog) and the note on what was left out.
+
+    With `algorithm_class` (algorithm name -> CSS class), every node and edge carries the classes of
+    the algorithms whose paths it lies on (`algorithm_paths`), for the page's CSS to pick one out.
+    """
     from sgl_scan.reports.templating import html_env
 
     g, note = dispatch_view(inventory)
+    node_algs, edge_algs = algorithm_paths(g)
+    algorithm_class = algorithm_class or {}
+    node_classes = {n: _classes(names, algorithm_class) for n, names in node_algs.items()}
+    edge_classes = {e: _classes(names, algorithm_class) for e, names in edge_algs.items()}
     if use_graphviz is None:
         use_graphviz = graphviz_available()
     if use_graphviz and g.number_of_nodes():
-        svg = _graphviz_svg(g)
+        svg = _graphviz_svg(g, node_classes, edge_classes)
         if svg is not None:
             return svg, note
     drawing = layout(g)
-    return html_env().get_template("dispatch_graph.svg.j2").render(d=drawing), note
+    # `layout` places one edge per edge of `g`, in the graph's edge order.
+    classes = [edge_classes[e] for e in g.edges]
+    assert len(classes) == len(drawing.edges)
+    return html_env().get_template("dispatch_graph.svg.j2").render(
+        d=drawing, node_classes=node_classes, edge_classes=classes), note
 
 
-def _graphviz_svg(g: nx.DiGraph) -> str | None:
+def _graphviz_svg(g: nx.DiGraph, node_classes: dict[str, str], edge_classes: dict[tuple[str, str], str]) -> str | None:
     """Lay out and draw with `dot`; None if it fails (the caller falls back to the Python drawing)."""
     from sgl_scan.reports.templating import anchor
 
@@ -266,12 +306,13 @@ def _graphviz_svg(g: nx.DiGraph) -> str | None:
             d = g.nodes[n]
             link = f', URL={_dot_quote("#" + anchor("site-" + d["anchor"]))}' if d.get("anchor") else ""
             style = '"rounded,filled,dashed"' if d["kind"] == "site" else '"rounded,filled"'
+            css = f'node-{d["kind"]} {node_classes[n]}'.strip()
             lines.append(f'{ids[n]} [label={_dot_quote(d["label"])}, tooltip={_dot_quote(d["title"])}, '
-                         f'fillcolor="{fills[d["kind"]]}", style={style}{link}];')
+                         f'fillcolor="{fills[d["kind"]]}", style={style}{link}, class={_dot_quote(css)}];')
     for u, v, d in g.edges(data=True):
         style = "solid" if d["strong"] else "dashed"
         lines.append(f'{ids[u]} -> {ids[v]} [penwidth={min(1 + d["count"] * 0.5, 4):.1f}, style={style}, '
-                     f'tooltip={_dot_quote(", ".join(d["labels"]))}];')
+                     f'tooltip={_dot_quote(", ".join(d["labels"]))}, class={_dot_quote(edge_classes[(u, v)])}];')
     lines.append("}")
     try:
         result = subprocess.run(["dot", "-Tsvg"], input="\n".join(lines), capture_output=True, text=True, timeout=60)

@@ -76,21 +76,66 @@ def doc_blocks(markdown: str) -> tuple[DocBlock, ...]:
     return tuple(blocks)
 
 
-def _site_rows(inventory):
-    """Dispatch sites in location order; the first row at each location carries the anchor id."""
+def algorithm_keys(inventory) -> dict[str, int]:
+    """A small number per algorithm, for the CSS classes and ids that tie the graph's focus buttons
+    and the site filters to rows and SVG shapes (names are tree text, so they never enter CSS)."""
+    names = [a.name for a in inventory.algorithms]
+    names += sorted({name for s in inventory.dispatch_sites for name in s.algorithms} - set(names))
+    return {name: i for i, name in enumerate(names)}
+
+
+@dataclass(frozen=True)
+class FilterOption:
+    id: str  # the <option>'s id; a row passes the filter when it has the class of the same text
+    label: str
+    count: int
+
+
+@dataclass(frozen=True)
+class SiteFilter:
+    title: str
+    options: tuple[FilterOption, ...]
+
+
+@dataclass(frozen=True)
+class SiteRow:
+    site: object  # DispatchSite
+    anchor: str | None  # the first row at each location carries the anchor id
+    classes: str  # "site" and one class per filter option the row passes
+
+
+def _site_table(inventory, keys: dict[str, int]) -> tuple[list[SiteRow], tuple[SiteFilter, ...]]:
+    """Dispatch sites in location order, and the algorithm, via and file filters over them."""
+    sites = sorted(inventory.dispatch_sites, key=lambda s: (loc_key(s.location), s.detail))
+    vias = {via: i for i, via in enumerate(sorted({s.via for s in sites}))}
+    files = {path: i for i, path in enumerate(sorted({s.location.path for s in sites}))}
     seen = set()
     rows = []
-    for site in sorted(inventory.dispatch_sites, key=lambda s: (loc_key(s.location), s.detail)):
+    for site in sites:
         key = anchor(f"site-{site.location}")
-        rows.append((site, None if key in seen else key))
+        classes = ["site", *(f"sa-{keys[name]}" for name in dict.fromkeys(site.algorithms)),
+                   f"sv-{vias[site.via]}", f"sf-{files[site.location.path]}"]
+        rows.append(SiteRow(site, None if key in seen else key, " ".join(classes)))
         seen.add(key)
-    return rows
+
+    def options(prefix: str, labels: dict[str, int], count) -> tuple[FilterOption, ...]:
+        return tuple(FilterOption(f"{prefix}-{i}", label, count(label)) for label, i in labels.items()
+                     if count(label))
+
+    filters = (
+        SiteFilter("Algorithm", options("sa", keys, lambda name: sum(name in s.algorithms for s in sites))),
+        SiteFilter("Via", options("sv", vias, lambda via: sum(s.via == via for s in sites))),
+        SiteFilter("File", options("sf", files, lambda path: sum(s.location.path == path for s in sites))),
+    )
+    return rows, filters
 
 
 def render(report: Report, *, color: bool = False) -> str:
     del color
     inv = report.inventory
-    svg, note = to_svg(inv)
+    keys = algorithm_keys(inv)
+    svg, note = to_svg(inv, algorithm_class={name: f"a-{i}" for name, i in keys.items()})
+    site_rows, site_filters = _site_table(inv, keys)
     findings = []  # (severity, count, open, [(path, [(n, finding, excerpt)])]), worst first
     counter = 0
     for severity in SEVERITIES_DESC + tuple(sorted({f.severity for f in report.findings} - set(SEVERITIES_DESC))):
@@ -116,7 +161,9 @@ def render(report: Report, *, color: bool = False) -> str:
         counts=severity_counts(report.findings),
         matrix=algorithm_matrix(inv),
         d2t=d2t_by_kind(inv),
-        site_rows=_site_rows(inv),
+        site_rows=site_rows,
+        site_filters=site_filters,
+        graph_algorithms=[(keys[a.name], a.name) for a in inv.algorithms],
         svg=Markup(svg),  # built from an autoescaped template (or Graphviz's own escaped output)
         graph_note=note,
         findings=findings,

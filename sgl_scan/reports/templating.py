@@ -6,6 +6,8 @@ import functools
 import re
 
 import jinja2
+import markupsafe
+from markupsafe import Markup
 
 from sgl_scan.reports import common
 
@@ -31,11 +33,17 @@ def anchor(value) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", str(value)).strip("-")
 
 
+def breakable(value) -> Markup:
+    """Escaped text with a line-break opportunity (`<wbr>`) after each `.`, `/`, `(`, `[` and `,`, so
+    that a long dotted name or expression in a narrow table cell wraps between its parts."""
+    return Markup(re.sub(r"([./(\[,])", r"\1<wbr>", str(markupsafe.escape(value))))
+
+
 def _common_globals(env: jinja2.Environment) -> None:
     from sgl_scan.reports.dispatch_graph import function_label
 
     env.filters.update(md_cell=md_cell, md_code=md_code, anchor=anchor, short_name=common.short_name,
-                       function_label=function_label)
+                       function_label=function_label, breakable=breakable)
     env.globals.update(plural=common.plural)
 
 

@@ -119,3 +119,47 @@ def test_graphviz_drawing_when_dot_is_installed():
     root = ET.fromstring(svg)
     links = {a.get("{http://www.w3.org/1999/xlink}href") or a.get("href") for a in root.iter("{http://www.w3.org/2000/svg}a")}
     assert "#site-sglang-srt-speculative-spec_info-py-200" in links
+
+
+def test_each_algorithm_owns_its_paths():
+    from sgl_scan.reports.dispatch_graph import algorithm_paths
+
+    inv = fx.inventory()
+    algs = tuple(dataclasses.replace(a, worker="x.FrozenWorker") if a.name == "STANDALONE" else a for a in inv.algorithms)
+    g, _ = dispatch_view(dataclasses.replace(inv, algorithms=algs))
+    nodes, edges = algorithm_paths(g)
+    standalone_branch = f"br:{CREATE}:predicate:is_standalone"
+    standalone_worker = "wk:sglang.srt.speculative.standalone_worker_v2.StandaloneWorkerV2"
+    assert nodes["alg:EAGLE3"] == {"EAGLE3"}
+    assert nodes[EAGLE_BRANCH] == nodes[EAGLE_WORKER] == {"EAGLE", "EAGLE3"}
+    assert edges[("alg:EAGLE", EAGLE_BRANCH)] == {"EAGLE"} and edges[(EAGLE_BRANCH, EAGLE_WORKER)] == {"EAGLE", "EAGLE3"}
+    assert nodes["fn:sglang.srt.managers.scheduler.Scheduler.__init__"] == {"DFLASH", "EAGLE", "EAGLE3", "STANDALONE", "NGRAM"}
+    # STANDALONE's own worker is chosen elsewhere: its weak edge reaches the branch, not the branch's worker
+    assert "STANDALONE" in nodes[standalone_branch] and edges[("alg:STANDALONE", standalone_branch)] == {"STANDALONE"}
+    assert edges[(standalone_branch, standalone_worker)] == set() and nodes[standalone_worker] == set()
+    assert nodes["alg:NONE"] == {"NONE"} and all("NONE" not in v for k, v in edges.items())
+
+
+def test_svg_shapes_carry_the_classes_of_their_algorithms():
+    inv = fx.inventory()
+    classes = {a.name: f"a-{i}" for i, a in enumerate(inv.algorithms)}
+    svg, _ = to_svg(inv, use_graphviz=False, algorithm_class=classes)
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    by_title = {el.find(f"{ns}title").text: set(el.get("class").split())
+                for el in root.iter() if el.get("class", "").split()[:1] in (["node"], ["edge"])}
+    eagle3 = classes["EAGLE3"]
+    assert eagle3 in by_title["EAGLE3 -> create_worker · is_eagle: is_eagle"]
+    assert eagle3 in by_title["create_worker · is_eagle -> EAGLEWorkerV2: creates"]
+    assert eagle3 not in by_title["EAGLE -> create_worker · is_eagle: is_eagle"]
+    assert by_title["sglang.srt.speculative.ngram_worker.NGRAMWorker"] == {"node", "node-worker", classes["NGRAM"]}
+    # every edge's classes match the algorithms of its own endpoints (the template pairs them by order)
+    g, _ = dispatch_view(inv)
+    from sgl_scan.reports.dispatch_graph import algorithm_paths
+
+    _, edges = algorithm_paths(g)
+    for (u, v), names in edges.items():
+        title = next(t for t in by_title if t.startswith(f"{g.nodes[u]['label']} -> {g.nodes[v]['label']}:"))
+        assert {c for c in by_title[title] if c.startswith("a-")} == {classes[n] for n in names}, title
+    plain, _ = to_svg(inv, use_graphviz=False)
+    assert " a-" not in plain  # without classes the drawing is as before

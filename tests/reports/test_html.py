@@ -9,7 +9,15 @@ import pytest
 
 from sgl_scan.reports import render, render_diff
 from tests.reports import fixtures as fx
-from tests.reports.browser import Elements, dump_dom, screenshot
+from tests.reports.browser import (
+    LOCATION_PROBE,
+    Elements,
+    dump_dom,
+    hidden_locations,
+    overflowing_tables,
+    probe,
+    screenshot,
+)
 from tests.reports.diff_fixtures import sample_diff
 
 
@@ -94,3 +102,178 @@ def test_console_errors_are_caught(tmp_path):
     page.write_text("<!DOCTYPE html><html><body><script>console.error('sentinel-7f3a')</script></body></html>")
     rendered = dump_dom(page, tmp_path)
     assert any("sentinel-7f3a" in line for line in rendered.console), rendered.console
+
+
+# ---- fitting 1,400 px, the graph's focus and the site filters ------------------------------------
+
+LONG = "sglang.srt.speculative." + ".".join(f"very_long_module_name_{i}" for i in range(8))
+
+
+def wide_report():
+    """The hand-built report with the widest text a tree can put in each table: long dotted names,
+    long expressions, long choice lists. A table that cannot fit must still show its locations."""
+    inv = fx.inventory()
+    hooks = tuple(dataclasses.replace(h, name=h.name + "_" + "x" * 90, choices=h.choices + "_" + "Y" * 90,
+                                      values=tuple(f"VALUE_{i}_{'Z' * 20}" for i in range(6)))
+                  for h in inv.choice_hooks)
+    d2t = tuple(dataclasses.replace(s, function=f"{LONG}.{s.function}", detail=s.detail + " + " + "w" * 140)
+                for s in inv.d2t_sites)
+    sites = tuple(dataclasses.replace(s, function=f"{LONG}.{s.function}", detail=s.detail + "_" + "q" * 120)
+                  for s in inv.dispatch_sites)
+    return fx.report(inventory=dataclasses.replace(inv, choice_hooks=hooks, d2t_sites=d2t, dispatch_sites=sites))
+
+
+def _locations_at_1400(html: str, tmp_path) -> dict:
+    measured, rendered = probe(html, LOCATION_PROBE, tmp_path)
+    assert rendered.console == ()  # the page's own policy still refuses nothing it asks for
+    assert measured["width"] == 1400
+    return measured
+
+
+@pytest.mark.slow
+def test_every_table_shows_its_location_column_at_1400_px(tmp_path):
+    measured = _locations_at_1400(render(wide_report(), "html"), tmp_path)
+    sections = {c["section"] for c in measured["cells"]}
+    assert {"algorithms", "hooks", "dispatch", "d2t", "not-analysed"} <= sections, sections
+    # algorithms (defined at, worker chosen at), hooks, dispatch sites, d2t sites, parse error and skipped file
+    assert len(measured["cells"]) == 6 + 5 + 3 + 7 + 4 + 2
+    assert hidden_locations(measured) == []
+    assert overflowing_tables(measured) == []
+    assert measured["page_width"] <= 1400  # the page itself never scrolls sideways
+    width, _ = screenshot(write(tmp_path / "wide.html", render(wide_report(), "html")), tmp_path,
+                          tmp_path / "wide.png")
+    assert width == 1400
+
+
+@pytest.mark.slow
+def test_the_location_check_fails_on_a_table_that_cuts_its_locations_off(tmp_path):
+    """The measurement can fail: a table whose location column lies past 1,400 px is reported."""
+    page = render(fx.report(), "html").replace(
+        "</main>", '<section id="cut"><table><tr><td style="padding-left:1500px">sglang/srt/x.py:1</td></tr>'
+                   "</table></section></main>")
+    measured = _locations_at_1400(page, tmp_path)
+    assert [c for c in hidden_locations(measured) if c.startswith("cut ")], measured["cells"][-1]
+
+
+@pytest.mark.slow
+def test_diff_tables_show_their_locations_at_1400_px(tmp_path):
+    measured = _locations_at_1400(render_diff(sample_diff(), "html"), tmp_path)
+    assert len(measured["cells"]) >= 10
+    assert hidden_locations(measured) == [] and overflowing_tables(measured) == []
+
+
+def write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# Checks one radio button of the graph's focus and reads what stays visible.
+FOCUS_PROBE = r"""
+const pick = document.getElementById(%s);
+pick.checked = true;
+const shapes = [...document.querySelectorAll('svg.dispatch-graph .node, svg.dispatch-graph .edge')].map(el => ({
+  kind: el.classList.contains('node') ? 'node' : 'edge',
+  title: el.querySelector('title').textContent,
+  opacity: parseFloat(getComputedStyle(el).opacity),
+}));
+report({checked: pick.checked, shapes: shapes});
+"""
+
+
+def _focus(tmp_path, radio_id: str) -> dict[tuple[str, str], float]:
+    measured, rendered = probe(render(fx.report(), "html"), FOCUS_PROBE % f"'{radio_id}'", tmp_path)
+    assert rendered.console == () and measured["checked"]
+    return {(s["kind"], s["title"]): s["opacity"] for s in measured["shapes"]}
+
+
+@pytest.mark.slow
+def test_picking_an_algorithm_greys_every_other_path(tmp_path):
+    from sgl_scan.reports.html import algorithm_keys
+
+    keys = algorithm_keys(fx.inventory())
+    everything = _focus(tmp_path, "gf-all")
+    assert everything and min(everything.values()) >= 0.5  # nothing greyed out
+    eagle3 = _focus(tmp_path, f"gf-{keys['EAGLE3']}")
+    shown = {k for k, opacity in eagle3.items() if opacity >= 0.5}
+    greyed = {k for k, opacity in eagle3.items() if opacity <= 0.15}
+    assert shown | greyed == set(eagle3)
+    worker = "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2"
+    assert {("node", "EAGLE3 (enum) at sglang/srt/speculative/spec_info.py:42"), ("node", worker),
+            ("edge", "EAGLE3 -> create_worker · is_eagle: is_eagle"),
+            ("edge", "create_worker · is_eagle -> EAGLEWorkerV2: creates"),
+            ("edge", "EAGLE3 -> ServerArgs._handle_speculative_decoding: \"EAGLE3\"")} <= shown
+    assert ("node", "EAGLE (enum) at sglang/srt/speculative/spec_info.py:41") in greyed
+    assert ("edge", "EAGLE -> create_worker · is_eagle: is_eagle") in greyed
+    assert ("edge", "NGRAM -> create_worker · is_ngram: is_ngram") in greyed
+    assert ("node", "sglang.srt.speculative.ngram_worker.NGRAMWorker") in greyed
+
+
+# Selects filter options (by id) and reads which dispatch-site rows stay visible.
+FILTER_PROBE = r"""
+const results = [];
+for (const ids of %s) {
+  document.querySelectorAll('#dispatch select').forEach(s => { s.selectedIndex = 0; });
+  for (const id of ids) document.getElementById(id).selected = true;
+  results.push([...document.querySelectorAll('#dispatch tbody tr')]
+    .filter(tr => tr.getClientRects().length > 0)
+    .map(tr => tr.querySelector('td').textContent.trim()));
+}
+report(results);
+"""
+
+
+@pytest.mark.slow
+def test_dispatch_sites_filter_by_algorithm_via_and_file(tmp_path):
+    import json
+
+    from sgl_scan.reports.html import algorithm_keys
+
+    inv = fx.inventory()
+    keys = algorithm_keys(inv)
+    files = sorted({s.location.path for s in inv.dispatch_sites})
+    vias = sorted({s.via for s in inv.dispatch_sites})
+    choices = [
+        [],
+        [f"sa-{keys['EAGLE3']}"],
+        [f"sa-{keys['EAGLE3']}", f"sv-{vias.index('predicate')}"],
+        [f"sf-{files.index(fx.SCHED)}"],
+        [f"sa-{keys['NGRAM']}", f"sf-{files.index(fx.SCHED)}"],
+        [f"sv-{vias.index('member')}"],
+    ]
+    measured, rendered = probe(render(fx.report(), "html"), FILTER_PROBE % json.dumps(choices), tmp_path)
+    assert rendered.console == ()
+
+    def expect(alg=None, via=None, path=None):
+        return sorted(str(s.location) for s in inv.dispatch_sites
+                      if (alg is None or alg in s.algorithms) and (via is None or s.via == via)
+                      and (path is None or s.location.path == path))
+
+    expected = [expect(), expect("EAGLE3"), expect("EAGLE3", "predicate"), expect(path=fx.SCHED),
+                expect("NGRAM", path=fx.SCHED), expect(via="member")]
+    assert [sorted(rows) for rows in measured] == expected
+    assert len(expected[0]) == 7 and len(expected[2]) == 3 and expected[4] == [f"{fx.SCHED}:512"]
+
+
+def test_filters_and_focus_controls_name_only_numbers_in_css():
+    """Algorithm names and paths are tree text: they appear escaped in labels, never inside <style>."""
+    inv = fx.inventory()
+    evil = '</style><script>alert(1)</script>'
+    algs = tuple(dataclasses.replace(a, name=a.name + evil) if a.name == "EAGLE3" else a for a in inv.algorithms)
+    sites = tuple(dataclasses.replace(s, algorithms=tuple(n + evil if n == "EAGLE3" else n for n in s.algorithms),
+                                      location=dataclasses.replace(s.location, path=s.location.path + evil))
+                  for s in inv.dispatch_sites)
+    page = render(fx.report(inventory=dataclasses.replace(inv, algorithms=algs, dispatch_sites=sites)), "html")
+    style = page[page.index("<style>"):page.index("</style>")]
+    assert "alert" not in style and "EAGLE" not in style and "sglang/" not in style
+    assert "<script" not in page and page.count("&lt;script&gt;alert(1)&lt;/script&gt;") > 5
+    dom = Elements(page)
+    assert dom.count("select") == 3 and dom.count("input") == len(inv.algorithms) + 1
+    assert not any(t == "form" for t, _ in dom.tags)  # controls only restyle the page; nothing is submitted
+
+
+def test_long_code_wraps_between_its_parts_and_stays_escaped():
+    from sgl_scan.reports.templating import breakable
+
+    assert str(breakable('a.b/c(<x>&"y",z[1])')) == "a.<wbr>b/<wbr>c(<wbr>&lt;x&gt;&amp;&#34;y&#34;,<wbr>z[<wbr>1])"
+    page = render(wide_report(), "html")
+    assert f"sglang.<wbr>srt.<wbr>speculative.<wbr>very_long_module_name_0.<wbr>" in page

@@ -8,7 +8,15 @@ import re
 import pytest
 
 from sgl_scan.reports import FORMATS, render
-from tests.reports.browser import Elements, dump_dom, screenshot
+from tests.reports.browser import (
+    LOCATION_PROBE,
+    Elements,
+    dump_dom,
+    hidden_locations,
+    overflowing_tables,
+    probe,
+    screenshot,
+)
 from tests.reports.test_sarif import validate
 
 pytestmark = pytest.mark.slow
@@ -65,3 +73,20 @@ def test_html_in_headless_chromium(real_report_0_5_23, tmp_path):
     assert dom.count("div", "finding") == len(real_report_0_5_23.findings)
     assert dom.count("table") >= 6
     assert screenshot(page, tmp_path, tmp_path / "report.png") == (1400, 2400)
+
+
+def test_html_shows_every_location_at_1400_px(real_report_0_5_23, tmp_path):
+    """At 1,400 px every table fits or scrolls in a box of its own, and every location cell (choice
+    hooks, dispatch and d2t sites, algorithms) lies wholly inside what is visible of it."""
+    html = render(real_report_0_5_23, "html")
+    measured, rendered = probe(html, LOCATION_PROBE, tmp_path)
+    assert rendered.console == () and measured["width"] == 1400
+    inv = real_report_0_5_23.inventory
+    by_section = {}
+    for cell in measured["cells"]:
+        by_section[cell["section"]] = by_section.get(cell["section"], 0) + 1
+    assert by_section["hooks"] == len(inv.choice_hooks) and by_section["d2t"] == len(inv.d2t_sites)
+    assert by_section["dispatch"] == len(inv.dispatch_sites) > 150
+    assert hidden_locations(measured) == []
+    assert overflowing_tables(measured) == []
+    assert measured["page_width"] <= 1400
