@@ -265,6 +265,8 @@ def test_filters_and_focus_controls_name_only_numbers_in_css():
     page = render(fx.report(inventory=dataclasses.replace(inv, algorithms=algs, dispatch_sites=sites)), "html")
     style = page[page.index("<style>"):page.index("</style>")]
     assert "alert" not in style and "EAGLE" not in style and "sglang/" not in style
+    for i in range(len(inv.algorithms)):  # a button and a hover rule per algorithm (hover: no headless check)
+        assert f"#graph:has(#gf-{i}:checked)" in style and f".node-algorithm.a-{i}:hover" in style
     assert "<script" not in page and page.count("&lt;script&gt;alert(1)&lt;/script&gt;") > 5
     dom = Elements(page)
     assert dom.count("select") == 3 and dom.count("input") == len(inv.algorithms) + 1
