@@ -146,6 +146,34 @@ def test_every_table_shows_its_location_column_at_1400_px(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_table_too_wide_to_fit_scrolls_in_its_own_box_with_its_locations_pinned(tmp_path):
+    """A word no layout can break (here a 300-letter hook kind) makes the table wider than the page:
+    it scrolls inside its own box, and scrolled to its far end its location column is still in view."""
+    inv = fx.inventory()
+    hooks = tuple(dataclasses.replace(h, kind="k" * 300) for h in inv.choice_hooks)
+    html = render(fx.report(inventory=dataclasses.replace(inv, choice_hooks=hooks)), "html")
+    measured = _locations_at_1400(html, tmp_path)
+    hooks_table = next(t for t in measured["tables"] if t["section"] == "hooks")
+    assert hooks_table["right"] > 1400 and hooks_table["own_scroller"]
+    assert overflowing_tables(measured) == [] and hidden_locations(measured) == []
+    assert measured["page_width"] <= 1400
+    scrolled, _ = probe(html, SCROLL_TO_THE_RIGHT + LOCATION_PROBE, tmp_path)
+    assert scrolled["scrolled"] >= 1  # the hooks box scrolled
+    hooks_cells = [c for c in scrolled["cells"] if c["section"] == "hooks"]
+    assert len(hooks_cells) == 3 and hidden_locations(scrolled) == []
+
+
+SCROLL_TO_THE_RIGHT = r"""
+let scrolledBoxes = 0;
+document.querySelectorAll('.table-scroll').forEach(box => {
+  if (box.scrollWidth > box.clientWidth) { box.scrollLeft = box.scrollWidth; scrolledBoxes += box.scrollLeft > 0; }
+});
+const reportMeasured = report;
+report = value => reportMeasured(Object.assign(value, {scrolled: scrolledBoxes}));
+"""
+
+
+@pytest.mark.slow
 def test_the_location_check_fails_on_a_table_that_cuts_its_locations_off(tmp_path):
     """The measurement can fail: a table whose location column lies past 1,400 px is reported."""
     page = render(fx.report(), "html").replace(
