@@ -8,24 +8,15 @@ inert: control characters are shown escaped in text, Markdown cells are code spa
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 
 from sgl_scan.fleet.model import FleetGroup, FleetReport
 from sgl_scan.reports import serialize
-from sgl_scan.reports.common import plural, severity_counts, short_name
+from sgl_scan.reports.common import inert, plural, severity_counts, short_name
 from sgl_scan.reports.serialize_diff import document as diff_document
 
 SCHEMA_VERSION = 1
 FORMATS = ("text", "json", "markdown", "html")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def inert(text) -> str:
-    """`text` with every control character shown as a visible escape (`\\x1b`)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
-
-
 def render_fleet(report: FleetReport, fmt: str, *, color: bool = False) -> str:
     renderers = {"text": render_text, "json": render_json, "markdown": render_markdown, "html": render_html}
     return renderers[fmt](report, color=color)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.reports.browser import Elements, dump_dom, screenshot
 from tests.support.gitrepo import commit_all, make_repo
 from tests.support.releases import release_tree
 from tests.support.sshd import start_sshd
@@ -131,6 +132,10 @@ def test_rerun_reuses_snapshots_and_text_html_markdown_render(fleet):
     page = html_file.read_text()
     assert "Content-Security-Policy" in page and "<script" not in page
     assert page.count('<tr class="group-') == 8 and page.count('<tr class="failed">') == 2
+    rendered = dump_dom(html_file, fleet["base"])
+    assert rendered.console == ()  # nothing refused, nothing failed to load, no script ran
+    assert Elements(rendered.dom).count("tr", "failed") == 2
+    assert screenshot(html_file, fleet["base"], fleet["base"] / "fleet.png", width=1400, height=900) == (1400, 900)
     md = fleet["run"]("--format", "markdown", "--select", "SGL1")
     assert md.returncode == 0, md.stderr  # info findings only: nothing at --fail-on error
     assert "| `gpu-down" in md.stdout and "**Drift against G1**" in md.stdout
