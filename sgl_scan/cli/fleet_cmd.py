@@ -62,6 +62,8 @@ def command(ctx: click.Context, hosts, hosts_file, ssh_config_hosts, jobs, basel
     if fmt not in FORMATS:
         raise click.BadParameter(f"fleet reports are {', '.join(FORMATS)}, not {fmt}", param_hint="--format/--output")
     prepared = prepare(FindingOptions(select=tuple(select), ignore=tuple(ignore)))
+    if ssh.get("ssh_config") and not Path(ssh["ssh_config"]).expanduser().is_file():
+        raise ConfigError(f"ssh config file not found: {ssh['ssh_config']}")
     entries = collect_hosts(hosts, hosts_file, ssh_config_hosts, ssh.get("ssh_config"), ssh.get("remote_root"))
     params = {name: ssh.get(name) for name in SSH_PARAM_NAMES}
     progress = Progress("sgl-scan fleet")

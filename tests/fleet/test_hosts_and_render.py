@@ -75,3 +75,16 @@ def test_remote_text_stays_inert_in_every_format():
     assert "<img src=x" not in html and "&lt;img src=x" in html
     doc = json.loads(render_fleet(report, "json"))
     assert doc["hosts"][0]["error"].endswith(PAYLOAD)
+
+
+def test_cli_usage_errors_exit_2_before_any_connection(tmp_path):
+    from click.testing import CliRunner
+
+    from sgl_scan.cli import cli
+
+    runner = CliRunner()
+    result = runner.invoke(cli, ["fleet", "gpu-1", "--ssh-config", str(tmp_path / "missing")], standalone_mode=False)
+    assert isinstance(result.exception, ConfigError) and result.exception.exit_code == 2
+    assert "ssh config file not found" in str(result.exception)
+    result = runner.invoke(cli, ["fleet", "gpu-1", "--format", "sarif"])
+    assert result.exit_code == 2 and "sarif" in result.output
