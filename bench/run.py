@@ -26,10 +26,10 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # `python bench/run.py` puts bench/ first, not the repository
     sys.path.insert(0, str(REPO))
 
-from bench import analysis_bench, gen_bench, pull_bench, semgrep_tool  # noqa: E402
+from bench import analysis_bench, fleet_bench, gen_bench, pull_bench, semgrep_tool  # noqa: E402
 from bench.measure import Stats, interleave, unavailable  # noqa: E402
 
-SECTIONS = ("analysis", "pull", "memory", "gen")
+SECTIONS = ("analysis", "pull", "memory", "gen", "fleet")
 OPTIONAL_SECTIONS = ("analyzer",)  # in-process analyze_tree (bench/analyzer_bench.py); only with --only
 RELEASE = "0.5.23"
 
@@ -98,6 +98,15 @@ def targets(results: dict[str, Stats], rss: tuple[float | None, str | None] | No
         out.append(Target("peak RSS of a full-tree scan ≤ 1 GB", 1024.0, mib, "MiB",
                           "max single-process ru_maxrss" if mib is not None else (why or "not measured")))
     out.append(_abs_target("gen ddtree (with validation) ≤ 5 s", 5.0, g("gen_warm")))
+    out.append(_ratio_target("fleet: 8 hosts cold ≤ 2 × 1 host", 2.0, g("fleet_8_cold"), g("fleet_1_cold")))
+    out.append(_ratio_target("fleet: 8 hosts no-change re-pull ≤ 2 × 1 host", 2.0, g("fleet_8_nochange"),
+                             g("fleet_1_nochange")))
+    out.append(_abs_target("fleet: 64 hosts re-pulled and compared ≤ 15 s", 15.0, g("fleet_64_nochange")))
+    fleet_rss = g("fleet_64_rss")
+    if fleet_rss is not None:
+        mib = fleet_rss.detail.get("mib")
+        out.append(Target("fleet: peak RSS of the 64-host run ≤ 1 GB", 1024.0, mib, "MiB",
+                          "max single-process ru_maxrss" if mib is not None else fleet_rss.reason or "not measured"))
     return out
 
 
@@ -185,6 +194,13 @@ def run_pull(tree: Path, work: Path, runs: int, results: dict, extra: dict) -> N
         reason = f"loopback sshd unavailable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
         for key in ("rsync_full_cold", "scp_full_cold", "rsync_full_nochange", "pull_sgl_full_nochange"):
             results.setdefault(key, unavailable(key, reason))
+
+
+def run_fleet(tree: Path, work: Path, runs: int, results: dict) -> None:
+    measured, rss = fleet_bench.measure_fleet(tree, work, runs)
+    results.update(measured)
+    reason = f"peak RSS {rss:.0f} MiB (a memory figure, see the targets)" if rss is not None else "not measured"
+    results["fleet_64_rss"] = Stats("fleet, 64 hosts, peak RSS", (), reason, detail={"mib": rss})
 
 
 def run_analyzer(tree: Path, runs: int, extra: dict) -> None:
@@ -324,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
                 rss = run_memory(tree, section_dir)
             elif section == "gen":
                 run_gen(tree, section_dir, runs, results)
+            elif section == "fleet":
+                run_fleet(tree, section_dir, runs, results)
             elif section == "analyzer":
                 run_analyzer(tree, runs, extra)
     extra["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -344,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _section_of(target_name: str) -> str:
+    if target_name.startswith("fleet"):
+        return "fleet"
     if "pull" in target_name:
         return "pull"
     if "RSS" in target_name:

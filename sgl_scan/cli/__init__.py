@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "sgl_scan.cli.diff_cmd",
     "sgl_scan.cli.gen_cmd",
     "sgl_scan.cli.graph_cmd",
+    "sgl_scan.cli.fleet_cmd",
 )
 
 _state = {"verbose": 0}

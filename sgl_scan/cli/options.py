@@ -68,3 +68,24 @@ SOURCE_PARAM_NAMES = (
 def pop_source_params(kwargs: dict) -> dict:
     """Split the source options out of a command's keyword arguments."""
     return {name: kwargs.pop(name, None) for name in SOURCE_PARAM_NAMES}
+
+
+def _param_name(option: Callable) -> str:
+    def probe() -> None: ...
+    option(probe)
+    return probe.__click_params__[0].name  # type: ignore[attr-defined]
+
+
+def some_source_options(*names: str) -> Callable[[Callable], Callable]:
+    """Stack only the named source options (parameter names), with the very definitions above."""
+    chosen = [option for option in SOURCE_OPTIONS if _param_name(option) in names]
+    unknown = set(names) - {_param_name(option) for option in chosen}
+    if unknown:
+        raise ValueError(f"no source options {sorted(unknown)}")
+
+    def stack(func: Callable) -> Callable:
+        for option in reversed(chosen):
+            func = option(func)
+        return func
+
+    return stack

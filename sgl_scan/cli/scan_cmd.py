@@ -95,6 +95,18 @@ def read_sources(tree: Path, paths) -> dict[str, list[str]]:
     return sources
 
 
+def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
+    """The rules' findings on a snapshot after --select/--ignore and suppression comments."""
+    from sgl_scan.rules.engine import run_rules
+    from sgl_scan.rules.filtering import FilterOptions, apply_filters
+    from sgl_scan.rules.suppression import suppressions_in
+
+    findings = run_rules(analysis, prepared.rules)
+    sources = read_sources(snapshot.tree, (f.path for f in findings))
+    suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
+    return list(apply_filters(findings, FilterOptions(selection=prepared.selection, suppressions=suppressions)).kept)
+
+
 def report_findings(
     snapshot,
     analysis,

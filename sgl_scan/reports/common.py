@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
@@ -143,3 +144,11 @@ def short_name(qualname: str | None) -> str:
     if not qualname:
         return ""
     return qualname.rsplit(".", 1)[-1]
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def inert(text) -> str:
+    """`text` with every control character except tab and newline shown as a visible escape (`\\x1b`)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))

@@ -13,8 +13,8 @@ from sgl_scan.reports import common
 
 
 def md_cell(value) -> str:
-    """Text safe inside a Markdown table cell: one line, pipes escaped."""
-    text = " ".join(str(value).split())
+    """Text safe inside a Markdown table cell: one line, control characters shown escaped, pipes escaped."""
+    text = " ".join(common.inert(value).split())
     return text.replace("|", "\\|")
 
 
