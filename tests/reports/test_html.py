@@ -197,6 +197,11 @@ def write(path, text):
 
 # Checks one radio button of the graph's focus and reads what stays visible.
 FOCUS_PROBE = r"""
+// the page fades greyed shapes over .15 s; read the end state, not a frame of the fade (a loaded
+// machine may lay out mid-transition)
+document.querySelectorAll('svg.dispatch-graph .node, svg.dispatch-graph .edge').forEach(el => {
+  el.style.transition = 'none';
+});
 const pick = document.getElementById(%s);
 pick.checked = true;
 const shapes = [...document.querySelectorAll('svg.dispatch-graph .node, svg.dispatch-graph .edge')].map(el => ({
