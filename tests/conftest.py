@@ -20,5 +20,5 @@ def sglang_0_4_6():
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path, monkeypatch):
-    """Every test gets its own $SGL_SCAN_HOME so nothing touches the user's store."""
-    monkeypatch.setenv("SGL_SCAN_HOME", str(tmp_path / "sgl-scan-home"))
+    """Every test gets its own $SGLSCAN_HOME so nothing touches the user's store."""
+    monkeypatch.setenv("SGLSCAN_HOME", str(tmp_path / "sgl-scan-home"))

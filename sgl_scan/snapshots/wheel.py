@@ -1,7 +1,7 @@
 """Snapshot an SGLang release from the package index (`--pip sglang==0.5.23`).
 
 `pip download --no-deps` fetches the wheel (or sdist) into the download cache,
-`$SGL_SCAN_DOWNLOADS` if set, else `$SGL_SCAN_HOME/downloads`. An exact pin (`sglang==X`) that is
+`$SGLSCAN_DOWNLOADS` if set, else `$SGLSCAN_HOME/downloads`. An exact pin (`sglang==X`) that is
 already there is used without asking the index; a cached archive that no longer opens is deleted and
 downloaded again. `--pip` also accepts the path of a wheel or sdist file. Only the files the scope
 needs are unpacked, straight from the archive into the snapshot.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import logging
-import os
 import re
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 from sgl_scan.errors import ConfigError, SnapshotError
-from sgl_scan.paths import downloads_dir
+from sgl_scan.paths import downloads_dir, env
 from sgl_scan.snapshots import scope as scopes
 from sgl_scan.snapshots.manifest import Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
@@ -37,8 +36,8 @@ ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip")
 
 
 def downloads_folder() -> Path:
-    env = os.environ.get("SGL_SCAN_DOWNLOADS")
-    return Path(env).expanduser() if env else downloads_dir()
+    folder = env("DOWNLOADS")
+    return Path(folder).expanduser() if folder else downloads_dir()
 
 
 @contextmanager

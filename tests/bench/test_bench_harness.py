@@ -88,7 +88,7 @@ def test_change_set_is_undone_exactly(tiny_tree):
 def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ)
-    env.pop("SGL_SCAN_HOME", None)  # the harness gives every measurement its own home
+    env.pop("SGLSCAN_HOME", None)  # the harness gives every measurement its own home
     result = subprocess.run(
         [sys.executable, str(REPO / "bench" / "run.py"), "--quick", "--tree", str(tiny_tree), "--out", str(out),
          "--semgrep-venv", str(tmp_path / "no-semgrep")],

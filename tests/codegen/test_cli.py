@@ -28,7 +28,7 @@ def shared_home(tmp_path_factory):
 
 @pytest.fixture
 def home(shared_home, monkeypatch):
-    monkeypatch.setenv("SGL_SCAN_HOME", str(shared_home))
+    monkeypatch.setenv("SGLSCAN_HOME", str(shared_home))
     return shared_home
 
 

@@ -1,7 +1,7 @@
 """Real SGLang releases from the package index, downloaded once and cached between test runs.
 
 `release_tree("0.5.23")` returns a folder holding `sglang/srt/...` exactly as the wheel ships it
-(Python files only). The cache lives in `$SGL_SCAN_TEST_CACHE` (default `~/.cache/sgl-scan-tests`)
+(Python files only). The cache lives in `$SGLSCAN_TEST_CACHE` (default `~/.cache/sgl-scan-tests`)
 and is safe to fill from several pytest-xdist workers at once.
 """
 
@@ -23,7 +23,7 @@ TREES_LAYOUT = "trees-v2"  # bump when the extracted file set changes (v2: `sgla
 
 
 def cache_root() -> Path:
-    root = Path(os.environ.get("SGL_SCAN_TEST_CACHE", Path.home() / ".cache" / "sgl-scan-tests"))
+    root = Path(os.environ.get("SGLSCAN_TEST_CACHE") or os.environ.get("SGL_SCAN_TEST_CACHE") or Path.home() / ".cache" / "sgl-scan-tests")
     root.mkdir(parents=True, exist_ok=True)
     return root
 
