@@ -141,6 +141,11 @@ def fingerprint(key: paramiko.PKey) -> str:
     return f"{key.get_name()} {key.fingerprint}"
 
 
+def _join_thread(transport: paramiko.Transport, timeout: float) -> None:
+    if transport.is_alive():
+        transport.join(timeout)
+
+
 class Connector:
     """Connects to targets (and their jump hosts) with one policy for host keys and credentials."""
 
@@ -197,6 +202,10 @@ class Connector:
                 raise RemoteError(f"cannot connect to {target.hostname}:{target.port}: {exc.strerror or exc}") from exc
             self._stack.callback(sock.close)
         transport = paramiko.Transport(sock, default_window_size=WINDOW, default_max_packet_size=MAX_PACKET)
+        # Closing does not wait for paramiko's reader thread; joining it (briefly: a closed transport's
+        # thread ends within its 0.1 s poll) keeps it from outliving us and printing a traceback of
+        # its own (e.g. "Error reading SSH protocol banner") after our error line, during shutdown.
+        self._stack.callback(_join_thread, transport, self.timeout + 1.0)
         self._stack.callback(transport.close)
         transport.banner_timeout = self.timeout
         transport.handshake_timeout = self.timeout

@@ -1,0 +1,50 @@
+"""paramiko's own logging and its reader thread never reach the user's terminal: sgl-scan reports
+connection failures in one line, and only `-v` shows paramiko's view."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+
+import paramiko
+import pytest
+
+from sgl_scan.cli import main
+from sgl_scan.errors import RemoteError
+from sgl_scan.snapshots.sshconnect import Connector, Target
+
+
+def _run(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    return exc.value.code, capsys.readouterr()
+
+
+def test_paramiko_log_records_stay_inside_unless_verbose(capsys, caplog):
+    code, _ = _run(capsys, "rules")
+    assert code == 0
+    caplog.clear()
+    logging.getLogger("paramiko.transport").error("Exception (client): Error reading SSH protocol banner")
+    assert caplog.records == [] and capsys.readouterr().err == ""
+
+    code, _ = _run(capsys, "-v", "rules")
+    assert code == 0
+    logging.getLogger("paramiko.transport").setLevel(logging.NOTSET)
+    logging.getLogger("paramiko").setLevel(logging.NOTSET)
+    logging.getLogger("paramiko.transport").error("shown with -v")
+    assert [r.getMessage() for r in caplog.records] == ["shown with -v"]
+    _run(capsys, "rules")  # leave paramiko quiet for later tests
+
+
+def test_no_paramiko_thread_outlives_a_failed_connection():
+    with socket.socket() as silent:  # accepts TCP (backlog) but never speaks SSH
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        target = Target("silent", "127.0.0.1", silent.getsockname()[1], "nobody", ())
+        connector = Connector(timeout=0.3)
+        with pytest.raises(RemoteError, match="did not answer"):
+            with connector:
+                connector.connect(target)
+        alive = [t for t in threading.enumerate() if isinstance(t, paramiko.Transport) and t.is_alive()]
+        assert alive == []
