@@ -119,15 +119,22 @@ def test_refs_that_name_nothing_or_several_snapshots_are_errors(tmp_path, mini_p
 def _worker(args):
     root, package, rounds = args
     store = Store(root)
-    return [_pull(store, package).id for _ in range(rounds)]
+    ids = []
+    for number in range(rounds):
+        # A new size each round: the pull can never be an unchanged folder's reuse, however long
+        # the machine takes (reuse depends on mtimes being older than a few seconds). Every worker
+        # writes the same bytes in the same round, so blobs are still shared between processes.
+        (package / "srt/server_args.py").write_text("X = " + "1" * (number + 1) + "\n")
+        ids.append(_pull(store, package).id)
+    return ids
 
 
 @pytest.mark.slow
 def test_concurrent_pulls_into_one_store_corrupt_nothing(tmp_path):
-    package = make_mini_package(tmp_path / "src")
+    packages = [make_mini_package(tmp_path / f"src{number}") for number in range(4)]
     root = tmp_path / "store"
     with multiprocessing.get_context("spawn").Pool(4) as pool:
-        results = pool.map(_worker, [(root, package, 5)] * 4)
+        results = pool.map(_worker, [(root, package, 5) for package in packages])
     ids = [i for chunk in results for i in chunk]
     store = Store(root)
     assert sorted(ids) == store.ids() and len(set(ids)) == 20
