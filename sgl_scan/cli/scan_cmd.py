@@ -14,7 +14,7 @@ from typing import Callable, Mapping
 
 import click
 
-from sgl_scan.cli.options import pop_source_params, source_options
+from sgl_scan.cli.options import pop_source_params, source_options, source_or_latest
 from sgl_scan.errors import ConfigError
 from sgl_scan.exitcodes import exit_code_for
 
@@ -177,9 +177,7 @@ def command(ctx: click.Context, **kwargs) -> None:
 
     options = FindingOptions.pop(kwargs)
     prepared = prepare(options)  # usage errors before any download or parse
-    source = pop_source_params(kwargs)
-    if not any(v for k, v in source.items() if k not in ("connect_timeout", "scope")):
-        raise click.UsageError("give a source: --path, --git, --pip, --host or --snapshot")
+    source = source_or_latest(pop_source_params(kwargs))
     snapshot = obtain_snapshot(source)
     analysis = analyze(snapshot)
     ctx.exit(report_findings(snapshot, analysis, options, prepared))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import paramiko
 
-from sgl_scan.errors import RemoteError
+from sgl_scan.errors import ConfigError, RemoteError
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +56,12 @@ def _load_config(path: str | None) -> paramiko.SSHConfig:
     file = Path(os.path.expanduser(path or "~/.ssh/config"))
     if not file.exists():
         if path:
-            raise RemoteError(f"ssh config file not found: {file}")
+            raise ConfigError(f"ssh config file not found: {file} (--ssh-config)")
         return paramiko.SSHConfig()
     try:
         return paramiko.SSHConfig.from_path(str(file))
     except Exception as exc:  # paramiko raises several types for a bad file
-        raise RemoteError(f"cannot read ssh config {file}: {exc}") from exc
+        raise ConfigError(f"cannot read ssh config {file}: {exc}") from exc
 
 
 def resolve_target(host: str, *, port: int | None = None, user: str | None = None, identity: str | None = None,
