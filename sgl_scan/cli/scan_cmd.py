@@ -173,11 +173,16 @@ def command(ctx: click.Context, **kwargs) -> None:
       sgl-scan scan --snapshot latest --format sarif -o sgl-scan.sarif
     """
     from sgl_scan.analyzer.pipeline import analyze
+    from sgl_scan.snapshots.progress import Progress
     from sgl_scan.snapshots.resolve import obtain_snapshot
 
     options = FindingOptions.pop(kwargs)
     prepared = prepare(options)  # usage errors before any download or parse
     source = source_or_latest(pop_source_params(kwargs))
     snapshot = obtain_snapshot(source)
-    analysis = analyze(snapshot)
+    bar = Progress("analysing")  # a cold full-scope scan reads thousands of files: say so on a TTY
+    try:
+        analysis = analyze(snapshot, progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total))
+    finally:
+        bar.done()
     ctx.exit(report_findings(snapshot, analysis, options, prepared))

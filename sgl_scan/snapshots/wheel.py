@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import time
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,7 +78,22 @@ def _readable(path: Path) -> bool:
         return False
 
 
-def fetch_archive(spec: str) -> Path:
+def run_with_ticker(cmd: list[str], what: str, progress: Progress | None, interval: float = 0.5) -> subprocess.CompletedProcess:
+    """Run `cmd` (output captured); meanwhile `progress` says `what` and the seconds elapsed, so a
+    download that gives no output of its own does not look stuck on a terminal."""
+    start = time.monotonic()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        while True:
+            try:
+                out, err = proc.communicate(timeout=interval)
+                break
+            except subprocess.TimeoutExpired:
+                if progress is not None:
+                    progress.update(f"{what} ({time.monotonic() - start:.0f} s)", force=True)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def fetch_archive(spec: str, progress: Progress | None = None) -> Path:
     """The wheel or sdist for `spec`: a local file, a cached exact pin, or `pip download --no-deps`."""
     as_path = Path(spec).expanduser()
     if spec.endswith(ARCHIVE_SUFFIXES) and as_path.is_file():
@@ -98,7 +114,7 @@ def fetch_archive(spec: str) -> Path:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
                "-d", str(folder), spec]
         log.info("running %s", " ".join(cmd))
-        result = subprocess.run(cmd, capture_output=True, text=True)
+        result = run_with_ticker(cmd, f"downloading {spec} from the package index", progress)
         if result.returncode != 0:
             lines = [l for l in result.stderr.strip().splitlines() if l.strip()]
             raise SnapshotError(f"pip download {spec} failed: {lines[-1] if lines else 'exit ' + str(result.returncode)}")
@@ -152,7 +168,11 @@ def pull_pip(params: Mapping, *, store: Store | None = None, progress: Progress 
     progress = progress or Progress("pip")
     spec = params["pip_spec"]
     progress.update(f"fetching {spec}", force=True)
-    path = fetch_archive(spec)
+    try:
+        path = fetch_archive(spec, progress)
+    except BaseException:
+        progress.done()  # the error line starts on a clean line
+        raise
     archive = Archive(path)
     chosen = scopes.select_local(archive.members, scope, archive.read)
     skipped = []
