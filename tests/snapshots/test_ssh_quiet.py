@@ -33,7 +33,7 @@ def test_paramiko_log_records_stay_inside_unless_verbose(capsys, caplog):
     logging.getLogger("paramiko.transport").setLevel(logging.NOTSET)
     logging.getLogger("paramiko").setLevel(logging.NOTSET)
     logging.getLogger("paramiko.transport").error("shown with -v")
-    assert [r.getMessage() for r in caplog.records] == ["shown with -v"]
+    assert {r.getMessage() for r in caplog.records} == {"shown with -v"}  # reaches the handlers
     _run(capsys, "rules")  # leave paramiko quiet for later tests
 
 
