@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 
 import paramiko
 import pytest
@@ -37,7 +36,15 @@ def test_paramiko_log_records_stay_inside_unless_verbose(capsys, caplog):
     _run(capsys, "rules")  # leave paramiko quiet for later tests
 
 
-def test_no_paramiko_thread_outlives_a_failed_connection():
+def test_no_paramiko_thread_outlives_a_failed_connection(monkeypatch):
+    created = []
+
+    class Recording(paramiko.Transport):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            created.append(self)
+
+    monkeypatch.setattr(paramiko, "Transport", Recording)
     with socket.socket() as silent:  # accepts TCP (backlog) but never speaks SSH
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
@@ -46,5 +53,5 @@ def test_no_paramiko_thread_outlives_a_failed_connection():
         with pytest.raises(RemoteError, match="did not answer"):
             with connector:
                 connector.connect(target)
-        alive = [t for t in threading.enumerate() if isinstance(t, paramiko.Transport) and t.is_alive()]
-        assert alive == []
+    assert len(created) == 1
+    assert not created[0].is_alive()  # joined on close: nothing of paramiko's runs on after our error
