@@ -35,13 +35,13 @@ def code_env() -> dict[str, str]:
 
 
 def env_for(home: Path) -> dict[str, str]:
-    """The environment of an sgl-scan run: its own `$SGL_SCAN_HOME`, the frozen code, bytecode on.
+    """The environment of an sgl-scan run: its own `$SGLSCAN_HOME`, the frozen code, bytecode on.
 
     An installed package has its `.pyc` files; a checkout run with PYTHONDONTWRITEBYTECODE=1 would
     compile every module on every start, which no user pays.
     """
     env = code_env()
-    env["SGL_SCAN_HOME"] = str(home)
+    env["SGLSCAN_HOME"] = str(home)
     return env
 
 
@@ -89,7 +89,7 @@ def analysis_steps(tree: Path, work: Path, semgrep: Path | None, semgrep_why_not
     """The analysis measurements as interleaved steps, the ones that cannot run, and output files.
 
     Keys: grep_{full,speculative}, semgrep_{full,speculative}, sgl_{full,speculative}_{cold,warm}.
-    Each round's cold scan gets an empty `$SGL_SCAN_HOME`; the warm scan right after it reuses it.
+    Each round's cold scan gets an empty `$SGLSCAN_HOME`; the warm scan right after it reuses it.
     """
     subdirs = {"full": "sglang/srt", "speculative": "sglang/srt/speculative"}
     steps: list[Step] = []

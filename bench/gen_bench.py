@@ -15,7 +15,7 @@ def gen_command(tree: Path, out: Path) -> list[str]:
 
 
 def measure_gen(tree: Path, work: Path, runs: int) -> tuple[Stats, Stats]:
-    """(warm, cold): warm reuses a `$SGL_SCAN_HOME` that one untimed run filled; cold starts empty."""
+    """(warm, cold): warm reuses a `$SGLSCAN_HOME` that one untimed run filled; cold starts empty."""
     out = work / "ddtree_out"
     warm_home, cold_home = work / "home-gen-warm", work / "home-gen-cold"
 

@@ -2,7 +2,7 @@
 
 The "remote" is a copy of the release tree served by `tests.support.sshd` on 127.0.0.1; nothing
 else is ever contacted. Every measurement starts from a known state: a cold pull gets an empty
-`$SGL_SCAN_HOME` (or an empty rsync/scp destination), a re-pull starts from a completed pull, and a
+`$SGLSCAN_HOME` (or an empty rsync/scp destination), a re-pull starts from a completed pull, and a
 change set is applied before the timed re-pull and undone (with an untimed re-sync) after it.
 """
 

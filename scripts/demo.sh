@@ -15,4 +15,12 @@ rc=0
 rc=0
 .venv/bin/sgl-scan scan --snapshot latest --format html --output report.html || rc=$?
 [ "$rc" -le 1 ] || exit "$rc"
-echo "demo: HTML report written to $(pwd)/report.html" >&2
+cat >&2 <<EOF
+
+demo: HTML report written to $(pwd)/report.html
+demo: sgl-scan is installed in $(pwd)/.venv; next, for example:
+  .venv/bin/sgl-scan graph --snapshot latest --dispatch EAGLE   # where EAGLE dispatches, file:line
+  .venv/bin/sgl-scan rules                                      # what each finding means
+  .venv/bin/sgl-scan --help
+or put it on your PATH for this shell first: source .venv/bin/activate; sgl-scan --help
+EOF

@@ -21,6 +21,6 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 # torch first and pinned: 2.13.0 resolves to the CPU build here; an unpinned torch pulls the CUDA
 # build and gigabytes of nvidia-* wheels that CPU-only tests never use.
-.venv/bin/python -m pip install -q "torch==${SGL_SCAN_TORCH_VERSION:-2.13.0}"
+.venv/bin/python -m pip install -q "torch==${SGLSCAN_TORCH_VERSION:-${SGL_SCAN_TORCH_VERSION:-2.13.0}}"
 .venv/bin/python -m pip install -q -e ".[test,kernels]"  # kernels: torch, triton, numpy
-exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${SGL_SCAN_TEST_JOBS:-2}" "$@"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${SGLSCAN_TEST_JOBS:-${SGL_SCAN_TEST_JOBS:-2}}" "$@"

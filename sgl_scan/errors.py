@@ -27,3 +27,10 @@ class AnalysisError(SglScanError):
 
 class CodegenError(SglScanError):
     """Code generation was refused or its validation failed (exit 3)."""
+
+
+class OutputFolderError(CodegenError, ConfigError):
+    """`--out` names a folder that cannot be used: not empty without --force, a file, or overlapping
+    the snapshot or the store. A usage error (exit 2), raised before anything is generated."""
+
+    exit_code = 2

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import pytest
 
 from tests.support.releases import release_tree
-from tests.support.sshd import sshd_server  # noqa: F401  (fixture: a private loopback sshd)
+from tests.support.sshd import SshServer, start_sshd
 
 
 @pytest.fixture(scope="session")
@@ -20,5 +22,12 @@ def sglang_0_4_6():
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path, monkeypatch):
-    """Every test gets its own $SGL_SCAN_HOME so nothing touches the user's store."""
-    monkeypatch.setenv("SGL_SCAN_HOME", str(tmp_path / "sgl-scan-home"))
+    """Every test gets its own $SGLSCAN_HOME so nothing touches the user's store."""
+    monkeypatch.setenv("SGLSCAN_HOME", str(tmp_path / "sgl-scan-home"))
+
+
+@pytest.fixture
+def sshd_server(tmp_path) -> Iterator[SshServer]:
+    """A fresh private sshd for one test (see `tests.support.sshd.start_sshd`), with a private HOME under tmp_path."""
+    with start_sshd(tmp_path / "sshd", home=tmp_path / "remote-home") as server:
+        yield server

@@ -1,4 +1,4 @@
-"""The facts cache under `$SGL_SCAN_HOME/facts/<signature>/`: per-file entries and packed trees.
+"""The facts cache under `$SGLSCAN_HOME/facts/<signature>/`: per-file entries and packed trees.
 
 Facts are a pure function of (path, bytes, analyzer signature), so entries are keyed by the file's
 path and content sha256 and live in a folder named after the signature (analyzer version, Python

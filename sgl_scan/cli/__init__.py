@@ -59,6 +59,7 @@ def cli(ctx: click.Context, verbose: int, **source) -> None:
         format="sgl-scan: %(message)s",
         stream=sys.stderr,
     )
+    _quiet_paramiko(verbose)
     ctx.ensure_object(dict)
     if ctx.invoked_subcommand is None:
         if not any(v for k, v in source.items() if k not in ("connect_timeout",)):
@@ -66,6 +67,14 @@ def cli(ctx: click.Context, verbose: int, **source) -> None:
             return
         scan = cli.get_command(ctx, "scan")
         ctx.invoke(scan, **{k: v for k, v in source.items()})
+
+
+def _quiet_paramiko(verbose: int) -> None:
+    """paramiko logs its own view (and tracebacks) of failures we report in one line: only -v shows it."""
+    logger = logging.getLogger("paramiko")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())  # nothing falls through to logging's last-resort stderr
+    logger.propagate = bool(verbose)
 
 
 def _register_commands() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from sgl_scan.cli.options import pop_source_params, source_options
+from sgl_scan.cli.options import pop_source_params, source_options, source_or_latest
 from sgl_scan.errors import ConfigError
 
 
@@ -31,9 +31,7 @@ def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, outpu
     from sgl_scan.snapshots.progress import Progress
     from sgl_scan.snapshots.resolve import obtain_snapshot
 
-    source = pop_source_params(kwargs)
-    if not any(v for k, v in source.items() if k not in ("connect_timeout", "scope")):
-        raise click.UsageError("give a source: --path, --git, --pip, --host or --snapshot")
+    source = source_or_latest(pop_source_params(kwargs))
     if dispatch and focus:
         raise click.UsageError("--dispatch and --focus do not combine")
     snapshot = obtain_snapshot(source)

@@ -89,3 +89,16 @@ def some_source_options(*names: str) -> Callable[[Callable], Callable]:
         return func
 
     return stack
+
+
+def source_or_latest(source: dict) -> dict:
+    """The source options as given; with no source at all, the newest stored snapshot (as
+    `--snapshot latest`), or a usage error while the store holds none."""
+    if any(v for k, v in source.items() if k not in ("connect_timeout", "scope")):
+        return source
+    from sgl_scan.snapshots.store import Store
+
+    if not Store().list():
+        raise click.UsageError("give a source: --path, --git, --pip, --host or --snapshot "
+                               "(with none, the latest stored snapshot is used, and the store is empty)")
+    return {**source, "snapshot_ref": "latest"}

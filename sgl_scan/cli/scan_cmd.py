@@ -14,7 +14,7 @@ from typing import Callable, Mapping
 
 import click
 
-from sgl_scan.cli.options import pop_source_params, source_options
+from sgl_scan.cli.options import pop_source_params, source_options, source_or_latest
 from sgl_scan.errors import ConfigError
 from sgl_scan.exitcodes import exit_code_for
 
@@ -185,13 +185,16 @@ def command(ctx: click.Context, **kwargs) -> None:
       sgl-scan scan --snapshot latest --format sarif -o sgl-scan.sarif
     """
     from sgl_scan.analyzer.pipeline import analyze
+    from sgl_scan.snapshots.progress import Progress
     from sgl_scan.snapshots.resolve import obtain_snapshot
 
     options = FindingOptions.pop(kwargs)
     prepared = prepare(options)  # usage errors before any download or parse
-    source = pop_source_params(kwargs)
-    if not any(v for k, v in source.items() if k not in ("connect_timeout", "scope")):
-        raise click.UsageError("give a source: --path, --git, --pip, --host or --snapshot")
+    source = source_or_latest(pop_source_params(kwargs))
     snapshot = obtain_snapshot(source)
-    analysis = analyze(snapshot)
+    bar = Progress("analysing")  # a cold full-scope scan reads thousands of files: say so on a TTY
+    try:
+        analysis = analyze(snapshot, progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total))
+    finally:
+        bar.done()
     ctx.exit(report_findings(snapshot, analysis, options, prepared))

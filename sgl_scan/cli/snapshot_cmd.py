@@ -11,7 +11,7 @@ from sgl_scan.cli.options import pop_source_params, source_options
 
 @click.group("snapshot")
 def command() -> None:
-    """Pull, list, show and remove stored snapshots ($SGL_SCAN_HOME/snapshots)."""
+    """Pull, list, show and remove stored snapshots ($SGLSCAN_HOME/snapshots)."""
 
 
 @command.command("pull")

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping, Union
 
-from sgl_scan.errors import CodegenError
+from sgl_scan.errors import CodegenError, OutputFolderError
 
 
 Protected = Union[Path, Iterable[Path]]
@@ -21,11 +21,11 @@ def check_destination(out: Path, *, force: bool, protected: Protected) -> None:
     for folder in [protected] if isinstance(protected, Path) else protected:
         guard = folder.expanduser().resolve()
         if target == guard or guard in target.parents or target in guard.parents:
-            raise CodegenError(f"refusing to write into {out}: it overlaps the snapshot at {folder}")
+            raise OutputFolderError(f"refusing to write into {out}: it overlaps the snapshot at {folder}")
     if target.exists() and not target.is_dir():
-        raise CodegenError(f"{out} exists and is not a folder")
+        raise OutputFolderError(f"{out} exists and is not a folder")
     if target.exists() and any(target.iterdir()) and not force:
-        raise CodegenError(f"{out} exists and is not empty; pass --force to replace it")
+        raise OutputFolderError(f"{out} exists and is not empty; pass --force to replace it")
 
 
 def write_tree(files: Mapping[str, str], out: Path, *, force: bool, protected: Protected) -> Path:

@@ -1,7 +1,8 @@
 """The dispatch picture: algorithms -> dispatch sites (by enclosing function) -> worker classes.
 
 `dispatch_view` builds a three-layer networkx graph from the inventory; `layout` orders each layer
-to reduce crossings (barycentre sweeps) and places it with networkx's multipartite layout;
+to reduce crossings (barycentre sweeps) and places each layer as a column of evenly spaced rows
+(plain arithmetic: the default install has no numpy, which networkx's own layouts need);
 `to_svg` draws it as inline SVG, through Graphviz `dot` when installed, else in pure Python.
 """
 
@@ -189,8 +190,6 @@ def layout(g: nx.DiGraph) -> Drawing:
     layers = order_layers(g)
     if g.number_of_nodes() == 0:
         return Drawing(2 * PAD, 2 * PAD, (), (), ())
-    # A dict of ordered lists keeps each layer in our crossing-reduced order.
-    raw = nx.multipartite_layout(g, subset_key={i: layer for i, layer in enumerate(layers) if layer}, align="vertical")
 
     widths = [max((len(g.nodes[n]["label"]) * CHAR_W + 20 for n in layer), default=80.0) for layer in layers]
     lefts, x = [], PAD
@@ -205,14 +204,10 @@ def layout(g: nx.DiGraph) -> Drawing:
     for i, layer in enumerate(layers):
         if not layer:
             continue
-        ys = sorted(raw[n][1] for n in layer)
-        lo, hi = ys[0], ys[-1]
-        span = (len(layer) - 1) * (NODE_H + ROW_GAP)
         offset = TITLE_H + PAD  # every column starts at the top, next to its neighbours
-        for n in layer:
-            # networkx spreads a layer evenly, in list order; map that onto pixel rows, top to bottom.
-            frac = 0.0 if hi == lo else (raw[n][1] - lo) / (hi - lo)
-            y = offset + frac * span
+        for row, n in enumerate(layer):
+            # One row per node, in the layer's crossing-reduced order, top to bottom.
+            y = offset + row * (NODE_H + ROW_GAP)
             d = g.nodes[n]
             placed[n] = PlacedNode(n, d["label"], d["title"], d["kind"], lefts[i], y, widths[i], NODE_H, d.get("anchor"))
 

@@ -1,7 +1,7 @@
 """Snapshot a git repository at a revision (`--git URL|PATH --rev REV`), never touching a work tree.
 
 A local path is opened as it is (work tree or bare); a URL is cloned bare into
-`$SGL_SCAN_HOME/git/<hash>.git` once and fetched on later pulls. Files are read from the commit's
+`$SGLSCAN_HOME/git/<hash>.git` once and fetched on later pulls. Files are read from the commit's
 tree objects (gitpython), so the user's checkout, index and stash are left alone. The package is
 found at `python/sglang`, `sglang` or the top of the tree. Credentials in URLs are never stored.
 """

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import paramiko
 
-from sgl_scan.errors import RemoteError
+from sgl_scan.errors import ConfigError, RemoteError
 
 log = logging.getLogger(__name__)
 
@@ -56,12 +56,12 @@ def _load_config(path: str | None) -> paramiko.SSHConfig:
     file = Path(os.path.expanduser(path or "~/.ssh/config"))
     if not file.exists():
         if path:
-            raise RemoteError(f"ssh config file not found: {file}")
+            raise ConfigError(f"ssh config file not found: {file} (--ssh-config)")
         return paramiko.SSHConfig()
     try:
         return paramiko.SSHConfig.from_path(str(file))
     except Exception as exc:  # paramiko raises several types for a bad file
-        raise RemoteError(f"cannot read ssh config {file}: {exc}") from exc
+        raise ConfigError(f"cannot read ssh config {file}: {exc}") from exc
 
 
 def resolve_target(host: str, *, port: int | None = None, user: str | None = None, identity: str | None = None,
@@ -141,6 +141,11 @@ def fingerprint(key: paramiko.PKey) -> str:
     return f"{key.get_name()} {key.fingerprint}"
 
 
+def _join_thread(transport: paramiko.Transport, timeout: float) -> None:
+    if transport.is_alive():
+        transport.join(timeout)
+
+
 class Connector:
     """Connects to targets (and their jump hosts) with one policy for host keys and credentials."""
 
@@ -197,6 +202,10 @@ class Connector:
                 raise RemoteError(f"cannot connect to {target.hostname}:{target.port}: {exc.strerror or exc}") from exc
             self._stack.callback(sock.close)
         transport = paramiko.Transport(sock, default_window_size=WINDOW, default_max_packet_size=MAX_PACKET)
+        # Closing does not wait for paramiko's reader thread; joining it (briefly: a closed transport's
+        # thread ends within its 0.1 s poll) keeps it from outliving us and printing a traceback of
+        # its own (e.g. "Error reading SSH protocol banner") after our error line, during shutdown.
+        self._stack.callback(_join_thread, transport, self.timeout + 1.0)
         self._stack.callback(transport.close)
         transport.banner_timeout = self.timeout
         transport.handshake_timeout = self.timeout

@@ -1,4 +1,4 @@
-"""The snapshot store: `$SGL_SCAN_HOME/snapshots/<id>/` with `manifest.json`, `tree/` and `git.patch`.
+"""The snapshot store: `$SGLSCAN_HOME/snapshots/<id>/` with `manifest.json`, `tree/` and `git.patch`.
 
     store = Store()                      # or Store(Path(...)) for another root
     snap = store.open("latest")          # an id, a unique id prefix, or "latest"; hashes verified
@@ -76,7 +76,7 @@ def _hash_file(path: str | Path) -> tuple[int, str]:
 
 
 class Store:
-    """Stored snapshots under one root folder (default `$SGL_SCAN_HOME/snapshots`)."""
+    """Stored snapshots under one root folder (default `$SGLSCAN_HOME/snapshots`)."""
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root) if root is not None else snapshots_dir()

@@ -1,7 +1,7 @@
 """Snapshot an SGLang release from the package index (`--pip sglang==0.5.23`).
 
 `pip download --no-deps` fetches the wheel (or sdist) into the download cache,
-`$SGL_SCAN_DOWNLOADS` if set, else `$SGL_SCAN_HOME/downloads`. An exact pin (`sglang==X`) that is
+`$SGLSCAN_DOWNLOADS` if set, else `$SGLSCAN_HOME/downloads`. An exact pin (`sglang==X`) that is
 already there is used without asking the index; a cached archive that no longer opens is deleted and
 downloaded again. `--pip` also accepts the path of a wheel or sdist file. Only the files the scope
 needs are unpacked, straight from the archive into the snapshot.
@@ -12,18 +12,18 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import logging
-import os
 import re
 import subprocess
 import sys
 import tarfile
+import time
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
 from sgl_scan.errors import ConfigError, SnapshotError
-from sgl_scan.paths import downloads_dir
+from sgl_scan.paths import downloads_dir, env
 from sgl_scan.snapshots import scope as scopes
 from sgl_scan.snapshots.manifest import Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
@@ -37,8 +37,8 @@ ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip")
 
 
 def downloads_folder() -> Path:
-    env = os.environ.get("SGL_SCAN_DOWNLOADS")
-    return Path(env).expanduser() if env else downloads_dir()
+    folder = env("DOWNLOADS")
+    return Path(folder).expanduser() if folder else downloads_dir()
 
 
 @contextmanager
@@ -78,7 +78,22 @@ def _readable(path: Path) -> bool:
         return False
 
 
-def fetch_archive(spec: str) -> Path:
+def run_with_ticker(cmd: list[str], what: str, progress: Progress | None, interval: float = 0.5) -> subprocess.CompletedProcess:
+    """Run `cmd` (output captured); meanwhile `progress` says `what` and the seconds elapsed, so a
+    download that gives no output of its own does not look stuck on a terminal."""
+    start = time.monotonic()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        while True:
+            try:
+                out, err = proc.communicate(timeout=interval)
+                break
+            except subprocess.TimeoutExpired:
+                if progress is not None:
+                    progress.update(f"{what} ({time.monotonic() - start:.0f} s)", force=True)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def fetch_archive(spec: str, progress: Progress | None = None) -> Path:
     """The wheel or sdist for `spec`: a local file, a cached exact pin, or `pip download --no-deps`."""
     as_path = Path(spec).expanduser()
     if spec.endswith(ARCHIVE_SUFFIXES) and as_path.is_file():
@@ -99,7 +114,7 @@ def fetch_archive(spec: str) -> Path:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
                "-d", str(folder), spec]
         log.info("running %s", " ".join(cmd))
-        result = subprocess.run(cmd, capture_output=True, text=True)
+        result = run_with_ticker(cmd, f"downloading {spec} from the package index", progress)
         if result.returncode != 0:
             lines = [l for l in result.stderr.strip().splitlines() if l.strip()]
             raise SnapshotError(f"pip download {spec} failed: {lines[-1] if lines else 'exit ' + str(result.returncode)}")
@@ -153,7 +168,11 @@ def pull_pip(params: Mapping, *, store: Store | None = None, progress: Progress 
     progress = progress or Progress("pip")
     spec = params["pip_spec"]
     progress.update(f"fetching {spec}", force=True)
-    path = fetch_archive(spec)
+    try:
+        path = fetch_archive(spec, progress)
+    except BaseException:
+        progress.done()  # the error line starts on a clean line
+        raise
     archive = Archive(path)
     chosen = scopes.select_local(archive.members, scope, archive.read)
     skipped = []

@@ -74,7 +74,7 @@ def test_graph_cli_dispatch_and_focus(analysis, sglang_0_5_23, tmp_path, monkeyp
     home = tmp_path / "home"
     home.mkdir()
     (home / "facts").symlink_to(cache_root() / "facts-cache")  # reuse the facts parsed above
-    monkeypatch.setenv("SGL_SCAN_HOME", str(home))
+    monkeypatch.setenv("SGLSCAN_HOME", str(home))
     runner = CliRunner()
     result = runner.invoke(cli, ["graph", "--path", str(sglang_0_5_23 / "sglang"), "--scope", "full",
                                  "--dispatch", "dflash"])

@@ -88,7 +88,13 @@ def test_change_set_is_undone_exactly(tiny_tree):
 def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ)
-    env.pop("SGL_SCAN_HOME", None)  # the harness gives every measurement its own home
+    env.pop("SGLSCAN_HOME", None)  # the harness gives every measurement its own home
+    # As in a venv with just the package and its `bench` extra: no pytest (the harness reuses the
+    # suite's sshd and release helpers, which must import without it).
+    no_pytest = tmp_path / "no-pytest"
+    no_pytest.mkdir()
+    (no_pytest / "pytest.py").write_text("raise ImportError('pytest is not installed in this venv')\n")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(no_pytest), env.get("PYTHONPATH")]))
     result = subprocess.run(
         [sys.executable, str(REPO / "bench" / "run.py"), "--quick", "--tree", str(tiny_tree), "--out", str(out),
          "--semgrep-venv", str(tmp_path / "no-semgrep")],

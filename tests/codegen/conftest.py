@@ -1,7 +1,7 @@
 """Analyses of real SGLang releases for the codegen tests.
 
 Facts depend only on file contents and the analyzer's signature, so they are cached beside the
-release trees (`$SGL_SCAN_TEST_CACHE/facts`) and survive between runs like the wheels do.
+release trees (`$SGLSCAN_TEST_CACHE/facts`) and survive between runs like the wheels do.
 """
 
 from __future__ import annotations

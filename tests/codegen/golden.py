@@ -1,4 +1,4 @@
-"""Golden copies of generated files: compare, or rewrite them when SGL_SCAN_UPDATE_GOLDEN=1."""
+"""Golden copies of generated files: compare, or rewrite them when SGLSCAN_UPDATE_GOLDEN=1."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Mapping
 import pytest
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
-REFRESH = "SGL_SCAN_UPDATE_GOLDEN=1 python3 -m pytest tests/codegen/test_golden.py"
+REFRESH = "SGLSCAN_UPDATE_GOLDEN=1 python3 -m pytest tests/codegen/test_golden.py"
 
 
 def check_tree(version: str, files: Mapping[str, str]) -> None:
     """Every generated file equals `golden/<version>/<path>`, and no golden file is left over."""
     root = GOLDEN_DIR / version
-    if os.environ.get("SGL_SCAN_UPDATE_GOLDEN") == "1":
+    if "1" in (os.environ.get("SGLSCAN_UPDATE_GOLDEN"), os.environ.get("SGL_SCAN_UPDATE_GOLDEN")):
         for old in sorted(root.rglob("*"), reverse=True) if root.exists() else ():
             old.unlink() if old.is_file() else old.rmdir()
         for rel, text in files.items():

@@ -28,7 +28,7 @@ def shared_home(tmp_path_factory):
 
 @pytest.fixture
 def home(shared_home, monkeypatch):
-    monkeypatch.setenv("SGL_SCAN_HOME", str(shared_home))
+    monkeypatch.setenv("SGLSCAN_HOME", str(shared_home))
     return shared_home
 
 
@@ -71,7 +71,7 @@ def test_writes_then_refuses_to_overwrite_without_force(capsys, home, tmp_path):
     ]
     (out_dir / "tree.py").write_text("# edited\n")
     code, _, err = _run(capsys, *args)
-    assert code == 3 and "exists and is not empty; pass --force" in err
+    assert code == 2 and "exists and is not empty; pass --force" in err  # a usage error
     assert (out_dir / "tree.py").read_text() == "# edited\n"
     code, _, err = _run(capsys, *args, "--force")
     assert code == 0, err
@@ -84,7 +84,7 @@ def test_refuses_an_output_folder_inside_the_snapshot(capsys, home):
     assert (folder / "tree").is_dir()
     for inside in (folder / "tree" / "ddtree_x", home / "snapshots" / "ddtree_y"):
         code, _, err = _run(capsys, "gen", "ddtree", "--snapshot", "latest", "--out", str(inside))
-        assert code == 3 and "overlaps the snapshot" in err
+        assert code == 2 and "overlaps the snapshot" in err
         assert not inside.exists()
 
 

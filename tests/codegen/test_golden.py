@@ -33,7 +33,7 @@ def test_0_5_11_patch_sources(release_0_5_11):
 
 
 def test_a_changed_file_fails_and_prints_the_refresh_command(release_0_5_11, monkeypatch):
-    monkeypatch.delenv("SGL_SCAN_UPDATE_GOLDEN", raising=False)
+    monkeypatch.delenv("SGLSCAN_UPDATE_GOLDEN", raising=False)
     files = dict(_generate(release_0_5_11, "0.5.11").files)
     files["tree.py"] += "# drift\n"
     with pytest.raises(pytest.fail.Exception) as info:

@@ -39,7 +39,7 @@ def module_home(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def _shared_home(module_home, monkeypatch):
     """One store and facts cache for this module."""
-    monkeypatch.setenv("SGL_SCAN_HOME", str(module_home))
+    monkeypatch.setenv("SGLSCAN_HOME", str(module_home))
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def first_check(module_home, sglang_0_5_23, tmp_path_factory):
     good = factory.good_drafter(folder / "good")
     target = factory.target_config(folder / "target")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SGL_SCAN_HOME", str(module_home))
+        patch.setenv("SGLSCAN_HOME", str(module_home))
         return check([str(good), "--target-config", str(target), "--path", str(sglang_0_5_23)])
 
 

@@ -72,7 +72,7 @@ def fleet(tmp_path_factory):
         home = base / "sgl-scan-home"
 
         def run(*args: str) -> subprocess.CompletedProcess:
-            env = {**os.environ, "SGL_SCAN_HOME": str(home), "HOME": str(base / "user-home")}
+            env = {**os.environ, "SGLSCAN_HOME": str(home), "HOME": str(base / "user-home")}
             return subprocess.run(
                 [sys.executable, "-m", "sgl_scan", "fleet", "--hosts-file", str(hosts_file),
                  "--ssh-config", str(base / "ssh_config"), "--known-hosts", str(base / "known_hosts"),
@@ -147,7 +147,7 @@ def test_fail_on_drift_and_no_host_scanned(fleet, tmp_path):
     same = fleet["run"]
     hosts = tmp_path / "two.txt"
     hosts.write_text(f"gpu-1 {fleet['roots']['gpu-1']}\ngpu-2 {fleet['roots']['gpu-2']}\n")
-    env = {**os.environ, "SGL_SCAN_HOME": str(fleet["base"] / "sgl-scan-home"), "HOME": str(tmp_path)}
+    env = {**os.environ, "SGLSCAN_HOME": str(fleet["base"] / "sgl-scan-home"), "HOME": str(tmp_path)}
     args = [sys.executable, "-m", "sgl_scan", "fleet", "--hosts-file", str(hosts), "--ssh-config",
             str(fleet["base"] / "ssh_config"), "--known-hosts", str(fleet["base"] / "known_hosts"),
             "--select", "SGL1", "--fail-on-drift"]
@@ -163,7 +163,7 @@ def test_fail_on_drift_and_no_host_scanned(fleet, tmp_path):
 
 
 def test_hosts_from_ssh_config_patterns(fleet, tmp_path):
-    env = {**os.environ, "SGL_SCAN_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    env = {**os.environ, "SGLSCAN_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
     result = subprocess.run(
         [sys.executable, "-m", "sgl_scan", "fleet", "--ssh-config-hosts", "gpu-[45]", "--ssh-config",
          str(fleet["base"] / "ssh_config"), "--known-hosts", str(fleet["base"] / "known_hosts"),

@@ -20,8 +20,8 @@ def entry_point() -> list[str]:
 
 def run_cli(args: list[str], home: Path, *, timeout: float = 180, env: Mapping[str, str] | None = None,
             prefix: list[str] = (), **kw) -> subprocess.CompletedProcess:
-    """Run the real entry point with `$SGL_SCAN_HOME=home` (after `prefix`, a wrapper command)."""
-    full_env = {**os.environ, "SGL_SCAN_HOME": str(home), **(env or {})}
+    """Run the real entry point with `$SGLSCAN_HOME=home` (after `prefix`, a wrapper command)."""
+    full_env = {**os.environ, "SGLSCAN_HOME": str(home), **(env or {})}
     return subprocess.run(list(prefix) + entry_point() + list(args), capture_output=True, text=True, env=full_env,
                           timeout=timeout, **kw)
 

@@ -21,7 +21,9 @@ from tests.support.sshd import start_sshd
 
 pytestmark = pytest.mark.slow
 
-ESCAPE = "sgl-scan-escape.py"
+# A name of this process's own, so the escape checks never see (or race with) another run's files.
+ESCAPE = f"sgl-scan-escape-{os.getpid()}-{os.urandom(4).hex()}.py"
+PWNED = f"/tmp/sgl-scan-pwned-{os.getpid()}-{os.urandom(4).hex()}"  # what an injected command would touch
 
 
 def _member(name: str, data: bytes = b"x = 1\n", **fields) -> tuple[tarfile.TarInfo, bytes | None]:
@@ -97,10 +99,15 @@ def hostile(tmp_path_factory):
 
 
 def _escapes(*roots: Path) -> list[Path]:
+    """Escaped files: anywhere under our own folders `roots`, or right inside one of their
+    ancestors (where '..' climbs to) or /tmp (the absolute member). Never a walk of all of /tmp,
+    whose files other processes create and delete meanwhile."""
     found = []
     for root in roots:
         found += [p for p in root.rglob(ESCAPE)]
-        found += [p for p in root.glob(ESCAPE)]
+    for place in {Path("/tmp"), *(parent for root in roots for parent in root.parents)}:
+        if (place / ESCAPE).exists():
+            found.append(place / ESCAPE)
     return found
 
 
@@ -125,7 +132,7 @@ def test_every_hostile_tar_stream_is_one_clear_error_and_loses_nothing(hostile, 
             assert store.ids() == [old_id], case
             assert list((store.root / ".staging").iterdir()) == [], case
             assert {p for p in home.rglob("*") if ".staging" not in p.parts} == before, case
-            assert _escapes(base, tmp_path, Path("/tmp")) == [], case
+            assert _escapes(base, tmp_path) == [], case
     finally:
         stream.unlink(missing_ok=True)
     store.open(old_id)  # every hash still verifies
@@ -146,7 +153,7 @@ def _broken_remote(tmp_path, stand_ins=None, drop=()) -> tuple:
     ({"find": "printf 'garbage without separators'\n"}, (), True, "listing is malformed"),
     ({"find": "printf '12 notatime srt/x.py\\0'\n"}, (), True, "listing is malformed"),
     ({"tar": "cat >/dev/null; echo 'tar: boom' >&2; exit 2\n"}, (), True, "did not start with a tar stream"),
-    ({"python3": "echo '/etc'; echo '$(touch /tmp/pwned-by-python)'\n"}, ("python",), False, "could not find the sglang package"),
+    ({"python3": f"echo '/etc'; echo '$(touch {PWNED})'\n"}, ("python",), False, "could not find the sglang package"),
     ({"python3": "head -c 3000 /dev/urandom\n"}, ("python",), False, "could not find the sglang package"),
     ({"python3": "exit 1\n"}, ("python",), False, "could not find the sglang package"),
 ], ids=["no find", "no tar", "find fails", "find garbage", "find bad mtime", "tar fails", "python prints a path",
@@ -159,7 +166,7 @@ def test_broken_remote_tools_give_one_clear_line(tmp_path, stand_ins, drop, root
     assert result.returncode == 3, result.stdout + result.stderr
     assert expected in one_error_line(result)
     assert not (home / "snapshots").exists() or Store(home / "snapshots").ids() == []
-    assert not Path("/tmp/pwned-by-python").exists()
+    assert not Path(PWNED).exists()
 
 
 def test_links_devices_and_fifos_in_the_remote_tree_are_skipped_not_followed(tmp_path, sshd_server):
@@ -191,12 +198,12 @@ def test_links_devices_and_fifos_in_the_remote_tree_are_skipped_not_followed(tmp
     assert "root:" not in "".join(p.read_text() for p in tree.rglob("*.py"))
 
 
-HOSTILE_ROOT = "a b;touch /tmp/pwned;$(id)'\""
+HOSTILE_ROOT = f"a b;touch {PWNED};$(id)'\""
 
 
 def test_a_remote_root_named_like_a_command_runs_nothing(tmp_path, sshd_server):
     package = make_mini_package(tmp_path / HOSTILE_ROOT)
-    pwned = Path("/tmp/pwned")
+    pwned = Path(PWNED)
     before = pwned.stat().st_mtime_ns if pwned.exists() else None
     home = tmp_path / "home"
     result = run_cli(["snapshot", "pull", *ssh_cli_args(sshd_server, package)], home)

@@ -1,5 +1,5 @@
 """Store and cache under concurrent use and damage, through the installed entry point: two processes
-pulling and scanning into one `$SGL_SCAN_HOME` corrupt nothing; a damaged blob is refused by its hash;
+pulling and scanning into one `$SGLSCAN_HOME` corrupt nothing; a damaged blob is refused by its hash;
 damaged facts-cache entries are rebuilt; a full disk fails in one line and keeps the old snapshot."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _stable(report: str) -> dict:
 
 def _spawn(args: list[str], home: Path) -> subprocess.Popen:
     return subprocess.Popen(entry_point() + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "SGL_SCAN_HOME": str(home)})
+                            env={**os.environ, "SGLSCAN_HOME": str(home)})
 
 
 def test_two_processes_pulling_and_scanning_into_one_home_corrupt_nothing(tmp_path):

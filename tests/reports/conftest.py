@@ -18,7 +18,7 @@ def _python_drawing(monkeypatch):
 
 @pytest.fixture(scope="session")
 def reports_home(tmp_path_factory):
-    """An $SGL_SCAN_HOME shared by the real-release tests, so each release's facts are parsed once."""
+    """An $SGLSCAN_HOME shared by the real-release tests, so each release's facts are parsed once."""
     return tmp_path_factory.mktemp("reports-home")
 
 

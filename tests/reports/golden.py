@@ -1,4 +1,4 @@
-"""Golden files for reporter output: compare, or rewrite them when SGL_SCAN_UPDATE_GOLDEN=1."""
+"""Golden files for reporter output: compare, or rewrite them when SGLSCAN_UPDATE_GOLDEN=1."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from sgl_scan import __version__
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
-REFRESH = "SGL_SCAN_UPDATE_GOLDEN=1 python3 -m pytest tests/reports"
+REFRESH = "SGLSCAN_UPDATE_GOLDEN=1 python3 -m pytest tests/reports"
 
 
 def redact(text: str, *, snapshot_ids: tuple[str, ...] = (), created: tuple[str, ...] = ()) -> str:
@@ -28,7 +28,7 @@ def redact(text: str, *, snapshot_ids: tuple[str, ...] = (), created: tuple[str,
 
 def check_golden(name: str, actual: str, golden_dir: Path = GOLDEN_DIR) -> None:
     path = golden_dir / name
-    if os.environ.get("SGL_SCAN_UPDATE_GOLDEN") == "1":
+    if "1" in (os.environ.get("SGLSCAN_UPDATE_GOLDEN"), os.environ.get("SGL_SCAN_UPDATE_GOLDEN")):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(actual, encoding="utf-8")
         return

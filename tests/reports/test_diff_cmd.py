@@ -149,7 +149,7 @@ def test_usage_error_exits_2_without_traceback():
 @pytest.mark.slow
 def test_real_releases_0_4_6_to_0_5_23(sglang_0_4_6, sglang_0_5_23, real_report_0_5_23, reports_home, monkeypatch):
     """Expectations read from the two releases' sources (spec_info.py, server_args.py, llama_eagle3.py)."""
-    monkeypatch.setenv("SGL_SCAN_HOME", str(reports_home))  # 0.5.23's facts are already cached there
+    monkeypatch.setenv("SGLSCAN_HOME", str(reports_home))  # 0.5.23's facts are already cached there
     result = CliRunner().invoke(cli, ["diff", f"path:{sglang_0_4_6}", f"path:{sglang_0_5_23}", "--format", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import shutil
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from sgl_scan.analyzer.model import DispatchSite, Location
+from sgl_scan.reports import render
 from sgl_scan.reports.dispatch_graph import dispatch_view, layout, order_layers, to_svg
 from tests.reports import fixtures as fx
 
@@ -91,6 +93,21 @@ def test_layout_places_every_node_inside_the_canvas_without_overlaps():
         overlap_x = a.x < b.x + b.width and b.x < a.x + a.width
         overlap_y = a.y < b.y + b.height and b.y < a.y + a.height
         assert not (overlap_x and overlap_y), (a.label, b.label)
+
+
+def test_layout_and_html_report_need_no_numpy(monkeypatch):
+    # The default install has no numpy (only the test/drafter/kernels extras bring it); networkx's
+    # layouts import it lazily, so a layout that used them would fail here.
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` now raises ImportError
+    g, _ = dispatch_view(fx.inventory())
+    drawing = layout(g)
+    by_id = {n.id: n for n in drawing.nodes}
+    for layer in order_layers(g):  # one evenly spaced row per node, in crossing-reduced order
+        ys = [by_id[n].y for n in layer]
+        assert ys == sorted(ys) and len({round(b - a, 6) for a, b in zip(ys, ys[1:])}) <= 1
+    svg, _ = to_svg(fx.inventory(), use_graphviz=False)
+    assert ET.fromstring(svg) is not None
+    assert "<svg" in render(fx.report(), "html")
 
 
 def test_pure_python_svg_is_well_formed_and_escaped():

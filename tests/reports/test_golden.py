@@ -35,7 +35,7 @@ def test_golden_redacts_volatile_fields():
 
 
 def test_a_differing_golden_fails_and_prints_the_refresh_command(tmp_path, monkeypatch):
-    monkeypatch.delenv("SGL_SCAN_UPDATE_GOLDEN", raising=False)
+    monkeypatch.delenv("SGLSCAN_UPDATE_GOLDEN", raising=False)
     (tmp_path / "x.txt").write_text("old line\n")
     with pytest.raises(pytest.fail.Exception) as failure:
         check_golden("x.txt", "new line\n", golden_dir=tmp_path)
@@ -45,6 +45,6 @@ def test_a_differing_golden_fails_and_prints_the_refresh_command(tmp_path, monke
 
 
 def test_update_mode_rewrites_the_golden(tmp_path, monkeypatch):
-    monkeypatch.setenv("SGL_SCAN_UPDATE_GOLDEN", "1")
+    monkeypatch.setenv("SGLSCAN_UPDATE_GOLDEN", "1")
     check_golden("y.md", "fresh\n", golden_dir=tmp_path)
     assert (tmp_path / "y.md").read_text() == "fresh\n"

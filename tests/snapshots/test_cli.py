@@ -96,7 +96,7 @@ def test_connection_refused_auth_failure_and_timeout_are_one_line_exit_3(capsys,
 def test_real_subprocess_unknown_host_is_one_line_and_exit_3(tmp_path, sshd_server, mini_package):
     empty = tmp_path / "known_hosts"
     empty.write_text("")
-    env = {**os.environ, "SGL_SCAN_HOME": str(tmp_path / "home")}
+    env = {**os.environ, "SGLSCAN_HOME": str(tmp_path / "home")}
     result = subprocess.run(_entry_point() + ["snapshot", "pull", *_ssh_args(sshd_server, mini_package, known_hosts=empty)],
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 3
@@ -107,8 +107,8 @@ def test_real_subprocess_unknown_host_is_one_line_and_exit_3(tmp_path, sshd_serv
 @pytest.mark.slow
 def test_ssh_and_pip_snapshots_of_the_same_release_agree(tmp_path, sshd_server, real_package):
     """`sgl-scan snapshot pull --host 127.0.0.1 --port P` and `--pip sglang==0.5.23`, real subprocesses."""
-    env = {**os.environ, "SGL_SCAN_HOME": str(tmp_path / "home"),
-           "SGL_SCAN_DOWNLOADS": str(release_wheel("0.5.23").parent)}
+    env = {**os.environ, "SGLSCAN_HOME": str(tmp_path / "home"),
+           "SGLSCAN_DOWNLOADS": str(release_wheel("0.5.23").parent)}
     ids = {}
     for kind, args in (("ssh", _ssh_args(sshd_server, real_package)), ("pip", ["--pip", "sglang==0.5.23"])):
         result = subprocess.run(_entry_point() + ["snapshot", "pull", *args], capture_output=True, text=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 
+from sgl_scan.snapshots import local
 from sgl_scan.snapshots.local import pull_local
 from sgl_scan.snapshots.store import Store
 
@@ -56,7 +57,10 @@ def test_any_change_makes_a_new_snapshot(tmp_path, mini_package):
     assert _pull(store, mini_package).id == fourth.id  # ...and the speculative one is still reused
 
 
-def test_a_file_modified_just_before_its_snapshot_is_not_trusted(tmp_path, mini_package):
+def test_a_file_modified_just_before_its_snapshot_is_not_trusted(tmp_path, mini_package, monkeypatch):
+    # "Just before" is within the racy window; widened to an hour so that a slow machine (the
+    # fixture's files written more than 2 s before the pull) cannot turn this into a reuse.
+    monkeypatch.setattr(local, "RACY_SECONDS", 3600.0)
     store = Store(tmp_path / "store")
     first = _pull(store, mini_package)  # files written a moment ago: a same-second edit could go unseen
     assert _pull(store, mini_package).id != first.id

@@ -23,7 +23,7 @@ def offline_index(tmp_path, monkeypatch):
     wheels = release_wheel("0.5.23").parent
     release_wheel("0.4.6")
     downloads = tmp_path / "downloads"
-    monkeypatch.setenv("SGL_SCAN_DOWNLOADS", str(downloads))
+    monkeypatch.setenv("SGLSCAN_DOWNLOADS", str(downloads))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
     return downloads
@@ -39,7 +39,7 @@ def _wheel_expectation(version: str, kind: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("version, kind", [("0.5.23", "speculative"), ("0.4.6", "speculative"), ("0.5.23", "full")])
 def test_pip_release_manifest_is_right(tmp_path, monkeypatch, version, kind):
-    monkeypatch.setenv("SGL_SCAN_DOWNLOADS", str(release_wheel(version).parent))  # the shared cache: no download
+    monkeypatch.setenv("SGLSCAN_DOWNLOADS", str(release_wheel(version).parent))  # the shared cache: no download
     snap = pull_pip({"pip_spec": f"sglang=={version}", "scope": kind}, store=Store(tmp_path / "store"))
     m = snap.manifest
     assert m.sglang_version == version and m.source_kind == "pip" and m.scope == kind

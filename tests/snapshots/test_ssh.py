@@ -186,17 +186,20 @@ def test_incremental_re_pull_transfers_only_changes(tmp_path, sshd_server, mini_
 
 # -- hostile names and servers ----------------------------------------------------------------------
 
-HOSTILE = "a b;touch pwned-sglscan;$(touch pwned-sglscan)'\"`touch pwned-sglscan`"
+# The marker an injected command would touch: a name of this run's own, so a file another run (or
+# process) left in /tmp, the home or the working folder can neither fail nor hide this test.
+PWNED = f"pwned-sglscan-{os.getpid()}-{os.urandom(4).hex()}"
+HOSTILE = f"a b;touch {PWNED};$(touch {PWNED})'\"`touch {PWNED}`"
 
 
 def test_a_hostile_remote_root_name_runs_nothing(tmp_path, sshd_server):
     package = make_mini_package(tmp_path / HOSTILE)
     places = [Path(pwd.getpwuid(os.getuid()).pw_dir), tmp_path / "remote-home", tmp_path, Path("/tmp"), Path.cwd()]
-    before = {p for p in places if (p / "pwned-sglscan").exists()}
+    before = {p for p in places if (p / PWNED).exists()}
     snap = pull_ssh(ssh_params(sshd_server, package), store=_store(tmp_path)).snapshot
     assert snap.manifest.root == str(package)
     assert [f.path for f in snap.manifest.files] == MINI_SPECULATIVE
-    assert {p for p in places if (p / "pwned-sglscan").exists()} == before == set()
+    assert {p for p in places if (p / PWNED).exists()} == before == set()
 
 
 class _KillAfter(Progress):

@@ -10,6 +10,7 @@ import re
 import pytest
 
 from sgl_scan.errors import SnapshotError
+from sgl_scan.snapshots import local
 from sgl_scan.snapshots.local import pull_local
 from sgl_scan.snapshots.store import Store
 from tests.snapshots.conftest import MINI_SPECULATIVE, make_mini_package
@@ -18,6 +19,13 @@ from tests.support.tmpfs import small_tmpfs
 
 def _pull(store, package, scope="speculative"):
     return pull_local({"local_path": str(package), "scope": scope}, store=store)
+
+
+@pytest.fixture
+def fresh_files_are_never_reused(monkeypatch):
+    """Files written within the hour count as just modified, so pulling the fixture's folder twice
+    makes two snapshots however slow the machine (normally: only within 2 s of writing them)."""
+    monkeypatch.setattr(local, "RACY_SECONDS", 3600.0)
 
 
 def test_a_pull_is_stored_with_manifest_hashes_and_version(tmp_path, mini_package):
@@ -76,7 +84,7 @@ def test_a_modified_file_is_detected_on_open(tmp_path, mini_package):
         store.open(snap.id)
 
 
-def test_a_missing_file_and_a_corrupt_manifest_are_detected(tmp_path, mini_package):
+def test_a_missing_file_and_a_corrupt_manifest_are_detected(tmp_path, mini_package, fresh_files_are_never_reused):
     store = Store(tmp_path / "store")
     one, two = _pull(store, mini_package), _pull(store, mini_package)
     (one.tree / "sglang/version.py").unlink()
@@ -88,7 +96,7 @@ def test_a_missing_file_and_a_corrupt_manifest_are_detected(tmp_path, mini_packa
         store.open(two.id)
 
 
-def test_identical_files_share_storage_and_rm_frees_unused_blobs(tmp_path, mini_package):
+def test_identical_files_share_storage_and_rm_frees_unused_blobs(tmp_path, mini_package, fresh_files_are_never_reused):
     store = Store(tmp_path / "store")
     one, two = _pull(store, mini_package), _pull(store, mini_package)
     a = (one.tree / "sglang/srt/server_args.py").stat()
@@ -104,7 +112,7 @@ def test_identical_files_share_storage_and_rm_frees_unused_blobs(tmp_path, mini_
     assert store.ids() == []
 
 
-def test_refs_that_name_nothing_or_several_snapshots_are_errors(tmp_path, mini_package):
+def test_refs_that_name_nothing_or_several_snapshots_are_errors(tmp_path, mini_package, fresh_files_are_never_reused):
     store = Store(tmp_path / "store")
     with pytest.raises(SnapshotError, match="no snapshots"):
         store.latest()
@@ -119,15 +127,22 @@ def test_refs_that_name_nothing_or_several_snapshots_are_errors(tmp_path, mini_p
 def _worker(args):
     root, package, rounds = args
     store = Store(root)
-    return [_pull(store, package).id for _ in range(rounds)]
+    ids = []
+    for number in range(rounds):
+        # A new size each round: the pull can never be an unchanged folder's reuse, however long
+        # the machine takes (reuse depends on mtimes being older than a few seconds). Every worker
+        # writes the same bytes in the same round, so blobs are still shared between processes.
+        (package / "srt/server_args.py").write_text("X = " + "1" * (number + 1) + "\n")
+        ids.append(_pull(store, package).id)
+    return ids
 
 
 @pytest.mark.slow
 def test_concurrent_pulls_into_one_store_corrupt_nothing(tmp_path):
-    package = make_mini_package(tmp_path / "src")
+    packages = [make_mini_package(tmp_path / f"src{number}") for number in range(4)]
     root = tmp_path / "store"
     with multiprocessing.get_context("spawn").Pool(4) as pool:
-        results = pool.map(_worker, [(root, package, 5)] * 4)
+        results = pool.map(_worker, [(root, package, 5) for package in packages])
     ids = [i for chunk in results for i in chunk]
     store = Store(root)
     assert sorted(ids) == store.ids() and len(set(ids)) == 20

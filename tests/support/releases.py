@@ -1,7 +1,7 @@
 """Real SGLang releases from the package index, downloaded once and cached between test runs.
 
 `release_tree("0.5.23")` returns a folder holding `sglang/srt/...` exactly as the wheel ships it
-(Python files only). The cache lives in `$SGL_SCAN_TEST_CACHE` (default `~/.cache/sgl-scan-tests`)
+(Python files only). The cache lives in `$SGLSCAN_TEST_CACHE` (default `~/.cache/sgl-scan-tests`)
 and is safe to fill from several pytest-xdist workers at once.
 """
 
@@ -16,14 +16,13 @@ import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
 
 
 TREES_LAYOUT = "trees-v2"  # bump when the extracted file set changes (v2: `sglang/_version.py` too)
 
 
 def cache_root() -> Path:
-    root = Path(os.environ.get("SGL_SCAN_TEST_CACHE", Path.home() / ".cache" / "sgl-scan-tests"))
+    root = Path(os.environ.get("SGLSCAN_TEST_CACHE") or os.environ.get("SGL_SCAN_TEST_CACHE") or Path.home() / ".cache" / "sgl-scan-tests")
     root.mkdir(parents=True, exist_ok=True)
     return root
 
@@ -38,6 +37,15 @@ def _locked(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _fail(message: str) -> None:
+    """A test failure under pytest; a plain error elsewhere (bench/run.py runs without pytest)."""
+    try:
+        import pytest
+    except ImportError:
+        raise RuntimeError(message) from None
+    pytest.fail(message)
+
+
 def release_wheel(version: str) -> Path:
     """The wheel file of `sglang==version`, downloaded with `pip download --no-deps` if missing."""
     wheels = cache_root() / "wheels"
@@ -50,7 +58,7 @@ def release_wheel(version: str) -> Path:
         result = subprocess.run(cmd, capture_output=True, text=True)
         found = sorted(wheels.glob(f"sglang-{version}-*.whl"))
         if result.returncode != 0 or not found:
-            pytest.fail(f"could not download sglang=={version}: {result.stderr.strip()[-500:]}")
+            _fail(f"could not download sglang=={version}: {result.stderr.strip()[-500:]}")
         return found[0]
 
 

@@ -13,7 +13,7 @@ the context exits. `env` becomes `SetEnv` lines, so a test can hand the remote s
 `PYTHONPATH` without touching the real home directory. Pass the same `host_key` again to restart a
 server with an identical identity, or a fresh folder to get a *changed* host key.
 
-The pytest fixture `sshd_server` (registered in tests/conftest.py) yields a ready server per test,
+The pytest fixture `sshd_server` (defined in tests/conftest.py; this module needs no pytest) yields a ready server per test,
 whose sessions see `HOME=<tmp_path>/remote-home`.
 Never point anything at a host other than loopback.
 """
@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping
 
-import pytest
 
 SSHD = "/usr/sbin/sshd"
 SSH_KEYGEN = shutil.which("ssh-keygen") or "/usr/bin/ssh-keygen"
@@ -177,6 +176,15 @@ def _config(folder: Path, port: int, host_key: Path, env: Mapping[str, str]) -> 
     return "\n".join(lines) + "\n"
 
 
+def _skip(reason: str) -> None:
+    """A skipped test under pytest; a plain error elsewhere (bench/run.py runs without pytest)."""
+    try:
+        import pytest
+    except ImportError:
+        raise RuntimeError(reason) from None
+    pytest.skip(reason)
+
+
 @contextmanager
 def start_sshd(
     folder: Path, *, env: Mapping[str, str] | None = None, host_key: Path | None = None,
@@ -190,7 +198,7 @@ def start_sshd(
     PATH itself).
     """
     if not os.path.exists(SSHD):
-        pytest.skip("openssh-server is not installed (/usr/sbin/sshd); run scripts/test.sh")
+        _skip("openssh-server is not installed (/usr/sbin/sshd); run scripts/test.sh")
     env = dict(env or {})
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)
@@ -254,10 +262,3 @@ def start_sshd(
         drain.wait()
         if process.stderr:
             process.stderr.close()
-
-
-@pytest.fixture
-def sshd_server(tmp_path) -> Iterator[SshServer]:
-    """A fresh private sshd for one test (see `start_sshd`), with a private HOME under tmp_path."""
-    with start_sshd(tmp_path / "sshd", home=tmp_path / "remote-home") as server:
-        yield server
