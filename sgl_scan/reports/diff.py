@@ -17,6 +17,7 @@ from sgl_scan.reports.common import describe_source, git_label, loc_key, short_n
 from sgl_scan.reports.model import RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
+from sgl_scan.snapshots.scope import statement as scope_statement
 
 # Categories in the order reports list them, with their display titles.
 CATEGORIES = {
@@ -41,6 +42,8 @@ class Side:
     sglang_version: str | None
     label: str  # the reference the user gave, or where the snapshot came from
     git: str | None = None  # "1a2b3c4d5e6f (main, dirty)"
+    scope: str | None = None  # the snapshot's scope ("speculative", "full"); None when unknown
+    files: int | None = None  # how many files the snapshot holds
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,12 @@ class InventoryDiff:
         counts["new_findings"] = len(self.new_findings)
         counts["resolved_findings"] = len(self.resolved_findings)
         return counts
+
+    def scope_lines(self) -> list[str]:
+        """What the comparison covers: one statement per scope of the two sides."""
+        if self.a.scope == self.b.scope:
+            return [scope_statement(self.b.scope)] if self.b.scope else []
+        return [f"{name}: {scope_statement(s.scope, s.files)}" for name, s in (("A", self.a), ("B", self.b)) if s.scope]
 
     @property
     def empty(self) -> bool:
@@ -136,6 +145,8 @@ def _side(analysis: Analysis, manifest: Manifest | None, label: str | None) -> S
         sglang_version=analysis.sglang_version or (manifest.sglang_version if manifest else None),
         label=label,
         git=git_label(manifest) if manifest is not None else None,
+        scope=manifest.scope if manifest is not None else None,
+        files=len(manifest.files) if manifest is not None else None,
     )
 
 
