@@ -52,9 +52,11 @@ def _dot_id(value: object) -> str:
     return json.dumps(str(value))  # DOT quoted ids use the same escapes as JSON strings
 
 
-def to_dot(g: nx.MultiDiGraph) -> str:
+def to_dot(g: nx.MultiDiGraph, scope: dict | None = None) -> str:
     """Graphviz DOT: nodes labelled with their name and kind, edges with their kind."""
     out = io.StringIO()
+    if scope:
+        out.write(f"// {scope['note']}\n")
     out.write("digraph sglang {\n  rankdir=LR;\n  node [shape=box, fontsize=10];\n")
     for node, attrs in sorted(g.nodes(data=True), key=lambda item: str(item[0])):
         extra = {"kind": attrs.get("kind", "")}
@@ -68,15 +70,20 @@ def to_dot(g: nx.MultiDiGraph) -> str:
     return out.getvalue()
 
 
-def to_json(g: nx.MultiDiGraph) -> str:
+def to_json(g: nx.MultiDiGraph, scope: dict | None = None) -> str:
     nodes = [{"id": n, **attrs} for n, attrs in sorted(g.nodes(data=True), key=lambda item: str(item[0]))]
     edges = [{"source": u, "target": v, **attrs}
              for u, v, attrs in sorted(g.edges(data=True), key=lambda e: (str(e[0]), str(e[1]), str(e[2].get("kind"))))]
-    return json.dumps({"directed": True, "multigraph": True, "nodes": nodes, "edges": edges}, indent=1) + "\n"
+    doc = {"directed": True, "multigraph": True, "nodes": nodes, "edges": edges}
+    if scope:
+        doc["scope"] = scope
+    return json.dumps(doc, indent=1) + "\n"
 
 
-def to_graphml(g: nx.MultiDiGraph) -> str:
+def to_graphml(g: nx.MultiDiGraph, scope: dict | None = None) -> str:
     clean = nx.MultiDiGraph()
+    if scope:
+        clean.graph["scope"] = scope["note"]
     for node, attrs in g.nodes(data=True):
         clean.add_node(node, **{k: v for k, v in attrs.items() if v is not None})
     for u, v, attrs in g.edges(data=True):
@@ -84,13 +91,14 @@ def to_graphml(g: nx.MultiDiGraph) -> str:
     return "\n".join(nx.generate_graphml(clean)) + "\n"
 
 
-def render(g: nx.MultiDiGraph, fmt: str) -> str:
+def render(g: nx.MultiDiGraph, fmt: str, scope: dict | None = None) -> str:
+    """The graph as text; `scope` ({"name", "complete", "files", "note"}) says which files it covers."""
     if fmt == "dot":
-        return to_dot(g)
+        return to_dot(g, scope)
     if fmt == "json":
-        return to_json(g)
+        return to_json(g, scope)
     if fmt == "graphml":
-        return to_graphml(g)
+        return to_graphml(g, scope)
     raise ValueError(f"unknown graph format {fmt!r} (choose from {', '.join(FORMATS)})")
 
 
@@ -111,8 +119,11 @@ def dispatch_listing(inventory: SpecInventory, name: str) -> DispatchListing:
     return DispatchListing(algo, sites)
 
 
-def format_dispatch(listing: DispatchListing) -> Iterable[str]:
-    """Text lines: a header with the algorithm's worker, then one line per site."""
+def format_dispatch(listing: DispatchListing, scope_note: str | None = None) -> Iterable[str]:
+    """Text lines: a header with the algorithm's worker, then one line per site.
+
+    `scope_note` says what the count covers ("in the speculative scope; run with --scope full for all").
+    """
     algo = listing.algorithm
     workers = getattr(algo, "workers", ()) or ((algo.worker,) if algo.worker else ())
     worker = ", ".join(workers) if workers else "no worker found"
@@ -120,7 +131,7 @@ def format_dispatch(listing: DispatchListing) -> Iterable[str]:
     yield f"{algo.name}: defined at {algo.location}; creates {worker}{where}"
     predicates = ", ".join(algo.predicates) or "none"
     yield f"  predicates true for it: {predicates}"
-    yield f"  {len(listing.sites)} site(s) branch on {algo.name}:"
+    yield f"  {len(listing.sites)} site(s) branch on {algo.name}" + (f" {scope_note}" if scope_note else "") + ":"
     for site in listing.sites:
         creates = f" -> creates {site.worker}" if site.worker else ""
         yield f"  {site.location.path}:{site.location.line}  {site.function}  [{site.via}: {site.detail}]{creates}"

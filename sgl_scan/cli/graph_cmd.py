@@ -17,10 +17,11 @@ from sgl_scan.errors import ConfigError
 @click.option("--focus", help="Keep only the neighbourhood of an algorithm (EAGLE) or a symbol (qualified name or suffix).")
 @click.option("--depth", type=click.IntRange(min=0), default=1, show_default=True, help="Edges around --focus to keep.")
 @click.option("--dispatch", "dispatch", metavar="ALGO",
-              help="Instead of the graph, list every site that branches on ALGO, with file:line and the worker.")
+              help="Instead of the graph, list the sites that branch on ALGO, with file:line and the worker "
+                   "(in the files the scope takes; --scope full for the whole srt/ tree).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to FILE instead of stdout.")
 def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, output: str | None, **kwargs) -> None:
-    """Export the call/dispatch graph of an SGLang tree. Examples:
+    """Export the call/dispatch graph of an SGLang tree (the files the scope takes). Examples:
 
     \b
       sgl-scan graph --pip sglang==0.5.23 --dispatch DFLASH
@@ -29,6 +30,7 @@ def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, outpu
     from sgl_scan.analyzer.graph_views import FocusError, dispatch_listing, focus as focus_on, format_dispatch, render
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.snapshots.progress import Progress
+    from sgl_scan.snapshots import scope as scopes
     from sgl_scan.snapshots.resolve import obtain_snapshot
 
     source = source_or_latest(pop_source_params(kwargs))
@@ -40,12 +42,15 @@ def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, outpu
         analysis = analyze(snapshot, progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total))
     finally:
         bar.done()
+    m = snapshot.manifest
     try:
         if dispatch:
-            text = "\n".join(format_dispatch(dispatch_listing(analysis.inventory, dispatch))) + "\n"
+            listing = dispatch_listing(analysis.inventory, dispatch)
+            text = "\n".join(format_dispatch(listing, scopes.qualifier(m.scope))) + "\n"
+            text += f"  ({scopes.statement(m.scope, len(m.files))})\n"
         else:
             graph = focus_on(analysis.graph, focus, depth) if focus else analysis.graph
-            text = render(graph, fmt)
+            text = render(graph, fmt, scopes.summary(m.scope, len(m.files)))
     except FocusError as exc:
         raise ConfigError(str(exc)) from None
     if output:

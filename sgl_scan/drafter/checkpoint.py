@@ -4,6 +4,11 @@ Accepts a folder (sharded with `*.safetensors.index.json`, or plain `*.safetenso
 `.safetensors` file, or an index file. Only the mapping tensors are loaded (numpy backend of
 safetensors); every other tensor is known by its header entry alone, so a multi-GB drafter costs a
 few header reads. Unreadable input raises `CheckpointError` with one line saying what is wrong.
+
+A mapping tensor may be stored more than once: under the same name in several shards (with or
+without an index; an engine loads every shard and keeps whichever copy it loads last), or under
+several names. Every copy is read; copies that differ are a conflict naming each shard, and then
+no copy is taken as *the* d2t/t2d.
 """
 
 from __future__ import annotations
@@ -66,6 +71,10 @@ class Checkpoint:
     candidates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # "d2t" -> names found
     d2t: MappingTensor | None = None
     t2d: MappingTensor | None = None
+    # "d2t" -> every copy ("name in shard"), when a kind is stored more than once
+    copies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # "d2t" -> why its copies disagree ("d2t in a.safetensors: I64 [8] differs from ..."); none is loaded
+    conflicts: Mapping[str, str] = field(default_factory=dict)
 
     def mapping(self, kind: str) -> MappingTensor | None:
         return self.d2t if kind == "d2t" else self.t2d
@@ -208,11 +217,22 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
     config, config_path = _read_config(folder)
     candidates = {kind: tuple(n for n in tensors if is_mapping_name(n, kind)) for kind in MAPPING_KINDS}
     by_name = {f.name: f for f in files}
-    loaded = {
-        kind: _load_mapping(by_name[tensors[names[0]].file], tensors[names[0]], safe_open)
-        for kind, names in candidates.items()
-        if len(names) == 1
-    }
+    loaded: dict[str, MappingTensor] = {}
+    copies: dict[str, tuple[str, ...]] = {}
+    conflicts: dict[str, str] = {}
+    for kind in MAPPING_KINDS:
+        every = [info for header in headers.values() for name, info in header.items() if is_mapping_name(name, kind)]
+        if not every:
+            continue
+        tensors_read = [_load_mapping(by_name[info.file], info, safe_open) for info in every]
+        if len(every) > 1:
+            copies[kind] = tuple(f"{info.name} in {info.file}" for info in every)
+            conflict = _disagreement(tensors_read)
+            if conflict:
+                conflicts[kind] = conflict
+                continue
+        if len(candidates[kind]) == 1:
+            loaded[kind] = tensors_read[-1]  # all copies are equal; the engine keeps the last it loads
     return Checkpoint(
         path=str(given),
         files=tuple(str(f) for f in files),
@@ -223,4 +243,28 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
         candidates=candidates,
         d2t=loaded.get("d2t"),
         t2d=loaded.get("t2d"),
+        copies=copies,
+        conflicts=conflicts,
     )
+
+
+def _disagreement(copies: list[MappingTensor]) -> str | None:
+    """Why copies of one mapping tensor differ (dtype, shape or values), naming their shards; None if equal."""
+    import numpy
+
+    first = copies[0]
+    for other in copies[1:]:
+        a, b = first.info, other.info
+        where = f"{a.name} in {a.file} and {b.name} in {b.file}"
+        if (a.dtype, a.shape) != (b.dtype, b.shape):
+            return f"{where} differ: {a.dtype} {list(a.shape)} vs {b.dtype} {list(b.shape)}"
+        if first.values is None or other.values is None:
+            if first.values is not other.values:
+                return f"{where} differ: only one can be loaded"
+            continue  # neither loads (BF16...): the format check reports that
+        if not numpy.array_equal(first.values, other.values):
+            differing = numpy.flatnonzero(first.values.reshape(-1) != other.values.reshape(-1))
+            index = int(differing[0])
+            return (f"{where} differ in {differing.size:,} of {first.values.size:,} entries "
+                    f"(first at index {index:,}: {first.values.reshape(-1)[index]} vs {other.values.reshape(-1)[index]})")
+    return None

@@ -126,6 +126,12 @@ def _check_mapping_tensors(ckpt: Checkpoint, draft_vocab: int | None, target: Ta
     name = "mapping-tensors"
     found = {k: v for k, v in ckpt.candidates.items() if v}
     details = {k: list(v) for k, v in ckpt.candidates.items()}
+    if ckpt.copies:
+        details["copies"] = {k: list(v) for k, v in ckpt.copies.items()}
+    if ckpt.conflicts:
+        kind, why = next(iter(ckpt.conflicts.items()))
+        return CheckResult(name, "fail", f"{len(ckpt.copies[kind])} different {kind} tensors: {why}; "
+                                         "the engine keeps whichever it loads last", details)
     several = [k for k, v in found.items() if len(v) > 1]
     if several:
         kind = several[0]
@@ -161,7 +167,7 @@ def _check_d2t_format(ckpt: Checkpoint, draft_vocab: int | None, draft_source: s
     name = "d2t-format"
     tensor = ckpt.d2t
     if tensor is None:
-        return CheckResult(name, "skip", "several d2t tensors (see mapping-tensors)" if ckpt.candidates.get("d2t") else "no d2t tensor")
+        return CheckResult(name, "skip", "several d2t tensors (see mapping-tensors)" if ckpt.candidates.get("d2t") or ckpt.conflicts.get("d2t") else "no d2t tensor")
     info = tensor.info
     details = {"name": info.name, "dtype": info.dtype, "shape": list(info.shape), "file": info.file}
     if info.dtype not in INTEGER_DTYPES:

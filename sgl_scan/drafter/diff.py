@@ -36,6 +36,8 @@ def _target_ids(ckpt: Checkpoint, label: str):
     if tensor is None:
         found = ckpt.candidates.get("d2t") or ()
         why = f"several tensors named d2t ({', '.join(found)})" if len(found) > 1 else "no d2t tensor"
+        if "d2t" in ckpt.conflicts:
+            why = f"different d2t tensors: {ckpt.conflicts['d2t']}"
         raise CheckpointError(f"{label} {ckpt.path}: {why}")
     if tensor.values is None or tensor.info.dtype not in INTEGER_DTYPES or tensor.values.ndim != 1:
         raise CheckpointError(f"{label} {ckpt.path}: d2t ({tensor.info.dtype}, shape {list(tensor.info.shape)}) is not a 1-D integer tensor")

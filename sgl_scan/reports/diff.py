@@ -3,7 +3,8 @@
 Items are matched on what they are (an algorithm's name, a predicate's name, a hook's kind and
 name, a site's enclosing function, kind and expression), never on line numbers, so code that
 merely moved is not reported as removed and re-added. Duplicates with the same key pair up in
-line order. `compute_diff` returns a frozen `InventoryDiff`; every reporter renders it.
+line order; dispatch sites sharing a key are aligned by meaning too (the algorithms they select,
+so polarity counts), an inserted site being "added" without disturbing its neighbours. `compute_diff` returns a frozen `InventoryDiff`; every reporter renders it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sgl_scan.reports.common import describe_source, git_label, loc_key, short_n
 from sgl_scan.reports.model import RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
+from sgl_scan.snapshots.scope import statement as scope_statement
 
 # Categories in the order reports list them, with their display titles.
 CATEGORIES = {
@@ -40,6 +42,8 @@ class Side:
     sglang_version: str | None
     label: str  # the reference the user gave, or where the snapshot came from
     git: str | None = None  # "1a2b3c4d5e6f (main, dirty)"
+    scope: str | None = None  # the snapshot's scope ("speculative", "full"); None when unknown
+    files: int | None = None  # how many files the snapshot holds
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,12 @@ class InventoryDiff:
         counts["new_findings"] = len(self.new_findings)
         counts["resolved_findings"] = len(self.resolved_findings)
         return counts
+
+    def scope_lines(self) -> list[str]:
+        """What the comparison covers: one statement per scope of the two sides."""
+        if self.a.scope == self.b.scope:
+            return [scope_statement(self.b.scope)] if self.b.scope else []
+        return [f"{name}: {scope_statement(s.scope, s.files)}" for name, s in (("A", self.a), ("B", self.b)) if s.scope]
 
     @property
     def empty(self) -> bool:
@@ -135,6 +145,8 @@ def _side(analysis: Analysis, manifest: Manifest | None, label: str | None) -> S
         sglang_version=analysis.sglang_version or (manifest.sglang_version if manifest else None),
         label=label,
         git=git_label(manifest) if manifest is not None else None,
+        scope=manifest.scope if manifest is not None else None,
+        files=len(manifest.files) if manifest is not None else None,
     )
 
 
@@ -176,6 +188,114 @@ def _match(
     return pairs, sorted(left, key=order), sorted(right, key=order)
 
 
+def _align(
+    before: Iterable[T],
+    after: Iterable[T],
+    keys: Sequence[Callable[[T], tuple]],
+    where: Callable[[T], Location],
+    same: Callable[[T, T], bool],
+    compatible: Callable[[T, T], bool],
+) -> tuple[list[tuple[T, T, int]], list[T], list[T]]:
+    """Pair items like `_match`, but by meaning inside each group of equal keys.
+
+    Within a group (say the `is_none()` sites of one function) the items of A and B are aligned in
+    line order, as a longest common subsequence: pairs with the same meaning (`same`) count first,
+    then pairs that are merely `compatible` (never two items of opposite meaning), then the least
+    line movement. So a site inserted between two old ones is "added" and the old ones keep their
+    partners. Items of the same meaning left over by a reordering pair up by nearest line.
+    """
+    left, right = list(before), list(after)
+    order = lambda item: loc_key(where(item))  # noqa: E731
+    pairs: list[tuple[T, T, int]] = []
+    for level, key in enumerate(keys):
+        groups: dict[tuple, tuple[list[T], list[T]]] = {}
+        for item in left:
+            groups.setdefault(key(item), ([], []))[0].append(item)
+        for item in right:
+            groups.setdefault(key(item), ([], []))[1].append(item)
+        left, right = [], []
+        for olds, news in groups.values():
+            olds.sort(key=order)
+            news.sort(key=order)
+            matched = _align_group(olds, news, where, same, compatible) if olds and news else []
+            matched += _nearest_same(olds, news, matched, where, same)
+            used_old = {id(o) for o, _ in matched}
+            used_new = {id(n) for _, n in matched}
+            pairs += [(o, n, level) for o, n in matched]
+            left += [o for o in olds if id(o) not in used_old]
+            right += [n for n in news if id(n) not in used_new]
+    return pairs, sorted(left, key=order), sorted(right, key=order)
+
+
+_ALIGN_LIMIT = 250_000  # cells of the alignment table; a larger group pairs greedily
+
+
+def _align_group(olds: list[T], news: list[T], where, same, compatible) -> list[tuple[T, T]]:
+    n, m = len(olds), len(news)
+
+    def gain(o: T, w: T) -> tuple[int, int, int] | None:
+        if same(o, w):
+            return (1, 1, -abs(where(o).line - where(w).line))
+        if compatible(o, w):
+            return (0, 1, -abs(where(o).line - where(w).line))
+        return None
+
+    if n * m > _ALIGN_LIMIT:  # pathological: pair in line order, meaning first
+        out, free = [], list(news)
+        for test in (same, compatible):
+            for o in olds:
+                if any(o is p for p, _ in out):
+                    continue
+                hit = next((w for w in free if test(o, w)), None)
+                if hit is not None:
+                    free.remove(hit)
+                    out.append((o, hit))
+        return out
+    zero = (0, 0, 0)
+    best = [[zero] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        row, below = best[i], best[i + 1]
+        for j in range(m - 1, -1, -1):
+            score = max(below[j], row[j + 1])
+            g = gain(olds[i], news[j])
+            if g is not None:
+                rest = below[j + 1]
+                score = max(score, (rest[0] + g[0], rest[1] + g[1], rest[2] + g[2]))
+            row[j] = score
+    out: list[tuple[T, T]] = []
+    i = j = 0
+    while i < n and j < m:
+        g = gain(olds[i], news[j])
+        if g is not None:
+            rest = best[i + 1][j + 1]
+            if best[i][j] == (rest[0] + g[0], rest[1] + g[1], rest[2] + g[2]):
+                out.append((olds[i], news[j]))
+                i, j = i + 1, j + 1
+                continue
+        if best[i][j] == best[i + 1][j]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _nearest_same(olds: list[T], news: list[T], matched: list[tuple[T, T]], where, same) -> list[tuple[T, T]]:
+    """Items of equal meaning that the in-order alignment could not pair (they swapped places)."""
+    used_old = {id(o) for o, _ in matched}
+    used_new = {id(n) for _, n in matched}
+    free_new = [n for n in news if id(n) not in used_new]
+    out = []
+    for o in olds:
+        if id(o) in used_old:
+            continue
+        hits = [n for n in free_new if same(o, n)]
+        if hits:
+            hit = min(hits, key=lambda n: abs(where(n).line - where(o).line))
+            free_new.remove(hit)
+            out.append((o, hit))
+    return out
+
+
 def _set_delta(label: str, old: Iterable[str], new: Iterable[str]) -> list[str]:
     old_set, new_set = set(old), set(new)
     if old_set == new_set:
@@ -200,6 +320,20 @@ def _short_symbol(function: str, loc: Location) -> str:
     if function in ("<module>", ""):
         return _symbol(function, loc)
     return ".".join(function.split(".")[-2:])
+
+
+def _same_site(old, new) -> bool:
+    """Two dispatch sites that select the same algorithms (the same test, the same polarity)."""
+    return set(old.algorithms) == set(new.algorithms) and short_name(old.worker) == short_name(new.worker)
+
+
+def _compatible_site(old, new) -> bool:
+    """Sites that may be one site edited: they share a selected algorithm (or neither names any).
+
+    A test whose polarity flipped (`is_none()` -> `not is_none()`) selects disjoint sets, so it is
+    never paired with its opposite: that is one site removed and another added, not a change.
+    """
+    return bool(set(old.algorithms) & set(new.algorithms)) or not (old.algorithms or new.algorithms)
 
 
 class _Tracker:
@@ -288,7 +422,7 @@ class _Tracker:
             lambda s: (_symbol(s.function, s.location), s.via, s.detail),
             lambda s: (_short_symbol(s.function, s.location), s.via, s.detail),
         ]
-        pairs, removed, added = _match(a.dispatch_sites, b.dispatch_sites, keys, where)
+        pairs, removed, added = _align(a.dispatch_sites, b.dispatch_sites, keys, where, _same_site, _compatible_site)
         key_text = lambda s: f"{_symbol(s.function, s.location)} [{s.via}: {s.detail}]"  # noqa: E731
         out = self._added_removed("dispatch_site", removed, added, key_text, where)
         for old, new, level in pairs:

@@ -7,6 +7,7 @@ import json
 from sgl_scan.reports import serialize
 from sgl_scan.reports.common import loc_key, sorted_findings
 from sgl_scan.reports.model import Report
+from sgl_scan.snapshots import scope as scopes
 
 # Bump on any change that could break a reader (removed or renamed field, changed meaning);
 # adding a field is not a break.
@@ -21,6 +22,7 @@ def to_document(report: Report) -> dict:
         "kind": "sgl-scan/report",
         "tool": {"name": "sgl-scan", "version": report.tool_version},
         "snapshot": serialize.manifest_summary(report.manifest),
+        "scope": scopes.summary(report.manifest.scope, len(report.manifest.files)),
         "summary": serialize.summary(findings, report.parse_errors),
         "inventory": serialize.inventory(report.inventory),
         "findings": [serialize.finding(f) for f in findings],

@@ -6,12 +6,21 @@ from typing import Any
 
 from sgl_scan.reports import serialize
 from sgl_scan.reports.diff import Change, InventoryDiff, Side
+from sgl_scan.snapshots import scope as scopes
 
 SCHEMA_VERSION = 1
 
 
 def side(s: Side) -> dict[str, Any]:
-    return {"snapshot_id": s.snapshot_id, "sglang_version": s.sglang_version, "label": s.label, "git": s.git}
+    return {"snapshot_id": s.snapshot_id, "sglang_version": s.sglang_version, "label": s.label, "git": s.git,
+            "scope": scopes.summary(s.scope, s.files) if s.scope else None}
+
+
+def scope(diff: InventoryDiff) -> dict[str, Any]:
+    """What the comparison covers: complete only when both sides read the whole srt/ tree."""
+    sides = [s for s in (diff.a, diff.b) if s.scope]
+    return {"complete": bool(sides) and all(scopes.is_complete(s.scope) for s in sides),
+            "note": "; ".join(diff.scope_lines()) or None}
 
 
 def change(c: Change) -> dict[str, Any]:
@@ -32,6 +41,7 @@ def document(diff: InventoryDiff, tool_version: str) -> dict[str, Any]:
         "tool": {"name": "sgl-scan", "version": tool_version},
         "a": side(diff.a),
         "b": side(diff.b),
+        "scope": scope(diff),
         "summary": {**diff.counts(), "unchanged_findings": diff.unchanged_findings, "shifted": diff.shifted},
         "changes": [change(c) for c in diff.changes],
         "new_findings": [serialize.finding(f) for f in diff.new_findings],

@@ -23,6 +23,7 @@ from sgl_scan.reports.common import (
     source_line,
 )
 from sgl_scan.reports.model import Report
+from sgl_scan.snapshots.scope import statement as scope_statement
 
 SEVERITY_COLOURS = {"error": "red", "warning": "yellow", "info": "cyan"}
 
@@ -211,6 +212,7 @@ def _summary(out: _Out, report: Report) -> None:
     out.heading(
         "Summary: " + ", ".join(parts) + f" - {plural(len(report.findings), 'finding')}, {plural(len(report.parse_errors), 'parse error')}"
     )
+    out.add(f"  {scope_statement(report.manifest.scope, len(report.manifest.files))}")
 
 
 DIFF_MARKS = {"added": "+", "removed": "-", "changed": "~", "moved": ">"}
@@ -255,4 +257,6 @@ def render_diff(diff, *, color: bool = False) -> str:
         + f"; {plural(counts['new_findings'], 'new finding')}, {counts['resolved_findings']} resolved, "
         + f"{diff.unchanged_findings} unchanged; {plural(diff.shifted, 'item')} only shifted lines"
     )
+    for line in diff.scope_lines():
+        out.add(f"  {line}")
     return out.text()

@@ -25,6 +25,10 @@ class D2tUsedAsDirectMap(Rule):
     ```python
     if name == "d2t":
         self.hot_token_id = loaded_weight          # SGL301: offsets used as target ids
+    if "d2t" in name:
+        self.hot_token_id.copy_(loaded_weight)     # SGL301: the same, written in place
+    if "d2t" in name or "hot_token_id" in name:
+        self.hot_token_id = loaded_weight          # SGL301: the d2t tensor reaches this body too
     ```
 
     ## Use instead
@@ -65,6 +69,39 @@ class LlamaForCausalLMEagle3:
             if name == "d2t" or name.endswith(".d2t"):
                 self.hot_token_id = loaded_weight + torch.arange(loaded_weight.shape[0])
                 continue
+""",
+            }
+        ),
+        Example(
+            {
+                "sglang/srt/models/llama_eagle3.py": """\
+class LlamaForCausalLMEagle3:
+    def load_weights(self, weights):
+        for name, loaded_weight in weights:
+            if "d2t" in name:
+                self.hot_token_id.copy_(loaded_weight)  # expect
+                continue
+            if "d2t" in name or "hot_token_id" in name:
+                self.hot_token_id = loaded_weight  # expect
+""",
+            }
+        ),
+        Example(
+            {
+                "sglang/srt/models/llama_eagle3.py": """\
+import torch
+
+
+class LlamaForCausalLMEagle3:
+    def load_weights(self, weights):
+        for name, loaded_weight in weights:
+            if "d2t" in name:
+                self.hot_token_id.copy_(loaded_weight + torch.arange(loaded_weight.shape[0]), non_blocking=True)
+                continue
+            if "d2t" in name or "hot_token_id" in name:
+                self.hot_token_id = loaded_weight + torch.arange(loaded_weight.shape[0])
+            if "hot_token_id" in name:  # a checkpoint that ships target ids already
+                self.hot_token_id.copy_(loaded_weight)
 """,
             }
         ),

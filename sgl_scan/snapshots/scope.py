@@ -9,13 +9,17 @@ always taken (they name the release; newer releases keep the literal in the gene
 `speculative` (default), every `*.py` that is
 - under `srt/speculative/` or `srt/arg_groups/` (any depth), or is `srt/server_args.py`;
 - directly in `srt/models/` with `eagle` or `dflash` in its file name;
-- any other file directly in `srt/models/` whose bytes match `VOCAB_PATTERN` (it mentions `d2t`/`t2d`
-  as a whole token: `self.d2t`, `"t2d"`, but not `Dropout2d` or `UpsamplingNearest2d`);
-- under `srt/managers/` (any depth) whose bytes match `SPEC_ALGO_PATTERN` (it touches the
-  speculative algorithm: `SpeculativeAlgorithm`, `spec_algorithm`, `speculative_algorithm`).
+- any other file under `srt/` (any depth) whose bytes match `SCOPE_PATTERN`: it touches the
+  speculative algorithm (`SpeculativeAlgorithm`, `spec_algo…`, `speculative_algo…`: every file that
+  registers an algorithm or dispatches on one, wherever it lives: `model_executor/`, `mem_cache/`,
+  `disaggregation/`, a plugin in `srt/plugins/`), or it mentions `d2t`/`t2d` as a whole token
+  (`self.d2t`, `"t2d"`, not `Dropout2d` or `UpsamplingNearest2d`).
 
-The two patterns are POSIX extended regular expressions that Python's `re` (with MULTILINE) reads
-the same way, so the remote side can run them with `grep -E` and get the same answer.
+The patterns are POSIX extended regular expressions that Python's `re` (with MULTILINE) reads the
+same way, so the remote side can run `SCOPE_PATTERN` with `grep -E` and get the same answer. Locally
+`matches` tries plain substring searches first (the algorithm alternatives are literals; the
+vocabulary token needs `d2t` or `t2d` to be present at all) and runs a regex only on the few files
+that hold `d2t`/`t2d`.
 """
 
 from __future__ import annotations
@@ -32,15 +36,44 @@ SPEC_TREES = ("srt/speculative/", "srt/arg_groups/")
 SPEC_FILES = ("srt/server_args.py",)
 MODELS = "srt/models/"
 MODEL_NAME_WORDS = ("eagle", "dflash")
-MANAGERS = "srt/managers/"
 
 VOCAB_PATTERN = r"(^|[^A-Za-z0-9])(d2t|t2d)([^A-Za-z0-9]|$)"
-SPEC_ALGO_PATTERN = r"SpeculativeAlgorithm|spec_algorithm|speculative_algorithm"
+SPEC_ALGO_LITERALS = ("SpeculativeAlgorithm", "spec_algo", "speculative_algo")
+SPEC_ALGO_PATTERN = "|".join(SPEC_ALGO_LITERALS)
+SCOPE_PATTERN = f"{VOCAB_PATTERN}|{SPEC_ALGO_PATTERN}"
 
-_COMPILED = {
-    VOCAB_PATTERN: re.compile(VOCAB_PATTERN.encode(), re.MULTILINE),
-    SPEC_ALGO_PATTERN: re.compile(SPEC_ALGO_PATTERN.encode(), re.MULTILINE),
+_COMPILED = {p: re.compile(p.encode(), re.MULTILINE) for p in (VOCAB_PATTERN, SPEC_ALGO_PATTERN, SCOPE_PATTERN)}
+_LITERALS = tuple(lit.encode() for lit in SPEC_ALGO_LITERALS)
+
+
+SCOPE_NOTES = {
+    "speculative": "only files that name the speculative algorithm or the d2t/t2d maps were read; "
+                   "run with --scope full for all",
+    "full": "every *.py under srt/ was read",
 }
+
+
+def is_complete(scope: str) -> bool:
+    """Whether an answer drawn from a snapshot of this scope covers the whole `srt/` tree."""
+    return scope == "full"
+
+
+def statement(scope: str, files: int | None = None) -> str:
+    """One line that says what an answer drawn from this scope covers: "speculative scope (251 files):
+    only files that ... ; run with --scope full for all"."""
+    note = SCOPE_NOTES.get(scope, "an unknown scope; run with --scope full for all")
+    count = f" ({files} file{'s' if files != 1 else ''})" if files is not None else ""
+    return f"{scope} scope{count}: {note}"
+
+
+def qualifier(scope: str) -> str:
+    """The words that follow a count: "in the speculative scope; run with --scope full for all"."""
+    return f"in the {scope} scope" + ("" if is_complete(scope) else "; run with --scope full for all")
+
+
+def summary(scope: str, files: int | None = None) -> dict:
+    """The statement as JSON fields: name, complete, files, note."""
+    return {"name": scope, "complete": is_complete(scope), "files": files, "note": statement(scope, files)}
 
 
 def check_scope(scope: str | None) -> str:
@@ -52,13 +85,9 @@ def check_scope(scope: str | None) -> str:
 
 def search_pattern(path: str, scope: str) -> str | None:
     """The byte pattern that decides whether `path` is taken, or None when its name alone decides."""
-    if scope != "speculative" or not path.endswith(".py"):
+    if scope != "speculative" or not path.endswith(".py") or not path.startswith(SRT) or _by_name(path, scope):
         return None
-    if path.startswith(MODELS) and "/" not in path[len(MODELS):] and not _model_by_name(path):
-        return VOCAB_PATTERN
-    if path.startswith(MANAGERS) and not _by_name(path, scope):
-        return SPEC_ALGO_PATTERN
-    return None
+    return SCOPE_PATTERN
 
 
 def _model_by_name(path: str) -> bool:
@@ -85,7 +114,13 @@ def candidates(paths: Iterable[str], scope: str) -> list[str]:
 
 def matches(pattern: str, data: bytes) -> bool:
     """The cheap byte search, identical in meaning to `grep -E pattern` under LC_ALL=C."""
-    return _COMPILED[pattern].search(data) is not None
+    if pattern in (SCOPE_PATTERN, SPEC_ALGO_PATTERN) and any(lit in data for lit in _LITERALS):
+        return True
+    if pattern == SPEC_ALGO_PATTERN:
+        return False
+    if b"d2t" not in data and b"t2d" not in data:  # the vocabulary token cannot match without them
+        return False
+    return _COMPILED[VOCAB_PATTERN].search(data) is not None
 
 
 def select(paths: Iterable[str], scope: str, mentions: Callable[[str, str], bool]) -> list[str]:

@@ -51,7 +51,7 @@ REMOTE_SCRIPT = r"""
 set -u
 unset CDPATH
 LC_ALL=C; export LC_ALL
-root=$1; scope=$2; n=$3; vocab=$4; algo=$5; maxpatch=$6
+root=$1; scope=$2; n=$3; pattern=$4; maxpatch=$5
 sec() { printf '\n%s %s\n' "$n" "$1"; }
 fail() { sec error; printf '%s' "$1"; exit 0; }
 for tool in find tar; do
@@ -87,16 +87,10 @@ if command -v git >/dev/null 2>&1 && g rev-parse --is-inside-work-tree >/dev/nul
   sec git-diff; g diff HEAD --no-color --no-ext-diff 2>/dev/null | head -c "$maxpatch"
 fi
 sec list
-if [ "$scope" = full ]; then
-  find srt -type f -name '*.py' -printf "$FMT" 2>/dev/null
-  sec odd; find srt -name '*.py' ! -type f ! -type d -print0 2>/dev/null
-else
-  find srt/speculative srt/arg_groups srt/managers -type f -name '*.py' -printf "$FMT" 2>/dev/null
-  find srt/models -maxdepth 1 -type f -name '*.py' -printf "$FMT" 2>/dev/null
-  find srt/server_args.py -maxdepth 0 -type f -printf "$FMT" 2>/dev/null
-  sec odd; find srt/speculative srt/arg_groups srt/managers srt/models -name '*.py' ! -type f ! -type d -print0 2>/dev/null
-  sec grep-vocab; find srt/models -maxdepth 1 -type f -name '*.py' -exec grep -lZE -e "$vocab" -- {} + 2>/dev/null
-  sec grep-algo; find srt/managers -type f -name '*.py' -exec grep -lZE -e "$algo" -- {} + 2>/dev/null
+find srt -type f -name '*.py' -printf "$FMT" 2>/dev/null
+sec odd; find srt -name '*.py' ! -type f ! -type d -print0 2>/dev/null
+if [ "$scope" != full ]; then
+  sec grep; find srt -type f -name '*.py' -exec grep -lZE -e "$pattern" -- {} + 2>/dev/null
 fi
 sec version; find version.py _version.py -maxdepth 0 -type f -printf "$FMT" 2>/dev/null
 sec tar
@@ -124,7 +118,7 @@ class SshPull:
 
 def remote_command(remote_root: str | None, scope: str, nonce: str, max_patch: int) -> str:
     """The one command line run on the remote host; every argument is quoted."""
-    args = [remote_root or "", scope, nonce, scopes.VOCAB_PATTERN, scopes.SPEC_ALGO_PATTERN, str(max_patch)]
+    args = [remote_root or "", scope, nonce, scopes.SCOPE_PATTERN, str(max_patch)]
     return "sh -c " + shlex.quote(REMOTE_SCRIPT) + " sgl-scan " + " ".join(shlex.quote(a) for a in args)
 
 
@@ -349,7 +343,7 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
     root = sections["root"].decode("utf-8", "surrogateescape").rstrip("\n")
     how = sections.get("how", b"").decode(errors="replace")
     listing = parse_listing(sections.get("list", b"") + b"\0" + sections.get("version", b""))
-    hits = _names(sections.get("grep-vocab", b"")) | _names(sections.get("grep-algo", b""))
+    hits = _names(sections.get("grep", b""))
     chosen = scopes.select(listing, scope, lambda path, pattern: path in hits)
     skipped = [SkippedFile(p, "not a regular file") for p in sorted(_names(sections.get("odd", b"")))]
     wanted_all = []

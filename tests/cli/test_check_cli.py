@@ -137,3 +137,13 @@ def test_include_new_reports_what_a_change_breaks_elsewhere(tmp_path, sglang_0_4
     # ...and the argparse choices (server_args.py:861, untouched) no longer match the enum.
     assert rows(with_new) == [("SGL205", "sglang/srt/server_args.py", 861), ("SGL201", spec_path, 8), ("SGL204", spec_path, 8)]
     assert json.loads(with_new.stdout)["findings"][0]["data"]["missing_choices"] == ["DDTREE"]
+
+
+def test_check_states_its_scope_in_text_and_json(checkout):
+    """A review answer covers only the files the scope takes, and says so (issue 18, case 7)."""
+    root, _ = checkout
+    text = check(root, "--diff-base", "HEAD")
+    assert text.exit_code == 0, text.output
+    assert text.stdout.rstrip().splitlines()[-1].endswith("run with --scope full for all")
+    doc = json.loads(check(root, "--diff-base", "HEAD", "--scope", "full", "--format", "json").stdout)
+    assert doc["scope"]["name"] == "full" and doc["scope"]["complete"] is True

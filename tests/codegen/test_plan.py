@@ -58,8 +58,14 @@ def test_0_5_11_patch_mode_on_the_v1_worker(release_0_5_11):
     assert str(plan.base.entry.location) == "sglang/srt/speculative/dflash_worker.py:1112"
     assert {p.name for p in plan.predicates if p.value} == {"is_speculative", "is_dflash"}
     assert not plan.supports_overlap and f"{SPEC_INFO}:70" in plan.overlap_reason
+    # the model runner's `spec_algorithm.is_dflash()` tests (model_executor/) are read since the default
+    # scope takes every srt/ file that names the algorithm
+    runner = "sglang/srt/model_executor/cuda_graph_runner.py"
     assert {str(j.site.location) for j in plan.sites} == {
         "sglang/srt/managers/scheduler.py:2069", "sglang/srt/server_args.py:3319", f"{SPEC_INFO}:68",
+        f"{runner}:752", f"{runner}:1137", f"{runner}:1227", f"{runner}:1251", f"{runner}:1306", f"{runner}:1387",
+        "sglang/srt/model_executor/model_runner.py:416", "sglang/srt/model_executor/model_runner.py:2588",
+        "sglang/srt/model_executor/pool_configurator.py:96",
     }
     assert all(j.joined for j in plan.sites)
 

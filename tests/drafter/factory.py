@@ -89,3 +89,21 @@ def target_config(folder: Path, vocab: int = TARGET, layers: int = TARGET_LAYERS
     path = folder / "config.json"
     path.write_text(json.dumps(data))
     return path
+
+
+def write_shards(folder: Path, shards: list[dict], cfg: dict | None = None, index: bool = False) -> Path:
+    """A sharded drafter: model-0000k-of-0000n.safetensors per dict in `shards` (a tensor name may
+    recur across shards), config.json, and with `index` a model.safetensors.index.json whose
+    weight_map names each tensor's first shard (as a converter that wrote a stray copy would)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [f"model-{k:05d}-of-{len(shards):05d}.safetensors" for k in range(1, len(shards) + 1)]
+    weight_map: dict[str, str] = {}
+    for name, weights in zip(names, shards):
+        save_file(weights, str(folder / name), metadata={"format": "pt"})
+        for tensor in weights:
+            weight_map.setdefault(tensor, name)
+    if index:
+        (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    if cfg is not None:
+        (folder / "config.json").write_text(json.dumps(cfg, indent=2))
+    return folder

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from sgl_scan.reports import render, render_diff
@@ -44,11 +45,21 @@ def test_findings_are_grouped_by_file_with_their_source_line():
 
 
 def test_summary_counts_by_severity():
-    assert render(fx.report(), "text").rstrip().splitlines()[-1] == (
-        "Summary: error 1, warning 1, info 1 - 3 findings, 1 parse error"
-    )
+    lines = render(fx.report(), "text").rstrip().splitlines()
+    assert lines[-2] == "Summary: error 1, warning 1, info 1 - 3 findings, 1 parse error"
     empty = render(fx.report(findings=(), parse_errors=()), "text")
-    assert empty.rstrip().splitlines()[-1] == "Summary: error 0, warning 0, info 0 - 0 findings, 0 parse errors"
+    assert empty.rstrip().splitlines()[-2] == "Summary: error 0, warning 0, info 0 - 0 findings, 0 parse errors"
+
+
+def test_the_summary_says_what_the_scope_covers():
+    """A default-scope answer is partial and says so (issue 18, case 7); a full-scope one says it is whole."""
+    report = fx.report()
+    assert report.manifest.scope == "speculative"
+    last = render(report, "text").rstrip().splitlines()[-1]
+    assert last == (f"  speculative scope ({len(report.manifest.files)} files): only files that name the speculative "
+                    "algorithm or the d2t/t2d maps were read; run with --scope full for all")
+    full = fx.report(manifest=dataclasses.replace(report.manifest, scope="full"))
+    assert render(full, "text").rstrip().splitlines()[-1].endswith("every *.py under srt/ was read")
 
 
 def test_rendering_twice_gives_the_same_text():

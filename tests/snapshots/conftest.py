@@ -29,12 +29,18 @@ MINI_FILES = {
     "srt/managers/io_struct.py": "class Req:\n    pass\n",
     "srt/managers/deep/worker.py": "self.spec_algorithm = None\n",
     "srt/layers/linear.py": "class Linear:\n    pass\n",
+    "srt/layers/boundary.py": "def defer(plan):\n    return plan._speculative_algo.is_eagle()\n",
+    "srt/plugins/my_spec.py": (
+        "from sglang.srt.speculative.spec_info import SpeculativeAlgorithm\n\n\n"
+        "@SpeculativeAlgorithm.register('MY_SPEC')\ndef _factory(server_args):\n    return object\n"
+    ),
 }
 MINI_SPECULATIVE = sorted(
     "sglang/" + p for p in (
         "version.py", "srt/server_args.py", "srt/arg_groups/spec.py", "srt/speculative/spec_info.py",
         "srt/speculative/sub/deep.py", "srt/models/llama_eagle3.py", "srt/models/qwen_dflash.py",
-        "srt/models/llama.py", "srt/managers/scheduler.py", "srt/managers/deep/worker.py",
+        "srt/models/llama.py", "srt/models/sub/eagle_helper.py", "srt/managers/scheduler.py",
+        "srt/managers/deep/worker.py", "srt/layers/boundary.py", "srt/plugins/my_spec.py",
     )
 )
 MINI_FULL = sorted(["sglang/version.py"] + ["sglang/" + p for p in MINI_FILES if p.startswith("srt/") and p.endswith(".py")])

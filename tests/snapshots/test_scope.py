@@ -47,7 +47,7 @@ def test_real_release_speculative_scope_against_the_wheel_listing():
     """Independent reading of sglang 0.5.23's wheel: what the documented rules must take."""
     with zipfile.ZipFile(release_wheel("0.5.23")) as archive:
         names = [n[len("sglang/"):] for n in archive.namelist() if n.startswith("sglang/") and n.endswith(".py")]
-        data = {n: archive.read("sglang/" + n) for n in names if n.startswith(("srt/models/", "srt/managers/"))}
+        data = {n: archive.read("sglang/" + n) for n in names if n.startswith("srt/")}
     chosen = set(scope.select_local(names, "speculative", lambda p: data[p]))
     expected = {n for n in names if n.startswith(("srt/speculative/", "srt/arg_groups/"))}
     expected |= {"srt/server_args.py", "version.py", "_version.py"}
@@ -55,13 +55,33 @@ def test_real_release_speculative_scope_against_the_wheel_listing():
         top_model = name.startswith("srt/models/") and name.count("/") == 2
         if top_model and ("eagle" in name.rsplit("/", 1)[1] or "dflash" in name.rsplit("/", 1)[1]):
             expected.add(name)
-        elif top_model and re.search(rb"(^|\W)(d2t|t2d)(\W|$)", body.replace(b"_", b" ")):
+        elif re.search(rb"(^|\W)(d2t|t2d)(\W|$)", body.replace(b"_", b" ")):
             expected.add(name)
-        elif name.startswith("srt/managers/") and re.search(rb"SpeculativeAlgorithm|spec_algorithm|speculative_algorithm", body):
+        elif re.search(rb"SpeculativeAlgorithm|spec_algo|speculative_algo", body):
             expected.add(name)
     assert chosen == expected
     # facts read from the real tree
     assert "srt/models/llama_eagle3.py" in chosen
     assert "srt/managers/scheduler.py" in chosen
     assert "srt/models/llama.py" not in chosen
-    assert not any(n.startswith("srt/layers/") for n in chosen)
+    # files outside speculative/ and managers/ that dispatch on the algorithm (issue 18, case 7)
+    assert {"srt/model_executor/runner/decode_cuda_graph_runner.py", "srt/disaggregation/prefill.py", "srt/model_executor/pool_configurator.py",
+            "srt/mem_cache/kv_cache_configurator.py",
+            "srt/layers/layer_boundary/exit.py"} <= chosen
+    assert "srt/layers/linear.py" not in chosen
+
+
+@pytest.mark.slow
+def test_local_search_and_remote_grep_agree_on_a_real_release(sglang_0_5_23):
+    """The local substring-then-regex search and `grep -E SCOPE_PATTERN` (what the remote runs) pick the
+    same files of 0.5.23's srt/."""
+    import os
+    import subprocess
+
+    package = sglang_0_5_23 / "sglang"
+    grep = subprocess.run(["grep", "-rlZE", "--include=*.py", "-e", scope.SCOPE_PATTERN, "--", "srt"], cwd=package,
+                          capture_output=True, env={**os.environ, "LC_ALL": "C"}, check=True)
+    remote = {p.decode() for p in grep.stdout.split(b"\0") if p}
+    files = [p.relative_to(package).as_posix() for p in (package / "srt").rglob("*.py")]
+    local = {p for p in files if scope.matches(scope.SCOPE_PATTERN, (package / p).read_bytes())}
+    assert local == remote and len(local) > 140

@@ -85,9 +85,13 @@ class _Walker(ScopedWalker):
         return found
 
     def _test_is_d2t(self, test: ast.AST) -> bool:
-        """A positive test that `name` is the d2t tensor (`"d2t" in name`, `== "d2t"`, `.endswith(".d2t")`)."""
+        """A test that is true when `name` is the d2t tensor (`"d2t" in name`, `== "d2t"`, `.endswith(".d2t")`).
+
+        With `or`, one d2t arm is enough: `if "d2t" in name or "hot_token_id" in name:` runs its body
+        for the d2t tensor too, so what the body does to it is what happens to d2t.
+        """
         if isinstance(test, ast.BoolOp):
-            return isinstance(test.op, ast.Or) and all(self._test_is_d2t(value) for value in test.values)
+            return isinstance(test.op, ast.Or) and any(self._test_is_d2t(value) for value in test.values)
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             op, right = test.ops[0], test.comparators[0]
             if isinstance(op, ast.In):
@@ -105,6 +109,10 @@ class _Walker(ScopedWalker):
         name = last_name(node.func)
         if name == "load_token_map":
             self._add("load_token_map", node)
+        elif name == "copy_" and isinstance(node.func, ast.Attribute):
+            if len(node.args) == 1 and not isinstance(node.args[0], ast.Starred):
+                # `self.hot_token_id.copy_(x)` (`non_blocking=` aside) writes x in place, like `= x`
+                self._map_write(node, self.r.text(node.func.value), node.args[0])
         elif name == "to" and isinstance(node.func, ast.Attribute) and _hot(node.func.value):
             self._add("hot_token_use", node)
         elif isinstance(node.func, ast.Name) and name == "len":
@@ -123,8 +131,10 @@ class _Walker(ScopedWalker):
     def _assign(self, node: ast.Assign) -> None:
         if len(node.targets) != 1:
             return
-        target = self.r.text(node.targets[0])
-        value = node.value
+        self._map_write(node, self.r.text(node.targets[0]), node.value)
+
+    def _map_write(self, node: ast.AST, target: str, value: ast.AST) -> None:
+        """`target = value` or `target.copy_(value)`: an offset conversion, a direct map, or neither."""
         to_map = bool(_MAP_TARGET.search(target))
         if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and (
                 _arange_call(value.left) or _arange_call(value.right)):
@@ -143,7 +153,7 @@ class _Walker(ScopedWalker):
 
 class D2tExtractor:
     name = "spec_d2t"
-    version = 2  # 2: read from the stdlib ast
+    version = 3  # 2: read from the stdlib ast; 3: `.copy_(x)` writes, `or` tests with one d2t arm
     parser = "ast"
     trigger = Trigger(*(rf"{word}\b(?<!\w{word})" for word in ("d2t", "t2d", "hot_token_id", "load_token_map")))
     metadata = ()
