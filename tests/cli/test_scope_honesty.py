@@ -40,7 +40,7 @@ def home(tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
     (home / "facts").symlink_to(cache_root() / "facts-cache")  # per-file facts shared with the real-release tests
-    monkeypatch.setenv("SGL_SCAN_HOME", str(home))
+    monkeypatch.setenv("SGLSCAN_HOME", str(home))
     return home
 
 

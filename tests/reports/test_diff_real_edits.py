@@ -40,7 +40,7 @@ def test_0_5_16_to_0_5_19_resolve_forward_inputs_gains_one_site(reports_home, mo
     old two are at 110 and 119, untouched. Likewise batch_result_processor.py gains `if
     batch.spec_algorithm.is_none() and logits_output is not None:` (0.5.19:925) before the old
     `is_spec = not batch.spec_algorithm.is_none()` (0.5.16:706 -> 0.5.19:954)."""
-    monkeypatch.setenv("SGL_SCAN_HOME", str(reports_home))
+    monkeypatch.setenv("SGLSCAN_HOME", str(reports_home))
     doc = _diff(release_tree("0.5.16") / "sglang", release_tree("0.5.19") / "sglang")
     assert _sites(doc, "overlap_utils.resolve_forward_inputs") == [("added", None, 96, ())]
     assert _sites(doc, "process_batch_result_decode [") == [("added", None, 925, ())]
@@ -49,7 +49,7 @@ def test_0_5_16_to_0_5_19_resolve_forward_inputs_gains_one_site(reports_home, mo
 
 def test_0_5_23_one_dispatch_test_edited_away(sglang_0_5_23, tmp_path, reports_home, monkeypatch):
     """scheduler.py:4751 `if not batch.spec_algorithm.is_none():` -> `if True:` removes that site only."""
-    monkeypatch.setenv("SGL_SCAN_HOME", str(reports_home))
+    monkeypatch.setenv("SGLSCAN_HOME", str(reports_home))
     edited = tmp_path / "B"
     shutil.copytree(sglang_0_5_23 / "sglang", edited, copy_function=os.link)
     path = edited / "srt/managers/scheduler.py"

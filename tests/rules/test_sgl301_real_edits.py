@@ -50,7 +50,7 @@ def _shared_facts(tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
     (home / "facts").symlink_to(cache_root() / "facts-cache")
-    monkeypatch.setenv("SGL_SCAN_HOME", str(home))
+    monkeypatch.setenv("SGLSCAN_HOME", str(home))
 
 
 def test_the_release_itself_is_clean(sglang_0_5_23):
