@@ -76,9 +76,17 @@ def test_a_modified_file_is_detected_on_open(tmp_path, mini_package):
         store.open(snap.id)
 
 
+def _edit(package, number: int = 1) -> None:
+    """Change one file of the package, so that its next pull is a new snapshot."""
+    (package / "srt/server_args.py").write_text(f"X = {number}\n")
+
+
 def test_a_missing_file_and_a_corrupt_manifest_are_detected(tmp_path, mini_package):
     store = Store(tmp_path / "store")
-    one, two = _pull(store, mini_package), _pull(store, mini_package)
+    one = _pull(store, mini_package)
+    _edit(mini_package)
+    two = _pull(store, mini_package)
+    assert one.id != two.id
     (one.tree / "sglang/version.py").unlink()
     with pytest.raises(SnapshotError, match="corrupted"):
         store.open(one.id)
@@ -90,15 +98,19 @@ def test_a_missing_file_and_a_corrupt_manifest_are_detected(tmp_path, mini_packa
 
 def test_identical_files_share_storage_and_rm_frees_unused_blobs(tmp_path, mini_package):
     store = Store(tmp_path / "store")
-    one, two = _pull(store, mini_package), _pull(store, mini_package)
-    a = (one.tree / "sglang/srt/server_args.py").stat()
-    b = (two.tree / "sglang/srt/server_args.py").stat()
+    one = _pull(store, mini_package)
+    _edit(mini_package)
+    two = _pull(store, mini_package)
+    a = (one.tree / "sglang/srt/speculative/spec_info.py").stat()
+    b = (two.tree / "sglang/srt/speculative/spec_info.py").stat()
     assert a.st_ino == b.st_ino and a.st_nlink == 3  # two trees + the blob
+    assert (one.tree / "sglang/srt/server_args.py").stat().st_nlink == 2  # changed: its own blob
     blobs = {p.name for p in (store.root / ".blobs").rglob("*") if p.is_file()}
-    assert len(blobs) == len({f.sha256 for f in one.manifest.files})
+    assert blobs == {f.sha256 for f in one.manifest.files + two.manifest.files}
+    assert two.pulled.unchanged == len(two.manifest.files) - 1 and two.pulled.pulled == 1
     assert store.remove(one.id) == one.id
     store.open(two.id)
-    assert {p.name for p in (store.root / ".blobs").rglob("*") if p.is_file()} == blobs
+    assert {p.name for p in (store.root / ".blobs").rglob("*") if p.is_file()} == {f.sha256 for f in two.manifest.files}
     store.remove(two.id)
     assert [p for p in (store.root / ".blobs").rglob("*") if p.is_file()] == []
     assert store.ids() == []
@@ -109,6 +121,7 @@ def test_refs_that_name_nothing_or_several_snapshots_are_errors(tmp_path, mini_p
     with pytest.raises(SnapshotError, match="no snapshots"):
         store.latest()
     _pull(store, mini_package)
+    _edit(mini_package)
     _pull(store, mini_package)
     with pytest.raises(SnapshotError, match="ambiguous"):
         store.open("20")
@@ -124,15 +137,22 @@ def _worker(args):
 
 @pytest.mark.slow
 def test_concurrent_pulls_into_one_store_corrupt_nothing(tmp_path):
-    package = make_mini_package(tmp_path / "src")
+    """Four processes pull five times each, at once: two of them the same folder, two others folders
+    holding the same bytes. Each folder gets exactly one snapshot (the content check runs again
+    under the store lock, so two identical pulls racing to commit store it once) and all open intact."""
+    same = make_mini_package(tmp_path / "src0")
+    twins = [make_mini_package(tmp_path / f"src{n}") for n in (1, 2)]
+    for package in twins:
+        _edit(package, 1)  # same bytes in two folders: two sources, two snapshots
     root = tmp_path / "store"
     with multiprocessing.get_context("spawn").Pool(4) as pool:
-        results = pool.map(_worker, [(root, package, 5)] * 4)
-    ids = [i for chunk in results for i in chunk]
+        results = pool.map(_worker, [(root, package, 5) for package in (same, same, *twins)])
     store = Store(root)
-    assert sorted(ids) == store.ids() and len(set(ids)) == 20
-    for snap_id in ids:
-        assert [f.path for f in store.open(snap_id).manifest.files] == MINI_SPECULATIVE
+    assert [len(set(chunk)) for chunk in results] == [1, 1, 1, 1]
+    assert results[0][0] == results[1][0]
+    assert sorted({chunk[0] for chunk in results}) == store.ids() and len(store.ids()) == 3
+    for chunk in results:
+        assert [f.path for f in store.open(chunk[0]).manifest.files] == MINI_SPECULATIVE
     assert list((root / ".staging").iterdir()) == []
 
 
