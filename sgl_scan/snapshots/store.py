@@ -11,7 +11,7 @@ Writes are atomic: nothing appears under its id until `commit` renames the finis
 into place, and a failed or interrupted pull leaves no snapshot (stale staging folders from killed
 processes are swept on the next pull). A file lock (`.lock`) serialises commits, removals and blob
 collection, so several processes can pull into one store at once. Identical files share storage:
-tree files are hard links into a content-addressed blob store (`.blobs/ab/<sha256>`), read-only.
+tree files are hard links into a content-addressed blob store (`.blobs/<sha256>`), read-only.
 Every file's sha256 is in the manifest and checked by `open`; `manifest.sha256` guards the manifest.
 
 Content reuse: each snapshot folder holds `content.key`, the digest of what it is (source identity,
@@ -189,6 +189,11 @@ class Store:
 
     def mark_latest(self, snap_id: str) -> None:
         """Make `snap_id` what `latest` names (atomically, under the lock)."""
+        try:
+            if (self.root / LATEST_FILE).read_text().strip() == snap_id:
+                return  # already so: a scan of `latest` writes nothing
+        except (OSError, UnicodeDecodeError):
+            pass
         try:
             with self.lock():
                 if not (self.root / snap_id).is_dir():
