@@ -275,7 +275,13 @@ class Store:
                 snapshot = Snapshot(manifest=self._read_manifest(folder), folder=folder)
             except SnapshotError:
                 continue
-            if self.key_of(snapshot) == key:
+            derived = self.key_of(snapshot)
+            if hint is None and derived is not None:
+                try:  # a snapshot from before keys were kept: record its key once (by path: a removed id stays gone)
+                    _write_atomic(folder / KEY_FILE, derived + "\n")
+                except OSError:
+                    pass
+            if derived == key:
                 candidates.append(snapshot)
         for snapshot in sorted(candidates, key=lambda snap: (snap.manifest.created, snap.id), reverse=True):
             try:

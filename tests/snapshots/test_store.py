@@ -171,3 +171,15 @@ def test_a_full_disk_mid_pull_fails_cleanly_and_keeps_the_old_snapshot(tmp_path,
     assert store.ids() == [old.id]
     store.open(old.id)
     assert list((store.root / ".staging").iterdir()) == []
+
+
+def test_a_snapshot_stored_before_content_keys_is_still_reused_and_gets_its_key(tmp_path, mini_package):
+    store = Store(tmp_path / "store")
+    first = _pull(store, mini_package)
+    key = (first.folder / "content.key").read_text()
+    (first.folder / "content.key").unlink()  # as an older sgl-scan left it
+    again = _pull(store, mini_package)
+    assert again.id == first.id and again.pulled.reused
+    assert (first.folder / "content.key").read_text() == key
+    (first.folder / "content.key").write_text("0" * 64 + "\n")  # a wrong hint never matches
+    assert _pull(store, mini_package).id != first.id
