@@ -87,7 +87,7 @@ def _scan(ref: str, params: dict, prepared, name: str):
     """Obtain, analyse and check one side; findings after selection and suppression comments.
 
     A side never becomes the store's `latest`. On a terminal one progress line on stderr tells what
-    is happening; piped, nothing is printed.
+    is happening; piped, stderr only gets one line per side saying what its pull did.
     """
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.cli.scan_cmd import read_sources
