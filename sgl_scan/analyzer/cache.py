@@ -14,6 +14,7 @@ import functools
 import hashlib
 import os
 import pickle
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -197,3 +198,59 @@ class FactsCache:
                 old.unlink()
             except OSError:
                 pass
+
+
+_SIGNATURE_DIR = re.compile(r"^[0-9a-f]{16}$")
+_TREE_VALUE = re.compile(r"^(?:analysis|graph)-\d+-([0-9a-f]{64})\.pkl$")
+_PACK = re.compile(r"^([0-9a-f]{64})\.pkl$")
+
+
+def stale_entries(root: Path, current: str, live_trees: Iterable[str]) -> list[Path]:
+    """The parts of the facts cache under `root` that no current scan can use.
+
+    - every signature folder but `current` (facts of another analyzer build, Python or libcst);
+    - in `current`'s folder, the packs and the derived values (`analysis-*`, `graph-*`) of trees
+      whose key (`tree_key`) is not in `live_trees` (the trees of the snapshots still stored).
+    Per-file entries of the current signature are kept (any tree holding that file reuses them), and
+    so is everything this function does not recognise.
+    """
+    root = Path(root)
+    live = set(live_trees)
+    out: list[Path] = []
+    try:
+        folders = sorted(root.iterdir())
+    except OSError:
+        return out
+    for folder in folders:
+        if not folder.is_dir() or folder.is_symlink() or not _SIGNATURE_DIR.match(folder.name):
+            continue
+        if folder.name != current:
+            out.append(folder)
+            continue
+        for sub, pattern in (("packs", _PACK), ("values", _TREE_VALUE)):
+            try:
+                names = sorted((folder / sub).iterdir())
+            except OSError:
+                continue
+            for entry in names:
+                found = pattern.match(entry.name)
+                if found and found.group(1) not in live and entry.is_file() and not entry.is_symlink():
+                    out.append(entry)
+    return out
+
+
+def size_of(path: Path) -> int:
+    """Bytes under `path` (a file or a folder; links not followed)."""
+    if not path.is_dir() or path.is_symlink():
+        try:
+            return path.lstat().st_size
+        except OSError:
+            return 0
+    total = 0
+    for folder, _, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+    return total

@@ -10,6 +10,9 @@ A and B are source references:
   ssh:[USER@]HOST[:PORT][:REMOTE_ROOT]
                          a remote host over SSH: ssh:root@gpu-box:/root/sglang/python/sglang
   anything else          an existing folder is path:, otherwise a snapshot id
+
+Store references of both sides are resolved before either side is pulled, and neither side becomes
+the store's `latest`.
 """
 
 from __future__ import annotations
@@ -65,10 +68,26 @@ def parse_ref(ref: str) -> dict:
     return params
 
 
-def _scan(ref: str, shared: dict, prepared, name: str):
+def side_params(refs: tuple[str, ...], shared: dict) -> list[dict]:
+    """The source parameters of each side, every store reference (`latest`, an id prefix) pinned to
+    the id it names now: all are resolved before any side is pulled, so pulling A cannot change what B names."""
+    from sgl_scan.snapshots.resolve import pin_ref
+    from sgl_scan.snapshots.store import Store
+
+    store = Store()
+    sides = []
+    for ref in refs:
+        params = parse_ref(ref)
+        params.update({k: v for k, v in shared.items() if v is not None})
+        sides.append(pin_ref(params, store=store))
+    return sides
+
+
+def _scan(ref: str, params: dict, prepared, name: str):
     """Obtain, analyse and check one side; findings after selection and suppression comments.
 
-    On a terminal one progress line on stderr tells what is happening; piped, nothing is printed.
+    A side never becomes the store's `latest`. On a terminal one progress line on stderr tells what
+    is happening; piped, stderr only gets one line per side saying what its pull did.
     """
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.cli.scan_cmd import read_sources
@@ -78,12 +97,10 @@ def _scan(ref: str, shared: dict, prepared, name: str):
     from sgl_scan.snapshots.progress import Progress
     from sgl_scan.snapshots.resolve import obtain_snapshot
 
-    params = parse_ref(ref)
-    params.update({k: v for k, v in shared.items() if v is not None})
     progress = Progress(f"sgl-scan diff: {name}")
     try:
         progress.update(f"obtaining {ref}", force=True)
-        snapshot = obtain_snapshot(params)
+        snapshot = obtain_snapshot(params, mark_latest=False, say=lambda line: _say_done(progress, name, line))
         progress.update(f"parsing snapshot {snapshot.id}", force=True)
         analysis = analyze(snapshot, progress=lambda done, total: progress.update(f"parsing {done}/{total} files"))
         progress.update("running the rules", force=True)
@@ -94,6 +111,12 @@ def _scan(ref: str, shared: dict, prepared, name: str):
     suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
     kept = apply_filters(findings, FilterOptions(selection=prepared.selection, suppressions=suppressions)).kept
     return snapshot, analysis, kept
+
+
+def _say_done(progress, name: str, line: str) -> None:
+    """What a side's pull did, on its own stderr line (the progress line is cleared first)."""
+    progress.done()
+    click.echo(f"sgl-scan: {name}: {line}", err=True)
 
 
 @click.command("diff")
@@ -134,8 +157,9 @@ def command(ctx: click.Context, a: str, b: str, fmt, output, select, ignore, fai
     parse_ref(a), parse_ref(b)  # usage errors before any work
     fmt = fmt or (format_for_path(output) if output else None) or "text"
     prepared = prepare(FindingOptions(select=tuple(select), ignore=tuple(ignore)))
-    a_snap, a_analysis, a_findings = _scan(a, shared, prepared, "A")
-    b_snap, b_analysis, b_findings = _scan(b, shared, prepared, "B")
+    a_params, b_params = side_params((a, b), shared)
+    a_snap, a_analysis, a_findings = _scan(a, a_params, prepared, "A")
+    b_snap, b_analysis, b_findings = _scan(b, b_params, prepared, "B")
     selected = set(prepared.selection.rule_ids(prepared.rules))
     diff = compute_diff(
         a_analysis, a_findings, b_analysis, b_findings,

@@ -1,8 +1,9 @@
-"""`sgl-scan snapshot pull|list|show|rm`: manage the snapshot store."""
+"""`sgl-scan snapshot pull|list|show|rm|gc`: manage the snapshot store."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import click
 
@@ -11,16 +12,17 @@ from sgl_scan.cli.options import pop_source_params, source_options
 
 @click.group("snapshot")
 def command() -> None:
-    """Pull, list, show and remove stored snapshots ($SGLSCAN_HOME/snapshots)."""
+    """Pull, list, show, remove and collect stored snapshots ($SGLSCAN_HOME/snapshots)."""
 
 
 @command.command("pull")
 @source_options
 def pull(**kwargs) -> None:
-    """Pull a new snapshot from a source (--host, --path, --git or --pip) and print its id.
+    """Pull a snapshot from a source (--host, --path, --git or --pip) and print its id.
 
-    An SSH pull fetches only files that changed since the last snapshot of the same host and root;
-    when nothing changed it prints that snapshot's id again.
+    A source whose content is stored already gives that snapshot back ('reused snapshot ID' on
+    stderr) instead of storing a copy; an SSH pull fetches only files that changed since the last
+    snapshot of the same host and root. Either way the snapshot becomes 'latest'.
     """
     from sgl_scan.errors import ConfigError
     from sgl_scan.snapshots.resolve import check_params, obtain_snapshot
@@ -35,16 +37,18 @@ def pull(**kwargs) -> None:
 @command.command("list")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per snapshot, one per line.")
 def list_(as_json: bool) -> None:
-    """List stored snapshots, oldest first."""
+    """List stored snapshots, oldest first (--json also says which one is 'latest')."""
     from sgl_scan.snapshots.store import Store
     from sgl_scan.snapshots.summary import describe_source
 
-    manifests = Store().list()
+    store = Store()
+    manifests = store.list()
     if as_json:
+        latest = store.latest_id()
         for m in manifests:
             click.echo(json.dumps({"id": m.id, "source_kind": m.source_kind, "sglang_version": m.sglang_version,
                                    "scope": m.scope, "files": len(m.files), "created": m.created,
-                                   "source": describe_source(m)}, sort_keys=True))
+                                   "source": describe_source(m), "latest": m.id == latest}, sort_keys=True))
         return
     rows = [("ID", "VERSION", "SCOPE", "FILES", "SOURCE")]
     rows += [(m.id, m.sglang_version or "-", m.scope, str(len(m.files)), describe_source(m)) for m in manifests]
@@ -85,3 +89,42 @@ def rm(refs: tuple[str, ...]) -> None:
         if ref == "latest":
             raise click.BadParameter("name the snapshot to remove by its id, not 'latest'", param_hint="REFS")
         click.echo(f"removed {store.remove(ref)}")
+
+
+@command.command("gc")
+@click.option("--keep", type=click.IntRange(min=0), default=3, show_default=True, metavar="N",
+              help="Snapshots to keep per source (kind, where from, root and scope), newest first.")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+def gc(keep: int, dry_run: bool) -> None:
+    """Remove old snapshots (all but the N newest of each source; never 'latest'), the blobs no
+    snapshot uses, and facts-cache entries no scan can use any more: those of other analyzer
+    builds, and the packed facts, inventories and graphs of trees no longer stored."""
+    from sgl_scan.analyzer.cache import signature, size_of, stale_entries, tree_key
+    from sgl_scan.paths import facts_cache_dir
+    from sgl_scan.snapshots.store import Store
+    from sgl_scan.snapshots.summary import describe_source
+    from sgl_scan.snapshots.tarstream import human
+
+    verb = "would remove" if dry_run else "removed"
+    result = Store().gc(keep, dry_run=dry_run)
+    for manifest in result.removed:
+        click.echo(f"{verb} snapshot {manifest.id}  ({describe_source(manifest)})")
+    click.echo(f"{verb} {len(result.removed)} snapshot(s) and {result.blobs} unused blob(s) ({human(result.blob_bytes)}); "
+               f"kept {len(result.kept)} snapshot(s)")
+    live = {tree_key((e.path, e.sha256) for e in m.files if e.path.endswith(".py")) for m in result.kept}
+    facts = facts_cache_dir()
+    stale = stale_entries(facts, signature(None), live)
+    folders = sum(1 for path in stale if path.parent == facts)
+    freed = 0
+    for path in stale:
+        freed += size_of(path)
+        if not dry_run:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+    click.echo(f"{verb} {len(stale)} facts-cache entr{'y' if len(stale) == 1 else 'ies'} ({human(freed)}): "
+               f"{folders} of other analyzer builds, {len(stale) - folders} of trees no longer stored")

@@ -4,6 +4,7 @@ A local path is opened as it is (work tree or bare); a URL is cloned bare into
 `$SGLSCAN_HOME/git/<hash>.git` once and fetched on later pulls. Files are read from the commit's
 tree objects (gitpython), so the user's checkout, index and stash are left alone. The package is
 found at `python/sglang`, `sglang` or the top of the tree. Credentials in URLs are never stored.
+A revision pulled again at the same commit gives back the stored snapshot, not a copy.
 """
 
 from __future__ import annotations

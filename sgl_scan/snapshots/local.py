@@ -1,7 +1,9 @@
 """Snapshot a local folder: an SGLang checkout, an installed package, or a snapshot copied by hand.
 
-A folder that has not changed since its newest snapshot (same files, sizes, mtimes, git state)
-is not stored again: that snapshot is returned, so a repeated scan costs no copying.
+Every selected file is read and hashed on every pull, and a folder whose files, git state and
+patch are those of a stored snapshot of the same folder and scope is not stored again: that
+snapshot is returned, so a repeated scan copies nothing. Content decides, not mtimes: a same-size
+edit whose mtime was restored (`cp -p`, `rsync -t`, `tar x`) is a new snapshot.
 
 The package folder (the one holding `srt/`) is found at the folder itself, or under `sglang/`,
 `python/sglang/` or `tree/sglang/`. Only regular files are read; symlinks and unreadable or
@@ -11,17 +13,18 @@ branch, dirty state and `git diff HEAD` are recorded (gitpython).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
-from datetime import datetime
+from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
 from sgl_scan.errors import SnapshotError
 from sgl_scan.snapshots import scope as scopes
-from sgl_scan.snapshots.manifest import GitState, Snapshot, SkippedFile
+from sgl_scan.snapshots.manifest import FileEntry, GitState, PullInfo, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
-from sgl_scan.snapshots.store import PATCH_FILE, Store
+from sgl_scan.snapshots.store import Store, content_key, recorded_git
 from sgl_scan.snapshots.tarstream import Limits, human
 
 log = logging.getLogger(__name__)
@@ -84,79 +87,6 @@ def git_state(folder: Path) -> tuple[GitState | None, str | None]:
     return GitState(commit=commit, branch=branch, dirty=dirty), (patch + "\n" if patch else None)
 
 
-REUSE_LOOKBACK = 16  # newest local snapshots compared with the folder before storing a new one
-RACY_SECONDS = 2.0  # a file modified this close to a snapshot's creation may have changed unseen
-
-
-def unchanged_snapshot(store: Store, *, folder: Path, package: Path, scope: str, chosen: list[str],
-                       files: Mapping[str, Path], git: GitState | None, patch: str | None,
-                       skipped: list[SkippedFile], limits: Limits) -> Snapshot | None:
-    """The newest stored snapshot of `folder` that still matches it file for file, or None.
-
-    It matches when it was read from the same folder and package with the same scope, git
-    commit/branch/dirty state and local patch, skipped the same files, and holds exactly `chosen`,
-    each with the size and mtime the folder has now, and modified at least `RACY_SECONDS` before
-    the snapshot was made (a same-second edit keeps its mtime), and its stored files still match
-    their sha256. Then a re-scan stores nothing new.
-    """
-    stats = {}
-    total = 0
-    for rel in chosen:
-        try:
-            st = os.stat(files[rel])
-        except OSError:
-            return None
-        total += st.st_size
-        if st.st_size > limits.max_file_size or total > limits.max_bytes:
-            return None  # the normal path reports it
-        stats["sglang/" + rel] = (st.st_size, st.st_mtime)
-    same_source = []
-    for snap_id in reversed([i for i in store.ids() if "-local-" in i][-REUSE_LOOKBACK:]):
-        if same_source and snap_id[:15] < same_source[0].id[:15]:
-            break  # an older second than a match: not newer (ids start with the creation second)
-        try:
-            snapshot = store.open(snap_id, verify=False)
-        except SnapshotError:
-            continue
-        m = snapshot.manifest
-        if m.source_kind == "local" and m.source.get("path") == str(folder) and m.root == str(package) and m.scope == scope:
-            same_source.append(snapshot)
-    if not same_source:
-        return None
-    snapshot = max(same_source, key=lambda snap: (snap.manifest.created, snap.id))  # ids of one second sort at random
-    m = snapshot.manifest
-    if not _same_git(snapshot, git, patch) or tuple(skipped) != m.skipped or len(m.files) != len(stats):
-        return None
-    try:
-        created = datetime.fromisoformat(m.created).timestamp()
-    except ValueError:
-        return None
-    for entry in m.files:
-        now = stats.get(entry.path)
-        if now is None or now != (entry.size, entry.mtime) or entry.mtime is None or created - entry.mtime < RACY_SECONDS:
-            return None
-    try:
-        store.verify(snapshot)  # every file against its sha256: a damaged snapshot is never reused
-    except SnapshotError:
-        return None
-    return snapshot
-
-
-def _same_git(snapshot: Snapshot, git: GitState | None, patch: str | None) -> bool:
-    old = snapshot.manifest.git
-    if (old is None) != (git is None):
-        return False
-    if old is not None and git is not None and (old.commit, old.branch, old.dirty) != (git.commit, git.branch, git.dirty):
-        return False
-    stored = None
-    if old is not None and old.patch:
-        try:
-            stored = (snapshot.folder / PATCH_FILE).read_text(encoding="utf-8", errors="surrogateescape")
-        except OSError:
-            return False
-    return (stored or None) == (patch or None)
-
-
 def pull_local(params: Mapping, *, store: Store | None = None, progress: Progress | None = None) -> Snapshot:
     store = store or Store()
     scope = scopes.check_scope(params.get("scope"))
@@ -165,38 +95,61 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
     folder = Path(params["local_path"]).expanduser().absolute()
     package = find_package(folder)
     files, skipped = list_files(package)
+    contents: dict[str, tuple[bytes, float] | OSError] = {}
+
+    def load(rel: str) -> tuple[bytes, float] | OSError:
+        """The bytes and mtime of one file, read once (the scope's byte search and the copy share them)."""
+        if rel not in contents:
+            try:
+                with open(files[rel], "rb") as handle:
+                    contents[rel] = (handle.read(), os.fstat(handle.fileno()).st_mtime)
+            except OSError as exc:
+                contents[rel] = exc
+        return contents[rel]
 
     def read(rel: str) -> bytes:
-        try:
-            return files[rel].read_bytes()
-        except OSError:
-            return b""
+        got = load(rel)
+        return b"" if isinstance(got, OSError) else got[0]
 
     chosen = scopes.select_local(files, scope, read)
+    entries, data, total = [], {}, 0
+    for number, rel in enumerate(chosen, 1):
+        try:
+            size = files[rel].stat().st_size
+        except OSError as exc:
+            raise SnapshotError(f"cannot read {files[rel]}: {exc.strerror or exc}") from exc
+        if size > limits.max_file_size:
+            skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(size)})"))
+            continue
+        got = load(rel)
+        if isinstance(got, PermissionError):
+            skipped.append(SkippedFile(rel, f"unreadable: {got.strerror}"))
+            continue
+        if isinstance(got, OSError):
+            raise SnapshotError(f"cannot read {files[rel]}: {got.strerror or got}") from got
+        body, mtime = got
+        if len(body) > limits.max_file_size:  # grew since it was listed
+            skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(len(body))})"))
+            continue
+        total += len(body)
+        if total > limits.max_bytes:
+            raise SnapshotError(f"the selected files hold more than --max-bytes {human(limits.max_bytes)}")
+        path = "sglang/" + rel
+        data[path] = (body, mtime)
+        entries.append(FileEntry(path=path, size=len(body), sha256=hashlib.sha256(body).hexdigest(), mtime=mtime))
+        progress.update(f"{number}/{len(chosen)} files")
     git, patch = git_state(package)
-    unchanged = unchanged_snapshot(store, folder=folder, package=package, scope=scope, chosen=chosen, files=files,
-                                   git=git, patch=patch, skipped=skipped, limits=limits)
-    if unchanged is not None:
-        log.info("%s is unchanged since snapshot %s; using it", folder, unchanged.id)
+    source = {"path": str(folder)}
+    key = content_key(source_kind="local", source=source, root=str(package), scope=scope,
+                      git=recorded_git(git, patch), patch=patch, skipped=tuple(skipped), files=entries)
+    same = store.find_same(key)
+    if same is not None:  # every file hashed: the same bytes are stored already (whatever the mtimes say)
+        log.info("%s holds what snapshot %s holds; using it", folder, same.id)
         progress.done()
-        return unchanged
-    total = 0
+        return replace(same, pulled=PullInfo(reused=True, unchanged=len(same.manifest.files)))
     with store.stage() as stage:
-        for number, rel in enumerate(chosen, 1):
-            path = files[rel]
-            try:
-                size = path.stat().st_size
-                if size > limits.max_file_size:
-                    skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(size)})"))
-                    continue
-                total += size
-                if total > limits.max_bytes:
-                    raise SnapshotError(f"the selected files hold more than --max-bytes {human(limits.max_bytes)}")
-                with open(path, "rb") as handle:
-                    stage.write("sglang/" + rel, handle, mtime=os.fstat(handle.fileno()).st_mtime)
-            except PermissionError as exc:
-                skipped.append(SkippedFile(rel, f"unreadable: {exc.strerror}"))
-            progress.update(f"{number}/{len(chosen)} files")
+        for path, (body, mtime) in data.items():
+            stage.write_later(path, body, mtime=mtime)
         progress.done()
-        return stage.commit(source_kind="local", source={"path": str(folder)}, root=str(package), scope=scope,
+        return stage.commit(source_kind="local", source=source, root=str(package), scope=scope,
                             git=git, patch=patch, skipped=tuple(skipped))

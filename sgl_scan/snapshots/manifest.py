@@ -91,11 +91,29 @@ class Manifest:
 
 
 @dataclass(frozen=True)
+class PullInfo:
+    """What the pull that gave a snapshot did (said on stderr; never stored)."""
+
+    reused: bool  # an identical snapshot was stored already and is given back; nothing new was stored
+    pulled: int = 0  # files whose bytes were read from the source into the store
+    unchanged: int = 0  # files the store already held with the same content (not read, or shared)
+
+    def describe(self, snap_id: str) -> str:
+        if self.reused:
+            return f"reused snapshot {snap_id} (same source, same content)"
+        return f"pulled {self.pulled} files ({self.unchanged} unchanged) into snapshot {snap_id}"
+
+
+@dataclass(frozen=True)
 class Snapshot:
-    """A stored snapshot: its manifest and the folder whose `tree/` holds the files."""
+    """A stored snapshot: its manifest and the folder whose `tree/` holds the files.
+
+    `pulled` says how a pull just produced it (None when it was opened from the store).
+    """
 
     manifest: Manifest
     folder: Path
+    pulled: PullInfo | None = field(default=None, compare=False)
 
     @property
     def id(self) -> str:

@@ -4,14 +4,21 @@
     snapshot = obtain_snapshot({"pip_spec": "sglang==0.5.23"})   # keys: options.SOURCE_PARAM_NAMES
 
 Exactly one source may be given: `snapshot_ref` (an id, unique prefix or "latest") opens a stored
-snapshot (hashes verified); `host`, `local_path`, `git_repo` or `pip_spec` pull a new one into the
-store (an SSH pull with nothing changed returns the earlier snapshot); with none, the latest stored
-snapshot is used.
+snapshot (hashes verified); `host`, `local_path`, `git_repo` or `pip_spec` pull into the store (a
+pull whose content is stored already gives that snapshot back); with none, the latest snapshot is
+used. What a pull did (`reused snapshot ID`, `pulled N files (M unchanged) ...`) is said on stderr.
+
+`latest` is the snapshot the user most recently pulled, reused or scanned: every obtained snapshot
+becomes it, unless the caller passes `mark_latest=False` (`diff` and the base side of `check`,
+whose sides are not what the user is working on). A command with several store references pins
+them all first (`pin_ref`), before anything is pulled, so pulling one side cannot change what
+another side's `latest` names.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+import sys
+from typing import Callable, Mapping
 
 from sgl_scan.errors import ConfigError
 from sgl_scan.snapshots.manifest import Snapshot
@@ -34,10 +41,36 @@ def check_params(params: Mapping) -> str | None:
     return given[0] if given else None
 
 
-def obtain_snapshot(params: Mapping, *, store: Store | None = None) -> Snapshot:
-    """The snapshot the source options name (pulling it when the source is not the store)."""
+def pin_ref(params: Mapping, *, store: Store | None = None) -> dict:
+    """`params` with a store reference (`latest`, an id prefix) replaced by the id it names now."""
+    params = dict(params)
+    if params.get("snapshot_ref"):
+        params["snapshot_ref"] = (store or Store()).resolve(params["snapshot_ref"])
+    return params
+
+
+def say_on_stderr(line: str) -> None:
+    sys.stderr.write(f"sgl-scan: {line}\n")
+    sys.stderr.flush()
+
+
+def obtain_snapshot(params: Mapping, *, store: Store | None = None, mark_latest: bool = True,
+                    say: Callable[[str], None] | None = say_on_stderr) -> Snapshot:
+    """The snapshot the source options name (pulling it when the source is not the store).
+
+    It becomes `latest` unless `mark_latest` is False; `say` gets one line on what a pull did.
+    """
     store = store or Store()
     kind = check_params(params)
+    snapshot = _obtain(kind, params, store)
+    if snapshot.pulled is not None and say is not None:
+        say(snapshot.pulled.describe(snapshot.id))
+    if mark_latest and kind is not None:
+        store.mark_latest(snapshot.id)
+    return snapshot
+
+
+def _obtain(kind: str | None, params: Mapping, store: Store) -> Snapshot:
     if kind is None:
         return store.latest()
     if kind == "snapshot_ref":

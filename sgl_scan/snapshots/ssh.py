@@ -28,14 +28,14 @@ import shlex
 import socket
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 import paramiko
 
 from sgl_scan.errors import RemoteError, SnapshotError
 from sgl_scan.snapshots import scope as scopes
-from sgl_scan.snapshots.manifest import GitState, Manifest, Snapshot, SkippedFile
+from sgl_scan.snapshots.manifest import GitState, Manifest, PullInfo, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
 from sgl_scan.snapshots.sshconnect import Connector, Target, resolve_target
 from sgl_scan.snapshots.store import PATCH_FILE, Store
@@ -75,7 +75,7 @@ if [ -z "$root" ]; then
   done
 fi
 [ -n "$root" ] || fail "could not find the sglang package (the remote python cannot locate it and no fallback path exists); pass --remote-root"
-cd -P -- "$root" 2>/dev/null || fail "cannot enter the remote root"
+cd -P -- "$root" 2>/dev/null || fail "cannot enter the remote root $root (no such folder, or no permission)"
 [ -d srt ] || fail "the remote root has no srt/ folder; give the sglang package folder (.../python/sglang)"
 sec root; pwd -P
 sec how; printf '%s' "$how"
@@ -196,6 +196,11 @@ def parse_listing(raw: bytes) -> dict[str, Listed]:
         except ValueError as exc:
             raise RemoteError(f"the remote file listing is malformed near {record[:60]!r}") from exc
     return listing
+
+
+def _printable(text: str) -> str:
+    """Remote text fit for one terminal line: control characters shown escaped, never obeyed."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _names(raw: bytes) -> set[str]:
@@ -332,7 +337,7 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
     head, complete = reader.read_until(f"\n{nonce} tar\n".encode(), limit=limits.max_file_size + (256 << 20))
     sections = parse_sections(head, nonce)
     if "error" in sections:
-        raise RemoteError(f"{target.describe()}: {sections['error'].decode(errors='replace').strip()}")
+        raise RemoteError(f"{target.describe()}: {_printable(sections['error'].decode(errors='replace').strip())}")
     if not complete or "root" not in sections:
         status = channel.recv_exit_status() if channel.exit_status_ready() else None
         detail = _stderr_tail(channel)
@@ -373,7 +378,8 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
     if base and not fetch and len(reuse) == len(base_files) and base.manifest.scope == scope \
             and _same_state(base, git, patch):
         log.info("nothing changed since snapshot %s", base.id)
-        return SshPull(base, (), tuple(reuse), base.id, True, reader.received)
+        reused = replace(base, pulled=PullInfo(reused=True, unchanged=len(reuse)))
+        return SshPull(reused, (), tuple(reuse), base.id, True, reader.received)
     if before_transfer:
         before_transfer(fetch)
     sender = threading.Thread(target=_send_names, args=(channel, fetch), daemon=True)
@@ -399,6 +405,8 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
             raise RemoteError(f"remote tar failed (exit {status}){': ' + detail if detail else ''}; did the tree change during the pull? retry")
         snapshot = stage.commit(source_kind="ssh", source=source, root=root, scope=scope, git=git, patch=patch,
                                 skipped=tuple(skipped))
+    if not (snapshot.pulled and snapshot.pulled.reused):  # what crossed the wire, and what did not
+        snapshot = replace(snapshot, pulled=PullInfo(reused=False, pulled=len(fetch), unchanged=len(reuse)))
     return SshPull(snapshot, tuple(fetch), tuple(reuse), base.id if base else None, False, reader.received)
 
 

@@ -17,7 +17,7 @@ import logging
 import os
 import socket
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import paramiko
@@ -43,6 +43,7 @@ class Target:
     user: str
     identities: tuple[str, ...]
     jump: tuple["Target", ...] = ()
+    ssh_config: str = "~/.ssh/config"  # the config file that was applied (named in errors)
 
     @property
     def known_hosts_name(self) -> str:
@@ -84,6 +85,7 @@ def resolve_target(host: str, *, port: int | None = None, user: str | None = Non
         port=int(port or entry.get("port", 22)),
         user=user or entry.get("user") or getpass.getuser(),
         identities=tuple(os.path.expanduser(i) for i in identities),
+        ssh_config=ssh_config or "~/.ssh/config",
     )
     jump = entry.get("proxyjump")
     if jump and jump.lower() != "none":
@@ -99,7 +101,7 @@ def resolve_target(host: str, *, port: int | None = None, user: str | None = Non
                 hop_port = int(port_text)
             hops.append(resolve_target(hop_host, port=hop_port, user=hop_user or None,
                                        ssh_config=ssh_config, _depth=_depth + 1))
-        target = Target(target.alias, target.hostname, target.port, target.user, target.identities, tuple(hops))
+        target = replace(target, jump=tuple(hops))
     return target
 
 
@@ -108,7 +110,7 @@ def _flatten(target: Target) -> list[Target]:
     hops: list[Target] = []
     for hop in target.jump:
         hops.extend(_flatten(hop))
-    return hops + [Target(target.alias, target.hostname, target.port, target.user, target.identities)]
+    return hops + [replace(target, jump=())]
 
 
 def load_known_hosts(files: list[Path]) -> paramiko.HostKeys:
@@ -193,7 +195,7 @@ class Connector:
             try:
                 sock = socket.create_connection((target.hostname, target.port), timeout=self.timeout)
             except socket.gaierror as exc:
-                raise RemoteError(f"cannot resolve host {target.hostname!r} ({exc.strerror}); check --host or ~/.ssh/config") from exc
+                raise RemoteError(f"cannot resolve host {target.hostname!r} ({exc.strerror}); check --host or {target.ssh_config}") from exc
             except ConnectionRefusedError as exc:
                 raise RemoteError(f"connection refused by {target.hostname}:{target.port}; is sshd running there and the port right?") from exc
             except (socket.timeout, TimeoutError) as exc:

@@ -11,8 +11,18 @@ Writes are atomic: nothing appears under its id until `commit` renames the finis
 into place, and a failed or interrupted pull leaves no snapshot (stale staging folders from killed
 processes are swept on the next pull). A file lock (`.lock`) serialises commits, removals and blob
 collection, so several processes can pull into one store at once. Identical files share storage:
-tree files are hard links into a content-addressed blob store (`.blobs/ab/<sha256>`), read-only.
+tree files are hard links into a content-addressed blob store (`.blobs/<sha256>`), read-only.
 Every file's sha256 is in the manifest and checked by `open`; `manifest.sha256` guards the manifest.
+
+Content reuse: each snapshot folder holds `content.key`, the digest of what it is (source identity,
+root, scope, git state and patch, skipped files, every file's path, size and sha256; for SSH also the
+remote mtimes its incremental re-pulls compare). `commit` gives back the stored snapshot with the same
+key (its files re-verified) instead of storing a copy, and so does `find_same` for callers that can
+compute the key before copying anything.
+
+`latest` is what `.latest` names: the snapshot most recently pulled, reused or scanned (callers record
+it with `mark_latest`, written atomically under the lock); with no such pointer, or when it names a
+removed snapshot, the most recently created one.
 """
 
 from __future__ import annotations
@@ -28,20 +38,25 @@ import secrets
 import shutil
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO, Iterator, Mapping
 
 from sgl_scan.errors import SnapshotError
 from sgl_scan.paths import snapshots_dir
-from sgl_scan.snapshots.manifest import FileEntry, GitState, Manifest, Snapshot, SkippedFile
+from sgl_scan.snapshots.manifest import FileEntry, GitState, Manifest, PullInfo, Snapshot, SkippedFile
 
 log = logging.getLogger(__name__)
 
 PATCH_FILE = "git.patch"
 MANIFEST_FILE = "manifest.json"
 MANIFEST_HASH_FILE = "manifest.sha256"
+KEY_FILE = "content.key"
+LATEST_FILE = ".latest"
+# how an SSH pull went (its base, what crossed the wire), not what it read: not part of a source's identity
+VOLATILE_SOURCE_KEYS = frozenset({"base", "fetched", "reused", "found_by"})
+MTIME_KINDS = frozenset({"ssh"})  # sources whose re-pulls compare stored mtimes: the mtimes are part of the content
 CHUNK = 1 << 20
 WRITERS = 4  # file creation is mostly waiting on the filesystem; threads overlap it
 MAX_PENDING_FILES = 256
@@ -65,6 +80,49 @@ def check_relpath(path: str) -> str:
     return path
 
 
+def source_identity(source: Mapping) -> dict:
+    """The part of a manifest's `source` that says where the files came from."""
+    return {key: value for key, value in source.items() if key not in VOLATILE_SOURCE_KEYS}
+
+
+def content_key(*, source_kind: str, source: Mapping, root: str, scope: str, git: GitState | None,
+                patch: str | None, skipped: tuple[SkippedFile, ...], files: tuple[FileEntry, ...] | list[FileEntry]) -> str:
+    """The digest of what a snapshot is: two snapshots with one key hold the same thing from the same place.
+
+    `git` is as the manifest records it (a patch without a repository is `GitState(commit="", dirty=True)`),
+    `patch` the text of `git.patch`.
+    """
+    with_mtime = source_kind in MTIME_KINDS
+    data = {
+        "kind": source_kind, "source": source_identity(source), "root": root, "scope": scope,
+        "git": [git.commit, git.branch, git.dirty] if git else None,
+        "patch": hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest() if patch else None,
+        "skipped": [[s.path, s.reason] for s in skipped],
+        "files": sorted([f.path, f.size, f.sha256] + ([f.mtime] if with_mtime else []) for f in files),
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def recorded_git(git: GitState | None, patch: str | None) -> GitState | None:
+    """The git state a manifest records for `git` and a local `patch` (`commit` writes it this way)."""
+    if patch:
+        return replace(git or GitState(commit="", dirty=True), patch=PATCH_FILE)
+    return git
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+
+
 def _hash_file(path: str | Path) -> tuple[int, str]:
     digest = hashlib.sha256()
     size = 0
@@ -73,6 +131,22 @@ def _hash_file(path: str | Path) -> tuple[int, str]:
             digest.update(chunk)
             size += len(chunk)
     return size, digest.hexdigest()
+
+
+def source_group(manifest: Manifest) -> str:
+    """What `gc --keep N` counts snapshots per: source kind, identity, root and scope."""
+    return json.dumps([manifest.source_kind, source_identity(manifest.source), manifest.root, manifest.scope],
+                      sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What `Store.gc` removed (or would remove)."""
+
+    removed: tuple[Manifest, ...]
+    kept: tuple[Manifest, ...]
+    blobs: int
+    blob_bytes: int
 
 
 class Store:
@@ -98,20 +172,43 @@ class Store:
                 log.warning("%s", exc)
         return sorted(manifests, key=lambda m: (m.created, m.id))
 
-    def latest(self, verify: bool = True) -> Snapshot:
-        """The most recently created snapshot; SnapshotError when the store is empty."""
+    def latest_id(self) -> str | None:
+        """The id `latest` names (the `.latest` pointer, else the newest created); None for an empty store."""
+        try:
+            pointed = (self.root / LATEST_FILE).read_text().strip()
+        except (OSError, UnicodeDecodeError):
+            pointed = ""
+        if _ID_RE.match(pointed) and (self.root / pointed).is_dir():
+            return pointed
         manifests = self.list()
-        if not manifests:
-            raise SnapshotError(f"no snapshots in {self.root}; pull one first (e.g. sgl-scan snapshot pull --pip sglang==0.5.23)")
-        return self.open(manifests[-1].id, verify=verify)
+        return manifests[-1].id if manifests else None
+
+    def latest(self, verify: bool = True) -> Snapshot:
+        """The snapshot most recently pulled, reused or scanned; SnapshotError when the store is empty."""
+        return self.open("latest", verify=verify)
+
+    def mark_latest(self, snap_id: str) -> None:
+        """Make `snap_id` what `latest` names (atomically, under the lock)."""
+        try:
+            if (self.root / LATEST_FILE).read_text().strip() == snap_id:
+                return  # already so: a scan of `latest` writes nothing
+        except (OSError, UnicodeDecodeError):
+            pass
+        try:
+            with self.lock():
+                if not (self.root / snap_id).is_dir():
+                    raise SnapshotError(f"no snapshot {snap_id!r} in {self.root}")
+                _write_atomic(self.root / LATEST_FILE, snap_id + "\n")
+        except OSError as exc:  # a read-only store still answers; only the pointer stays behind
+            log.warning("cannot record %s as the latest snapshot in %s: %s", snap_id, self.root, exc.strerror or exc)
 
     def resolve(self, ref: str) -> str:
         """The id that `ref` names: an exact id, a unique prefix, or 'latest'."""
         if ref == "latest":
-            manifests = self.list()
-            if not manifests:
-                raise SnapshotError(f"no snapshots in {self.root}")
-            return manifests[-1].id
+            found = self.latest_id()
+            if found is None:
+                raise SnapshotError(f"no snapshots in {self.root}; pull one first (e.g. sgl-scan snapshot pull --pip sglang==0.5.23)")
+            return found
         ids = self.ids()
         if ref in ids:
             return ref
@@ -146,6 +243,54 @@ class Store:
                 raise self._corrupt(snapshot.id, f"{entry.path}: {exc.strerror or exc}") from exc
             if size != entry.size or digest != entry.sha256:
                 raise self._corrupt(snapshot.id, f"{entry.path} does not match its sha256")
+
+    def key_of(self, snapshot: Snapshot) -> str | None:
+        """The content key of a stored snapshot, derived from its manifest (None when its patch is unreadable)."""
+        m = snapshot.manifest
+        patch = None
+        if m.git is not None and m.git.patch:
+            try:
+                patch = (snapshot.folder / PATCH_FILE).read_text(encoding="utf-8", errors="surrogateescape")
+            except OSError:
+                return None
+        return content_key(source_kind=m.source_kind, source=m.source, root=m.root, scope=m.scope, git=m.git,
+                           patch=patch, skipped=m.skipped, files=m.files)
+
+    def find_same(self, key: str) -> Snapshot | None:
+        """The stored snapshot whose content key is `key` and whose files still match their sha256, or None.
+
+        Each folder's `content.key` is a hint; a match is confirmed from the (hash-guarded) manifest
+        and every stored file is verified, so a damaged snapshot is never given back.
+        """
+        candidates = []
+        for snap_id in self.ids():
+            folder = self.root / snap_id
+            try:
+                hint = (folder / KEY_FILE).read_text().strip()
+            except (OSError, UnicodeDecodeError):
+                hint = None  # stored before keys were kept: derive it
+            if hint is not None and hint != key:
+                continue
+            try:
+                snapshot = Snapshot(manifest=self._read_manifest(folder), folder=folder)
+            except SnapshotError:
+                continue
+            derived = self.key_of(snapshot)
+            if hint is None and derived is not None:
+                try:  # a snapshot from before keys were kept: record its key once (by path: a removed id stays gone)
+                    _write_atomic(folder / KEY_FILE, derived + "\n")
+                except OSError:
+                    pass
+            if derived == key:
+                candidates.append(snapshot)
+        for snapshot in sorted(candidates, key=lambda snap: (snap.manifest.created, snap.id), reverse=True):
+            try:
+                self.verify(snapshot)
+            except SnapshotError as exc:
+                log.info("not reusing %s: %s", snapshot.id, exc)
+                continue
+            return snapshot
+        return None
 
     def _corrupt(self, snap_id: str, what: str) -> SnapshotError:
         return SnapshotError(
@@ -234,30 +379,86 @@ class Store:
         """Delete a snapshot (and blobs nothing else uses); returns its id."""
         snap_id = self.resolve(ref)
         with self.lock():
-            folder = self.root / snap_id
-            if not folder.is_dir():
-                raise SnapshotError(f"no snapshot {snap_id!r}")
-            trash = self.root / ".staging" / f"rm-{snap_id}-{secrets.token_hex(3)}"
-            trash.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(folder, trash)  # atomic: the id disappears at once
-            _rmtree(trash)
+            self._remove_locked(snap_id)
             self._collect_blobs()
         return snap_id
 
-    def _collect_blobs(self) -> int:
-        """Delete blobs that no snapshot links to any more (link count 1); caller holds the lock."""
-        removed = 0
+    def _remove_locked(self, snap_id: str) -> None:
+        folder = self.root / snap_id
+        if not folder.is_dir():
+            raise SnapshotError(f"no snapshot {snap_id!r}")
+        trash = self.root / ".staging" / f"rm-{snap_id}-{secrets.token_hex(3)}"
+        trash.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(folder, trash)  # atomic: the id disappears at once
+        _rmtree(trash)
+
+    def gc(self, keep: int, *, dry_run: bool = False) -> "Collected":
+        """Remove all but the `keep` newest snapshots of each source (never `latest`), then every blob
+        no snapshot uses and staging left by killed pulls. With `dry_run` only says what would go.
+
+        A source is the source kind, where the files came from (`source_identity`), the root and
+        the scope: `pip sglang==0.5.20` and `pip sglang==0.5.23` are two sources, and so are
+        the speculative and full snapshots of one folder.
+        """
+        if not self.root.is_dir():
+            return Collected((), (), 0, 0)
+        with self.lock():
+            latest = self.latest_id()
+            groups: dict[str, list[Manifest]] = {}
+            for manifest in self.list():
+                groups.setdefault(source_group(manifest), []).append(manifest)
+            doomed, kept = [], []
+            for members in groups.values():
+                members.sort(key=lambda m: (m.created, m.id), reverse=True)
+                for rank, manifest in enumerate(members):
+                    (kept if rank < keep or manifest.id == latest else doomed).append(manifest)
+            if dry_run:
+                blobs, size = self._unused_blobs(doomed)
+            else:
+                staging = self.root / ".staging"
+                if staging.is_dir():
+                    self._sweep_stale(staging)
+                for manifest in doomed:
+                    self._remove_locked(manifest.id)
+                blobs, size = self._collect_blobs()
+        order = lambda m: (m.created, m.id)  # noqa: E731
+        return Collected(tuple(sorted(doomed, key=order)), tuple(sorted(kept, key=order)), blobs, size)
+
+    def _unused_blobs(self, doomed: list[Manifest]) -> tuple[int, int]:
+        """How many blobs (and bytes) nothing would use once `doomed` is removed."""
+        links: dict[str, int] = {}
+        for manifest in doomed:
+            for entry in manifest.files:
+                links[entry.sha256] = links.get(entry.sha256, 0) + 1
+        count = size = 0
+        blobs = self.root / ".blobs"
+        for blob in blobs.iterdir() if blobs.is_dir() else ():
+            try:
+                st = blob.stat()
+            except OSError:
+                continue
+            if st.st_nlink - 1 <= links.get(blob.name, 0):
+                count += 1
+                size += st.st_size
+        return count, size
+
+    def _collect_blobs(self) -> tuple[int, int]:
+        """Delete blobs that no snapshot links to any more (link count 1); caller holds the lock.
+        Returns how many blobs and bytes were freed."""
+        removed = size = 0
         blobs = self.root / ".blobs"
         if not blobs.is_dir():
-            return 0
+            return 0, 0
         for blob in blobs.iterdir():
             try:
-                if blob.stat().st_nlink <= 1:
+                st = blob.stat()
+                if st.st_nlink <= 1:
                     blob.unlink()
                     removed += 1
+                    size += st.st_size
             except OSError:
                 pass
-        return removed
+        return removed, size
 
     def new_id(self, source_kind: str, version: str | None, now: datetime) -> str:
         clean = re.sub(r"[^A-Za-z0-9._+]", "_", version or "unknown")[:40] or "unknown"
@@ -395,30 +596,43 @@ class Stage:
         now = now or datetime.now(timezone.utc)
         if patch:
             (self.folder / PATCH_FILE).write_text(patch, encoding="utf-8", errors="surrogateescape")
-            git = replace(git or GitState(commit="", dirty=True), patch=PATCH_FILE)
+        git = recorded_git(git, patch)
+        files = tuple(sorted(self.files.values(), key=lambda e: e.path))
+        key = content_key(source_kind=source_kind, source=source, root=root, scope=scope, git=git, patch=patch,
+                          skipped=tuple(skipped), files=files)
         version = self.version()
         with self.store.lock():
+            same = self.store.find_same(key)
+            if same is not None:  # this very content from this very source is stored: give that back
+                log.info("snapshot %s holds the same content; not storing a copy", same.id)
+                return replace(same, pulled=PullInfo(reused=True, unchanged=len(same.manifest.files)))
             snap_id = self.store.new_id(source_kind, version, now)
             manifest = Manifest(
                 id=snap_id, source_kind=source_kind, source=dict(source), root=root, sglang_version=version,
                 scope=scope, created=now.isoformat(timespec="microseconds"),
-                files=tuple(sorted(self.files.values(), key=lambda e: e.path)), git=git, skipped=tuple(skipped),
+                files=files, git=git, skipped=tuple(skipped),
             )
             raw = manifest.to_json().encode()
             (self.folder / MANIFEST_FILE).write_bytes(raw)
             (self.folder / MANIFEST_HASH_FILE).write_text(f"{hashlib.sha256(raw).hexdigest()}  {MANIFEST_FILE}\n")
-            self._share_blobs()
+            (self.folder / KEY_FILE).write_text(key + "\n")
+            shared = self._share_blobs()
             final = self.store.root / snap_id
             os.rename(self.folder, final)
             self.committed = True
         log.info("stored snapshot %s (%d files)", snap_id, len(manifest.files))
-        return Snapshot(manifest=manifest, folder=final)
+        unchanged = len(self.reused) + shared
+        return Snapshot(manifest=manifest, folder=final,
+                        pulled=PullInfo(reused=False, pulled=len(files) - unchanged, unchanged=unchanged))
 
-    def _share_blobs(self) -> None:
-        """Hard-link each new tree file with its blob (creating the blob when new); read-only."""
+    def _share_blobs(self) -> int:
+        """Hard-link each new tree file with its blob (creating the blob when new); read-only.
+        Returns how many files' content the store held already."""
         blobs = self.store.root / ".blobs"
         blobs.mkdir(exist_ok=True)
         blobs_str = str(blobs)
+        shared = 0
+        created: set[str] = set()  # blobs this commit made (a second file with that content is not "stored already")
         for entry in self.files.values():
             if entry.path in self.reused:
                 continue  # already a link to the earlier snapshot's blob
@@ -427,11 +641,13 @@ class Stage:
             try:
                 try:
                     os.link(path, blob)
+                    created.add(entry.sha256)
                 except FileExistsError:
                     tmp = path + ".sgl-link"
                     if _sha256_of(blob) == entry.sha256:  # an identical file is stored already: share it
                         os.link(blob, tmp)
                         os.replace(tmp, path)
+                        shared += entry.sha256 not in created
                     else:  # a damaged blob must not spread: the fresh file becomes the blob
                         log.warning("blob %s is damaged; replacing it with the fresh copy of %s", entry.sha256, entry.path)
                         os.link(path, tmp)
@@ -441,6 +657,7 @@ class Stage:
                     log.debug("no blob sharing for %s: %s", entry.path, exc.strerror)
                     continue
                 raise
+        return shared
 
 
 def _sha256_of(path: str) -> str:

@@ -4,7 +4,8 @@
 `$SGLSCAN_DOWNLOADS` if set, else `$SGLSCAN_HOME/downloads`. An exact pin (`sglang==X`) that is
 already there is used without asking the index; a cached archive that no longer opens is deleted and
 downloaded again. `--pip` also accepts the path of a wheel or sdist file. Only the files the scope
-needs are unpacked, straight from the archive into the snapshot.
+needs are unpacked, straight from the archive into the snapshot; the same spec and archive pulled
+again gives back the stored snapshot (the store's content check), not a copy.
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ def test_graph_cli_dispatch_and_focus(analysis, sglang_0_5_23, tmp_path, monkeyp
     result = runner.invoke(cli, ["graph", "--path", str(sglang_0_5_23 / "sglang"), "--scope", "full",
                                  "--dispatch", "dflash"])
     assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
+    lines = result.stdout.splitlines()  # stderr says what the pull did
     assert lines[0].startswith(f"DFLASH: defined at {SPEC_INFO}:39; creates {DFLASH_WORKER}")
     assert any(line.startswith("  sglang/srt/managers/scheduler.py:1231  " + "sglang.srt.managers.scheduler.Scheduler"
                                ".init_model_worker  [predicate: is_dflash_family]") for line in lines)

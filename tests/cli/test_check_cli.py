@@ -137,6 +137,10 @@ def test_include_new_reports_what_a_change_breaks_elsewhere(tmp_path, sglang_0_4
     # ...and the argparse choices (server_args.py:861, untouched) no longer match the enum.
     assert rows(with_new) == [("SGL205", "sglang/srt/server_args.py", 861), ("SGL201", spec_path, 8), ("SGL204", spec_path, 8)]
     assert json.loads(with_new.stdout)["findings"][0]["data"]["missing_choices"] == ["DDTREE"]
+    # the checkout is what was scanned: it is `latest`, not the base revision pulled beside it
+    from sgl_scan.snapshots.store import Store
+
+    assert Store().latest().manifest.source_kind == "local"
 
 
 def test_check_states_its_scope_in_text_and_json(checkout):

@@ -98,7 +98,9 @@ def test_usage_errors(capsys, home, tmp_path):
 def test_release_without_dflash_is_refused_in_one_line(capsys, home, tmp_path):
     code, out, err = _run(capsys, "gen", "ddtree", "--path", str(release_tree("0.5.10")), "--out", str(tmp_path / "x"))
     assert code == 3 and out == ""
-    assert err.count("\n") == 1 and "no DFlash worker" in err and "sglang 0.5.11" in err
+    pulled, refused = err.splitlines()  # what the pull did, then the one error line
+    assert pulled.startswith("sgl-scan: pulled ") and refused.startswith("sgl-scan: error: ")
+    assert "no DFlash worker" in refused and "sglang 0.5.11" in refused
     assert not (tmp_path / "x").exists()
 
 

@@ -132,7 +132,9 @@ def test_installed_entry_point_prints_only_the_report(trees):
     result = subprocess.run([exe, "diff", *trees, "--format", "sarif"], capture_output=True, text=True, env=env,
                             timeout=300)
     assert result.returncode == 0, result.stderr
-    assert result.stderr == ""  # not a TTY: no progress
+    # not a TTY: no progress; only what each side's pull did
+    assert [line.split(": ", 2)[:2] for line in result.stderr.splitlines()] == [["sgl-scan", "A"], ["sgl-scan", "B"]]
+    assert "\r" not in result.stderr and " pulled " in result.stderr
     doc = json.loads(result.stdout)
     assert doc["version"] == "2.1.0"
     states = {r["baselineState"] for r in doc["runs"][0]["results"]}

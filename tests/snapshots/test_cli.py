@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from sgl_scan.cli import main
+from sgl_scan.snapshots.store import Store
 from tests.snapshots.conftest import MINI_SPECULATIVE, ssh_params
 from tests.support.releases import release_wheel
 
@@ -141,3 +142,37 @@ def test_verbose_logs_and_manifests_hold_no_key_material(capsys, caplog, tmp_pat
     for line in key_lines:
         assert line not in logs and line not in manifest
     assert str(sshd_server.client_key) not in manifest
+
+
+def test_ssh_pulls_say_what_they_did_and_content_is_stored_once(capsys, tmp_path, sshd_server, mini_package):
+    args = ["snapshot", "pull", *_ssh_args(sshd_server, mini_package)]
+    code, out, err = _run(capsys, *args)
+    first = out.strip()
+    assert code == 0 and f"sgl-scan: pulled {len(MINI_SPECULATIVE)} files (0 unchanged) into snapshot {first}" in err
+    target = mini_package / "srt/server_args.py"
+    original, stamp = target.read_bytes(), target.stat().st_mtime_ns
+    target.write_bytes(original + b"# edited\n")
+    code, out, err = _run(capsys, *args)
+    second = out.strip()
+    assert code == 0 and second != first
+    assert f"pulled 1 files ({len(MINI_SPECULATIVE) - 1} unchanged) into snapshot {second}" in err
+    code, out, err = _run(capsys, *args)
+    assert (code, out.strip()) == (0, second) and f"reused snapshot {second}" in err
+    target.write_bytes(original)  # the edit undone, mtime and all: the first snapshot again, not a copy
+    os.utime(target, ns=(stamp, stamp))
+    code, out, err = _run(capsys, *args)
+    assert (code, out.strip()) == (0, first) and f"reused snapshot {first}" in err
+    assert Store(tmp_path / "sgl-scan-home" / "snapshots").ids() == sorted([first, second])
+    code, out, _ = _run(capsys, "snapshot", "show", "latest", "--json")
+    assert json.loads(out)["id"] == first
+
+
+def test_ssh_errors_name_the_remote_root_and_the_config_file(capsys, tmp_path, sshd_server, mini_package):
+    missing = tmp_path / "no such dir" / "sglang"
+    code, _, err = _run(capsys, "snapshot", "pull", *_ssh_args(sshd_server, missing))
+    assert code == 3 and f"cannot enter the remote root {missing}" in err, err
+    config = sshd_server.write_ssh_config(tmp_path / "my-ssh-config", "sglscan-box")
+    code, _, err = _run(capsys, "snapshot", "pull", "--host", "sglscan-bx.invalid", "--ssh-config", str(config),
+                        "--known-hosts", str(sshd_server.known_hosts), "--remote-root", str(mini_package))
+    assert code == 3 and "cannot resolve host 'sglscan-bx.invalid'" in err
+    assert f"check --host or {config}" in err and "~/.ssh/config" not in err, err

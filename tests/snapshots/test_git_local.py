@@ -61,6 +61,22 @@ def test_git_url_is_cloned_into_the_cache_and_fetched_again(tmp_path, checkout):
     assert snap.manifest.git.commit == third and "sglang/srt/speculative/more.py" in _paths(snap)
 
 
+def test_a_revision_pulled_again_is_stored_once(tmp_path, checkout):
+    repo, first, second = checkout
+    store = Store(tmp_path / "store")
+    work = repo.working_tree_dir
+    head = pull_git({"git_repo": work, "rev": "main"}, store=store)
+    again = pull_git({"git_repo": work, "rev": "main"}, store=store)
+    assert again.id == head.id and store.ids() == [head.id]
+    assert not head.pulled.reused and again.pulled.reused
+    old = pull_git({"git_repo": work, "rev": first}, store=store)  # another commit: another snapshot
+    assert old.id != head.id and old.pulled.unchanged == len(old.manifest.files) - 1  # all but version.py stored
+    third = commit_files(repo, {"python/sglang/srt/speculative/more.py": "MORE = 1\n"}, "more")
+    moved = pull_git({"git_repo": work, "rev": "main"}, store=store)  # main moved on
+    assert moved.id not in (head.id, old.id) and moved.manifest.git.commit == third
+    assert len(store.ids()) == 3
+
+
 def test_unknown_revision_and_missing_package_are_errors(tmp_path, checkout):
     repo, _, _ = checkout
     with pytest.raises(SnapshotError, match="unknown revision"):

@@ -76,3 +76,19 @@ def test_a_wheel_file_path_is_accepted(tmp_path):
 def test_a_spec_that_is_not_sglang_is_a_usage_error(tmp_path):
     with pytest.raises(ConfigError):
         pull_pip({"pip_spec": "requests==2.0"}, store=Store(tmp_path / "store"))
+
+
+def test_the_same_release_pulled_again_is_stored_once(tmp_path, monkeypatch, capsys):
+    """Issue 15: every `--pip` run stored a new identical snapshot (7 after 8 commands)."""
+    from sgl_scan.snapshots.resolve import obtain_snapshot
+
+    monkeypatch.setenv("SGLSCAN_DOWNLOADS", str(release_wheel("0.4.6").parent))  # the shared cache: no download
+    store = Store(tmp_path / "store")
+    first = obtain_snapshot({"pip_spec": "sglang==0.4.6"}, store=store)
+    again = [obtain_snapshot({"pip_spec": "sglang==0.4.6"}, store=store) for _ in range(3)]
+    assert {snap.id for snap in again} == {first.id} and store.ids() == [first.id]
+    err = capsys.readouterr().err
+    assert f"pulled {len(first.manifest.files)} files (0 unchanged) into snapshot {first.id}" in err
+    assert err.count(f"reused snapshot {first.id}") == 3
+    full = obtain_snapshot({"pip_spec": "sglang==0.4.6", "scope": "full"}, store=store)  # scope is part of it
+    assert full.id != first.id and len(store.ids()) == 2

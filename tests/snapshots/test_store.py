@@ -10,7 +10,6 @@ import re
 import pytest
 
 from sgl_scan.errors import SnapshotError
-from sgl_scan.snapshots import local
 from sgl_scan.snapshots.local import pull_local
 from sgl_scan.snapshots.store import Store
 from tests.snapshots.conftest import MINI_SPECULATIVE, make_mini_package
@@ -19,13 +18,6 @@ from tests.support.tmpfs import small_tmpfs
 
 def _pull(store, package, scope="speculative"):
     return pull_local({"local_path": str(package), "scope": scope}, store=store)
-
-
-@pytest.fixture
-def fresh_files_are_never_reused(monkeypatch):
-    """Files written within the hour count as just modified, so pulling the fixture's folder twice
-    makes two snapshots however slow the machine (normally: only within 2 s of writing them)."""
-    monkeypatch.setattr(local, "RACY_SECONDS", 3600.0)
 
 
 def test_a_pull_is_stored_with_manifest_hashes_and_version(tmp_path, mini_package):
@@ -84,9 +76,17 @@ def test_a_modified_file_is_detected_on_open(tmp_path, mini_package):
         store.open(snap.id)
 
 
-def test_a_missing_file_and_a_corrupt_manifest_are_detected(tmp_path, mini_package, fresh_files_are_never_reused):
+def _edit(package, number: int = 1) -> None:
+    """Change one file of the package, so that its next pull is a new snapshot."""
+    (package / "srt/server_args.py").write_text(f"X = {number}\n")
+
+
+def test_a_missing_file_and_a_corrupt_manifest_are_detected(tmp_path, mini_package):
     store = Store(tmp_path / "store")
-    one, two = _pull(store, mini_package), _pull(store, mini_package)
+    one = _pull(store, mini_package)
+    _edit(mini_package)
+    two = _pull(store, mini_package)
+    assert one.id != two.id
     (one.tree / "sglang/version.py").unlink()
     with pytest.raises(SnapshotError, match="corrupted"):
         store.open(one.id)
@@ -96,27 +96,32 @@ def test_a_missing_file_and_a_corrupt_manifest_are_detected(tmp_path, mini_packa
         store.open(two.id)
 
 
-def test_identical_files_share_storage_and_rm_frees_unused_blobs(tmp_path, mini_package, fresh_files_are_never_reused):
+def test_identical_files_share_storage_and_rm_frees_unused_blobs(tmp_path, mini_package):
     store = Store(tmp_path / "store")
-    one, two = _pull(store, mini_package), _pull(store, mini_package)
-    a = (one.tree / "sglang/srt/server_args.py").stat()
-    b = (two.tree / "sglang/srt/server_args.py").stat()
+    one = _pull(store, mini_package)
+    _edit(mini_package)
+    two = _pull(store, mini_package)
+    a = (one.tree / "sglang/srt/speculative/spec_info.py").stat()
+    b = (two.tree / "sglang/srt/speculative/spec_info.py").stat()
     assert a.st_ino == b.st_ino and a.st_nlink == 3  # two trees + the blob
+    assert (one.tree / "sglang/srt/server_args.py").stat().st_nlink == 2  # changed: its own blob
     blobs = {p.name for p in (store.root / ".blobs").rglob("*") if p.is_file()}
-    assert len(blobs) == len({f.sha256 for f in one.manifest.files})
+    assert blobs == {f.sha256 for f in one.manifest.files + two.manifest.files}
+    assert two.pulled.unchanged == len(two.manifest.files) - 1 and two.pulled.pulled == 1
     assert store.remove(one.id) == one.id
     store.open(two.id)
-    assert {p.name for p in (store.root / ".blobs").rglob("*") if p.is_file()} == blobs
+    assert {p.name for p in (store.root / ".blobs").rglob("*") if p.is_file()} == {f.sha256 for f in two.manifest.files}
     store.remove(two.id)
     assert [p for p in (store.root / ".blobs").rglob("*") if p.is_file()] == []
     assert store.ids() == []
 
 
-def test_refs_that_name_nothing_or_several_snapshots_are_errors(tmp_path, mini_package, fresh_files_are_never_reused):
+def test_refs_that_name_nothing_or_several_snapshots_are_errors(tmp_path, mini_package):
     store = Store(tmp_path / "store")
     with pytest.raises(SnapshotError, match="no snapshots"):
         store.latest()
     _pull(store, mini_package)
+    _edit(mini_package)
     _pull(store, mini_package)
     with pytest.raises(SnapshotError, match="ambiguous"):
         store.open("20")
@@ -127,27 +132,27 @@ def test_refs_that_name_nothing_or_several_snapshots_are_errors(tmp_path, mini_p
 def _worker(args):
     root, package, rounds = args
     store = Store(root)
-    ids = []
-    for number in range(rounds):
-        # A new size each round: the pull can never be an unchanged folder's reuse, however long
-        # the machine takes (reuse depends on mtimes being older than a few seconds). Every worker
-        # writes the same bytes in the same round, so blobs are still shared between processes.
-        (package / "srt/server_args.py").write_text("X = " + "1" * (number + 1) + "\n")
-        ids.append(_pull(store, package).id)
-    return ids
+    return [_pull(store, package).id for _ in range(rounds)]
 
 
 @pytest.mark.slow
 def test_concurrent_pulls_into_one_store_corrupt_nothing(tmp_path):
-    packages = [make_mini_package(tmp_path / f"src{number}") for number in range(4)]
+    """Four processes pull five times each, at once: two of them the same folder, two others folders
+    holding the same bytes. Each folder gets exactly one snapshot (the content check runs again
+    under the store lock, so two identical pulls racing to commit store it once) and all open intact."""
+    same = make_mini_package(tmp_path / "src0")
+    twins = [make_mini_package(tmp_path / f"src{n}") for n in (1, 2)]
+    for package in twins:
+        _edit(package, 1)  # same bytes in two folders: two sources, two snapshots
     root = tmp_path / "store"
     with multiprocessing.get_context("spawn").Pool(4) as pool:
-        results = pool.map(_worker, [(root, package, 5) for package in packages])
-    ids = [i for chunk in results for i in chunk]
+        results = pool.map(_worker, [(root, package, 5) for package in (same, same, *twins)])
     store = Store(root)
-    assert sorted(ids) == store.ids() and len(set(ids)) == 20
-    for snap_id in ids:
-        assert [f.path for f in store.open(snap_id).manifest.files] == MINI_SPECULATIVE
+    assert [len(set(chunk)) for chunk in results] == [1, 1, 1, 1]
+    assert results[0][0] == results[1][0]
+    assert sorted({chunk[0] for chunk in results}) == store.ids() and len(store.ids()) == 3
+    for chunk in results:
+        assert [f.path for f in store.open(chunk[0]).manifest.files] == MINI_SPECULATIVE
     assert list((root / ".staging").iterdir()) == []
 
 
@@ -166,3 +171,15 @@ def test_a_full_disk_mid_pull_fails_cleanly_and_keeps_the_old_snapshot(tmp_path,
     assert store.ids() == [old.id]
     store.open(old.id)
     assert list((store.root / ".staging").iterdir()) == []
+
+
+def test_a_snapshot_stored_before_content_keys_is_still_reused_and_gets_its_key(tmp_path, mini_package):
+    store = Store(tmp_path / "store")
+    first = _pull(store, mini_package)
+    key = (first.folder / "content.key").read_text()
+    (first.folder / "content.key").unlink()  # as an older sgl-scan left it
+    again = _pull(store, mini_package)
+    assert again.id == first.id and again.pulled.reused
+    assert (first.folder / "content.key").read_text() == key
+    (first.folder / "content.key").write_text("0" * 64 + "\n")  # a wrong hint never matches
+    assert _pull(store, mini_package).id != first.id
