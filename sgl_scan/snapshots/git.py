@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
@@ -104,14 +105,18 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
             skipped.append(SkippedFile(rel, "not a regular file"))
             continue
         blobs[rel] = item
-    cache: dict[str, bytes] = {}
+    # Sizes come from the object headers; a search streams at most --max-file-size bytes of a blob and
+    # nothing read is kept: a file is read again (whole, within the limit) only when it is stored.
+    chosen, oversized = scopes.select_streamed(
+        blobs, scope, lambda rel: blobs[rel].size, lambda rel: nullcontext(blobs[rel].data_stream), limits.max_file_size
+    )
+    skipped += [SkippedFile(rel, f"larger than --max-file-size ({human(size)}); not searched") for rel, size in oversized]
+    kept = [rel for rel in chosen if blobs[rel].size <= limits.max_file_size]
+    limits.check_totals(len(kept), sum(blobs[rel].size for rel in kept))
 
     def read(rel: str) -> bytes:
-        if rel not in cache:
-            cache[rel] = blobs[rel].data_stream.read()
-        return cache[rel]
+        return blobs[rel].data_stream.read()
 
-    chosen = scopes.select_local(blobs, scope, read)
     branch = rev if rev != "HEAD" and rev in [h.name for h in getattr(repo, "heads", [])] else None
     if branch is None and rev == "HEAD" and not repo.bare:
         branch = None if repo.head.is_detached else repo.active_branch.name

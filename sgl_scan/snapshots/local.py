@@ -166,13 +166,16 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
     package = find_package(folder)
     files, skipped = list_files(package)
 
-    def read(rel: str) -> bytes:
+    def size(rel: str) -> int:
         try:
-            return files[rel].read_bytes()
+            return files[rel].stat().st_size
         except OSError:
-            return b""
+            return 0
 
-    chosen = scopes.select_local(files, scope, read)
+    # sizes from stat before any read; the byte searches stream at most --max-file-size bytes
+    chosen, oversized = scopes.select_streamed(files, scope, size, lambda rel: open(files[rel], "rb"), limits.max_file_size)
+    skipped += [SkippedFile(rel, f"larger than --max-file-size ({human(n)}); not searched") for rel, n in oversized]
+    limits.check_totals(len(chosen), 0)  # --max-bytes is counted below, from each file's stat
     git, patch = git_state(package)
     unchanged = unchanged_snapshot(store, folder=folder, package=package, scope=scope, chosen=chosen, files=files,
                                    git=git, patch=patch, skipped=skipped, limits=limits)
