@@ -17,6 +17,7 @@ from sgl_scan import __version__
 from sgl_scan.cli.options import source_options
 from sgl_scan.config import config_callback
 from sgl_scan.errors import SglScanError
+from sgl_scan.reports.common import visible, visible_lines
 from sgl_scan.exitcodes import FAILURE, USAGE
 
 # Each module defines `command` (a click command or group); listed here once.
@@ -53,11 +54,9 @@ def cli(ctx: click.Context, verbose: int, **source) -> None:
       sgl-scan graph --snapshot latest --dispatch DFLASH
     """
     _state["verbose"] = verbose
-    logging.basicConfig(
-        level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING,
-        format="sgl-scan: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_VisibleFormatter("sgl-scan: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING, handlers=[handler])
     ctx.ensure_object(dict)
     if ctx.invoked_subcommand is None:
         if not any(v for k, v in source.items() if k not in ("connect_timeout",)):
@@ -65,6 +64,13 @@ def cli(ctx: click.Context, verbose: int, **source) -> None:
             return
         scan = cli.get_command(ctx, "scan")
         ctx.invoke(scan, **{k: v for k, v in source.items()})
+
+
+class _VisibleFormatter(logging.Formatter):
+    """Log lines name files and text from the scanned tree: control characters are shown escaped."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return visible_lines(super().format(record))
 
 
 def _register_commands() -> None:
@@ -91,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     except SglScanError as exc:
         if _state["verbose"]:
             traceback.print_exc()
-        click.echo(f"sgl-scan: error: {exc}", err=True)
+        click.echo(f"sgl-scan: error: {visible(str(exc))}", err=True)
         rc = exc.exit_code
     except KeyboardInterrupt:
         click.echo("sgl-scan: interrupted; nothing was written", err=True)
@@ -99,6 +105,6 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # the last line of defence: never a bare traceback without -v
         if _state["verbose"]:
             traceback.print_exc()
-        click.echo(f"sgl-scan: internal error: {type(exc).__name__}: {exc} (run with -v for details)", err=True)
+        click.echo(f"sgl-scan: internal error: {type(exc).__name__}: {visible(str(exc))} (run with -v for details)", err=True)
         rc = FAILURE
     sys.exit(rc if isinstance(rc, int) else 0)

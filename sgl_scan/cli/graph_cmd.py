@@ -8,6 +8,7 @@ import click
 
 from sgl_scan.cli.options import pop_source_params, source_options
 from sgl_scan.errors import ConfigError
+from sgl_scan.reports.common import visible
 
 
 @click.command("graph")
@@ -44,7 +45,7 @@ def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, outpu
         bar.done()
     try:
         if dispatch:
-            text = "\n".join(format_dispatch(dispatch_listing(analysis.inventory, dispatch))) + "\n"
+            text = "\n".join(visible(line) for line in format_dispatch(dispatch_listing(analysis.inventory, dispatch))) + "\n"
         else:
             graph = focus_on(analysis.graph, focus, depth) if focus else analysis.graph
             text = render(graph, fmt)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from sgl_scan.reports import serialize
-from sgl_scan.reports.common import loc_key, sorted_findings
+from sgl_scan.reports.common import json_document, loc_key, sorted_findings
 from sgl_scan.reports.model import Report
 
 # Bump on any change that could break a reader (removed or renamed field, changed meaning);
@@ -34,7 +34,7 @@ def to_document(report: Report) -> dict:
 
 def render(report: Report, *, color: bool = False) -> str:
     del color  # JSON is never coloured
-    return json.dumps(to_document(report), indent=2, ensure_ascii=False) + "\n"
+    return json_document(to_document(report))
 
 
 def render_diff(diff, *, color: bool = False) -> str:
@@ -43,4 +43,4 @@ def render_diff(diff, *, color: bool = False) -> str:
     from sgl_scan import __version__
     from sgl_scan.reports.serialize_diff import document
 
-    return json.dumps(document(diff, __version__), indent=2, ensure_ascii=False) + "\n"
+    return json_document(document(diff, __version__))
