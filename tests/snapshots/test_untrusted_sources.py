@@ -6,6 +6,7 @@ Python's own allocations are measured: a search that reads the member whole allo
 
 from __future__ import annotations
 
+import base64
 import io
 import random
 import tarfile
@@ -148,3 +149,55 @@ def test_streamed_search_agrees_with_the_whole_file_search(monkeypatch):
             data = b"".join(rng.choice(tokens) for _ in range(rng.randint(0, 30)))
             for pattern in (scope.VOCAB_PATTERN, scope.SPEC_ALGO_PATTERN):
                 assert scope.matches_stream(pattern, io.BytesIO(data), 1 << 30) == scope.matches(pattern, data), (chunk, data)
+
+
+@pytest.fixture
+def authenticated_git_server(tmp_path):
+    """A loopback dumb-HTTP git server that answers only with `Authorization: Basic alice:SeCrEt…`."""
+    import functools
+    import http.server
+    import threading
+
+    import git
+
+    source = tmp_path / "src"
+    make_mini_package(source / "python")
+    commit_all(make_repo(source, branch="main"), "init")
+    served = tmp_path / "srv"
+    git.Repo.clone_from(str(source), served / "repo.git", bare=True).git.update_server_info()
+    expected = "Basic " + base64.b64encode(b"alice:SeCrEtToKeN123").decode()
+    seen: list[str] = []
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's naming
+            seen.append(self.headers.get("Authorization") or "")
+            if self.headers.get("Authorization") != expected:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="x"')
+                self.end_headers()
+                return
+            super().do_GET()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(served)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://alice:SeCrEtToKeN123@127.0.0.1:{server.server_port}/repo.git", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_url_credential_is_sent_but_never_stored(tmp_path, authenticated_git_server):
+    url, seen = authenticated_git_server
+    home = tmp_path / "sgl-scan-home"
+    for _ in range(2):  # clone, then fetch into the cached clone
+        snap = pull_git({"git_repo": url}, store=Store(tmp_path / "store"))
+        assert snap.manifest.source["repo"].startswith("http://***@127.0.0.1:")
+    assert seen and all(h.startswith("Basic ") for h in seen)  # git authenticated every request it made
+    encoded = base64.b64encode(b"alice:SeCrEtToKeN123")
+    assert not [p for p in home.rglob("*") if p.is_file() and (b"SeCrEtToKeN123" in p.read_bytes() or encoded in p.read_bytes())]
+    assert (home / "git").stat().st_mode & 0o777 == 0o700
