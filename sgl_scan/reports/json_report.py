@@ -16,7 +16,7 @@ SCHEMA_VERSION = 1
 def to_document(report: Report) -> dict:
     """The report as plain JSON types."""
     findings = sorted_findings(report.findings)
-    return {
+    document = {
         "schema_version": SCHEMA_VERSION,
         "kind": "sgl-scan/report",
         "tool": {"name": "sgl-scan", "version": report.tool_version},
@@ -30,6 +30,9 @@ def to_document(report: Report) -> dict:
             for r in sorted(report.rules, key=lambda r: r.id)
         ],
     }
+    if report.config:
+        document["config"] = report.config  # the settings file the run used
+    return document
 
 
 def render(report: Report, *, color: bool = False) -> str:

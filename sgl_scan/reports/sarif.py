@@ -43,6 +43,7 @@ def render(report: Report, *, color: bool = False) -> str:
                 "branch": report.manifest.git.branch,
                 "dirty": report.manifest.git.dirty,
             },
+            **({"config": report.config} if report.config else {}),
         },
     )
     return _dump(run)

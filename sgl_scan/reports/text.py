@@ -94,6 +94,8 @@ def render(report: Report, *, color: bool = False) -> str:
 def _header(out: _Out, report: Report) -> None:
     m = report.manifest
     out.add(out.style(f"sgl-scan {report.tool_version} - SGLang {m.sglang_version or 'unknown version'}", bold=True))
+    if report.config:
+        out.add(f"  using settings from {report.config}")
     rows = [
         ("snapshot", m.id),
         ("source", describe_source(m)),
