@@ -201,3 +201,31 @@ def test_a_url_credential_is_sent_but_never_stored(tmp_path, authenticated_git_s
     encoded = base64.b64encode(b"alice:SeCrEtToKeN123")
     assert not [p for p in home.rglob("*") if p.is_file() and (b"SeCrEtToKeN123" in p.read_bytes() or encoded in p.read_bytes())]
     assert (home / "git").stat().st_mode & 0o777 == 0o700
+
+
+def test_wheel_members_with_dotdot_absolute_paths_or_links_never_leave_the_snapshot(tmp_path):
+    import stat as stat_module
+
+    def wheel(kind):
+        path = tmp_path / f"sglang-9.9.{len(kind)}-py3-none-any.whl"
+        with zipfile.ZipFile(path, "w") as archive:
+            archive.writestr("sglang/version.py", '__version__ = "9.9.9"\n')
+            archive.writestr("sglang/srt/speculative/spec_info.py", "class SpeculativeAlgorithm:\n    EAGLE = 1\n")
+            if kind == "dotdot":
+                archive.writestr("sglang/srt/speculative/../../../../escape.py", "x = 1\n")
+            elif kind == "absolute":
+                archive.writestr("/abs/sglang/srt/speculative/escape.py", "x = 1\n")
+            else:
+                info = zipfile.ZipInfo("sglang/srt/speculative/link.py")
+                info.external_attr = (stat_module.S_IFLNK | 0o777) << 16
+                archive.writestr(info, "/etc/passwd")
+        return path
+
+    with pytest.raises(SnapshotError, match="unsafe path"):
+        pull_pip({"pip_spec": str(wheel("dotdot"))}, store=Store(tmp_path / "store"))
+    snap = pull_pip({"pip_spec": str(wheel("absolute"))}, store=Store(tmp_path / "store"))
+    assert sorted(f.path for f in snap.manifest.files) == ["sglang/srt/speculative/spec_info.py", "sglang/version.py"]
+    snap = pull_pip({"pip_spec": str(wheel("link"))}, store=Store(tmp_path / "store"))
+    link = snap.tree / "sglang/srt/speculative/link.py"
+    assert not link.is_symlink() and link.read_bytes() == b"/etc/passwd"  # the entry's text, never the target
+    assert not list(tmp_path.rglob("escape.py"))
