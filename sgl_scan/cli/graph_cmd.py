@@ -8,7 +8,7 @@ import click
 
 from sgl_scan.cli.options import pop_source_params, source_options
 from sgl_scan.errors import ConfigError
-from sgl_scan.reports.common import visible
+from sgl_scan.reports.common import visible, visible_lines
 
 
 @click.command("graph")
@@ -49,6 +49,8 @@ def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, outpu
         else:
             graph = focus_on(analysis.graph, focus, depth) if focus else analysis.graph
             text = render(graph, fmt)
+            if fmt != "json":  # JSON escapes controls itself; DOT and GraphML would carry them raw
+                text = visible_lines(text)
     except FocusError as exc:
         raise ConfigError(str(exc)) from None
     if output:

@@ -9,6 +9,7 @@ image, backticks, pipes), quotes and a Python f-string field that would run a co
 - Markdown: outside code spans no `<` but our `<details>`/`<summary>`, no link, image or autolink;
 - JSON and SARIF: valid, no raw control character, and the payload comes back intact;
 - HTML: no element or attribute the payload names, the no-network content policy in place;
+- `graph` (DOT, GraphML, the dispatch listing) and `snapshot show`: no control character;
 - the generator: a plan with the payload in any one of its strings is refused, nothing runs.
 """
 
@@ -143,6 +144,13 @@ def test_every_reporter_keeps_the_payload_inert(hostile_tree, tmp_path):
     assert not any("alert(1)" in script for script in parser.scripts)
     assert "&lt;img src=http://127.0.0.1:9/i.png&gt;" in html  # shown as text
     assert "default-src 'none'" in html
+
+    for args in (["graph", "--format", "dot"], ["graph", "--format", "graphml"], ["graph", "--dispatch", "EAGLE"]):
+        result = CliRunner().invoke(cli, [*args, "--path", str(package)])
+        assert result.exit_code == 0, result.output
+        assert not CONTROL.search(result.stdout), args
+    listed = CliRunner().invoke(cli, ["snapshot", "show", "latest", "--files"])
+    assert listed.exit_code == 0 and not CONTROL.search(listed.stdout) and "\\x1b" in listed.stdout
     assert not marker.exists()
 
 
