@@ -10,6 +10,7 @@ import importlib
 import logging
 import sys
 import traceback
+import warnings
 
 import click
 
@@ -84,6 +85,10 @@ _register_commands()
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the CLI, map failures to one line and an exit code."""
+    # Parsing the scanned tree's files makes Python warn about their escape sequences, quoting the
+    # tree's bytes raw on stderr; those warnings say nothing about sgl-scan's run.
+    warnings.filterwarnings("ignore", category=SyntaxWarning)
+    warnings.filterwarnings("ignore", message="invalid escape sequence", category=DeprecationWarning)
     try:
         rc = cli.main(args=argv, prog_name="sgl-scan", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -76,3 +76,17 @@ def test_a_literal_with_quotes_is_quoted_unambiguously():
     messages = [f.message for f in rules["SGL203"].check(analysis)] + [f.message for f in rules["SGL202"].check(analysis)]
     assert messages[0].startswith('"x\\"<b>\\"y, z" is no speculative algorithm')
     assert 'compared with "x\\"<b>\\"y, z":' in messages[1]
+
+
+def test_python_warnings_about_tree_files_never_reach_stderr(tmp_path):
+    """Python warns about a tree file's invalid escape sequence and quotes it; run as the CLI runs."""
+    import subprocess
+    import sys
+
+    package = tmp_path / "sglang"
+    (package / "srt/speculative").mkdir(parents=True)
+    (package / "srt/speculative/a.py").write_bytes(b'x = "\\\x1b]0;TITLE\x07"\n')
+    result = subprocess.run([sys.executable, "-W", "default", "-m", "sgl_scan", "scan", "--path", str(package), "--format", "json"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode in (0, 1), result.stderr
+    assert "\x1b" not in result.stderr and "escape sequence" not in result.stderr
