@@ -75,3 +75,17 @@ def test_patterns():
     assert is_dotted("sglang.srt.speculative") and not is_dotted("a..b") and not is_dotted("a.b ")
     assert is_literal("None") and is_literal("-1") and is_literal('"auto"') and is_literal("(1, 2)")
     assert not is_literal("1  # x") and not is_literal("'\\x1b'") and not is_literal("'{}'.format") and not is_literal("(1,\n2)")
+
+
+def test_patch_notes_may_quote_but_carry_no_controls_or_braces():
+    from sgl_scan.analyzer.model import Location
+    from sgl_scan.codegen.ddtree.patch import PatchEdit
+    from sgl_scan.codegen.ddtree.trust import check_patch_notes
+
+    where = Location("sglang/srt/server_args.py", 10)
+    check_patch_notes((PatchEdit(where, 'add "DDTREE" to the --speculative-algorithm choices'),))
+    for bad in ("x\x1b]0;T\x07", "x{y}", "x\ny"):
+        with pytest.raises(CodegenError):
+            check_patch_notes((PatchEdit(where, bad),))
+    with pytest.raises(CodegenError):
+        check_patch_notes((PatchEdit(Location("../x.py", 1), "ok"),))

@@ -11,7 +11,7 @@ import jinja2
 
 from sgl_scan.codegen.ddtree.patch import PatchResult
 from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, VERIFY_MODE, DDTreePlan, Signature
-from sgl_scan.codegen.ddtree.trust import check_plan
+from sgl_scan.codegen.ddtree.trust import check_patch_notes, check_plan
 from sgl_scan.errors import CodegenError
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -61,6 +61,8 @@ def render_ddtree(plan: DDTreePlan, package: str, patch: PatchResult | None, reg
     if not package.isidentifier():
         raise CodegenError(f"the output folder name {package!r} is not a Python identifier (it becomes the package name)")
     check_plan(plan)  # every tree-derived string matches its strict pattern (trust.py), else refused
+    if patch is not None:
+        check_patch_notes(patch.edits + patch.skipped)  # their lines reach README.md and the plan text
     env = environment()
     context = _context(plan, package, patch, regenerate)
     files: dict[str, str] = {}

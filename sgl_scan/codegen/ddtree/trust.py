@@ -117,6 +117,13 @@ def check_plan(plan: object) -> None:
     _walk(plan, "plan", "text", set())
 
 
+def check_patch_notes(edits) -> None:
+    """A patch's edit notes go to README.md and the plan text only (never Python): quotes allowed."""
+    for edit in edits:
+        _walk(edit.location, "patch edit location", "text", set())
+        _walk(edit.what.replace('"', "'"), "patch edit note", "text", set())
+
+
 def _walk(value: object, where: str, kind: str, seen: set[int]) -> None:
     if value is None or isinstance(value, (bool, int, float)):
         return
