@@ -40,8 +40,18 @@ def md_cell(value) -> MdSafe:
     return md_text(" ".join(str(value).split()))
 
 
+_MARKUP_LIKE = re.compile(r"<|\]\(|://")
+
+
 def md_code(value) -> MdSafe:
-    """Inline code that survives backticks in the text and sits safely in a table cell."""
+    """Inline code that survives backticks in the text and sits safely in a table cell.
+
+    Text that looks like markup (`<`, `](`, `://`) is inert inside a code span too, but a
+    reader skimming the raw Markdown (or a tool that is not CommonMark) should not see a tag or a
+    link there: such text is written as escaped prose (`md_text`) instead.
+    """
+    if _MARKUP_LIKE.search(str(value)):
+        return md_text(" ".join(str(value).split()))
     text = common.visible(" ".join(str(value).split())).replace("|", "\\|")
     fence = "`"
     while fence in text:
