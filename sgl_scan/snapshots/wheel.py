@@ -4,9 +4,9 @@
 `$SGL_SCAN_DOWNLOADS` if set, else `$SGL_SCAN_HOME/downloads`. Only wheels: downloading an sdist
 makes pip prepare its metadata, which runs the sdist's build backend (code from the index); an
 sdist is read only when given as a file path, as an archive, never built. The spec must be
-`sglang` with version clauses only (no URL, marker or extra that pip would act on). An exact pin (`sglang==X`) that is
-already there is used without asking the index; a cached archive that no longer opens is deleted and
-downloaded again. `--pip` also accepts the path of a wheel or sdist file. Only the files the scope
+`sglang` with version clauses only (no URL, marker or extra that pip would act on). An exact pin
+(`sglang==X`) that is already there is used without asking the index; a cached archive that no
+longer opens is deleted and downloaded again. `--pip` also accepts the path of a wheel or sdist file. Only the files the scope
 needs are unpacked, straight from the archive into the snapshot: sizes are the archive's declared
 ones, checked against `--max-file-size`, `--max-files` and `--max-bytes` before any byte is read,
 and the scope's byte searches stream at most `--max-file-size` bytes of a member.
