@@ -70,8 +70,11 @@ def cli(ctx: click.Context, verbose: int, **source) -> None:
 class _VisibleFormatter(logging.Formatter):
     """Log lines name files and text from the scanned tree: control characters are shown escaped."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        return visible_lines(super().format(record))
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        return visible(super().formatMessage(record))  # one line: a newline in tree text is shown, not obeyed
+
+    def formatException(self, ei) -> str:  # noqa: N802 - logging's name
+        return visible_lines(super().formatException(ei))
 
 
 def _register_commands() -> None:
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
         rc = 130
     except SglScanError as exc:
         if _state["verbose"]:
-            traceback.print_exc()
+            click.echo(visible_lines(traceback.format_exc()), err=True, nl=False)
         click.echo(f"sgl-scan: error: {visible(str(exc))}", err=True)
         rc = exc.exit_code
     except KeyboardInterrupt:
@@ -109,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         rc = 130
     except Exception as exc:  # the last line of defence: never a bare traceback without -v
         if _state["verbose"]:
-            traceback.print_exc()
+            click.echo(visible_lines(traceback.format_exc()), err=True, nl=False)
         click.echo(f"sgl-scan: internal error: {type(exc).__name__}: {visible(str(exc))} (run with -v for details)", err=True)
         rc = FAILURE
     sys.exit(rc if isinstance(rc, int) else 0)
