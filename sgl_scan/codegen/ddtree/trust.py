@@ -96,7 +96,7 @@ def _check(kind: str, text: str) -> bool:
     return bool(TEXT.match(text))
 
 
-def _kind(owner: object, field: str) -> str:
+def _kind(field: str) -> str:
     if field == "sglang_version":
         return "version"
     if field == "path":
@@ -124,7 +124,7 @@ def check_patch_notes(edits) -> None:
         _walk(edit.what.replace('"', "'"), "patch edit note", "text", set())
 
 
-def _walk(value: object, where: str, kind: str, seen: set[int]) -> None:
+def _walk(value: object, where: str, kind: str, seen: set[tuple[int, str]]) -> None:
     if value is None or isinstance(value, (bool, int, float)):
         return
     if isinstance(value, str):
@@ -133,16 +133,17 @@ def _walk(value: object, where: str, kind: str, seen: set[int]) -> None:
                 f"refusing to generate code: the scanned tree's {where} is not a plain {kind} ({value[:120]!r})"
             )
         return
-    if id(value) in seen:
+    key = (id(value), kind)  # a value shared by two fields is checked under each field's pattern
+    if key in seen:
         return
-    seen.add(id(value))
+    seen.add(key)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
-            _walk(getattr(value, f.name), f"{where}.{f.name}", _kind(value, f.name), seen)
+            _walk(getattr(value, f.name), f"{where}.{f.name}", _kind(f.name), seen)
     elif isinstance(value, (tuple, list, frozenset, set)):
         for item in value:
             _walk(item, where, kind, seen)
     elif isinstance(value, dict):
-        for key, item in value.items():
-            _walk(key, where, kind, seen)
+        for name, item in value.items():
+            _walk(name, where, kind, seen)
             _walk(item, where, kind, seen)
