@@ -1,7 +1,11 @@
 """Project configuration: `[tool.sgl-scan]` in `pyproject.toml`, or a `.sgl-scan.toml`, as click defaults.
 
 The file is found from the working directory upwards (`.sgl-scan.toml` wins over `pyproject.toml`
-in the same folder; a `pyproject.toml` without `[tool.sgl-scan]` is passed over). Keys:
+in the same folder; a `pyproject.toml` without `[tool.sgl-scan]` is passed over), but never above
+the git repository the working directory is in (the folder holding `.git`); outside a repository
+only the working directory itself is looked at. A file planted in a shared parent folder (`/tmp`,
+a home directory) is thus ignored unless `--config` names it. Reports say which file was used
+(text: `using settings from …`; JSON `config`; SARIF run property `config`). Keys:
 
     select = ["SGL2", "SGL3"]      # rule ids, prefixes or names
     ignore = ["SGL202"]
@@ -34,7 +38,7 @@ COMMANDS = ("scan", "check")  # subcommands that take these defaults
 def find_config(start: Path | None = None) -> Path | None:
     """The nearest config file at or above `start` (default: the working directory)."""
     folder = (start or Path.cwd()).resolve()
-    for candidate in (folder, *folder.parents):
+    for candidate in _search_folders(folder):
         dotfile = candidate / ".sgl-scan.toml"
         if dotfile.is_file():
             return dotfile
@@ -42,6 +46,15 @@ def find_config(start: Path | None = None) -> Path | None:
         if pyproject.is_file() and _mentions_us(pyproject) and _table(pyproject) is not None:
             return pyproject
     return None
+
+
+def _search_folders(folder: Path) -> list[Path]:
+    """`folder` and its parents up to the git repository's root; only `folder` outside a repository."""
+    chain = [folder, *folder.parents]
+    for index, candidate in enumerate(chain):
+        if (candidate / ".git").exists():
+            return chain[: index + 1]
+    return [folder]
 
 
 def load_config(path: Path) -> dict[str, Any]:

@@ -239,7 +239,8 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
             continue
         ref = branch_of_term.get((path, term))
         dispatch.append(DispatchSite(term.function, _loc(path, term), term.via, term.detail, algos,
-                                     ref.qualname if ref else None))
+                                     ref.qualname if ref else None,
+                                     tuple(term.values) if term.via == "string" else ()))
 
     option, hooks = _options(recs)
     d2t = [D2tSite(r.kind, _loc(p, r), r.function, r.detail) for p, r in recs.get(D2tRecord, [])]

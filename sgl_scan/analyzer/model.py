@@ -71,6 +71,7 @@ class DispatchSite:
     detail: str  # predicate name, or the literal(s)/member compared against
     algorithms: tuple[str, ...]  # algorithms the branch selects
     worker: str | None = None  # worker class the branch creates, if any
+    literals: tuple[str, ...] = ()  # via "string": the literals exactly (detail joins them with ", ")
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import importlib
 import logging
 import sys
 import traceback
+import warnings
 
 import click
 
@@ -17,6 +18,7 @@ from sgl_scan import __version__
 from sgl_scan.cli.options import source_options
 from sgl_scan.config import config_callback
 from sgl_scan.errors import SglScanError
+from sgl_scan.reports.common import visible, visible_lines
 from sgl_scan.exitcodes import FAILURE, USAGE
 
 # Each module defines `command` (a click command or group); listed here once.
@@ -54,11 +56,9 @@ def cli(ctx: click.Context, verbose: int, **source) -> None:
       sgl-scan graph --snapshot latest --dispatch DFLASH
     """
     _state["verbose"] = verbose
-    logging.basicConfig(
-        level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING,
-        format="sgl-scan: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_VisibleFormatter("sgl-scan: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING, handlers=[handler])
     _quiet_paramiko(verbose)
     ctx.ensure_object(dict)
     if ctx.invoked_subcommand is None:
@@ -77,6 +77,16 @@ def _quiet_paramiko(verbose: int) -> None:
     logger.propagate = bool(verbose)
 
 
+class _VisibleFormatter(logging.Formatter):
+    """Log lines name files and text from the scanned tree: control characters are shown escaped."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        return visible(super().formatMessage(record))  # one line: a newline in tree text is shown, not obeyed
+
+    def formatException(self, ei) -> str:  # noqa: N802 - logging's name
+        return visible_lines(super().formatException(ei))
+
+
 def _register_commands() -> None:
     for name in COMMAND_MODULES:
         module = importlib.import_module(name)
@@ -88,6 +98,10 @@ _register_commands()
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the CLI, map failures to one line and an exit code."""
+    # Parsing the scanned tree's files makes Python warn about their escape sequences, quoting the
+    # tree's bytes raw on stderr; those warnings say nothing about sgl-scan's run.
+    warnings.filterwarnings("ignore", category=SyntaxWarning)
+    warnings.filterwarnings("ignore", message="invalid escape sequence", category=DeprecationWarning)
     try:
         rc = cli.main(args=argv, prog_name="sgl-scan", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -100,15 +114,15 @@ def main(argv: list[str] | None = None) -> None:
         rc = 130
     except SglScanError as exc:
         if _state["verbose"]:
-            traceback.print_exc()
-        click.echo(f"sgl-scan: error: {exc}", err=True)
+            click.echo(visible_lines(traceback.format_exc()), err=True, nl=False)
+        click.echo(f"sgl-scan: error: {visible(str(exc))}", err=True)
         rc = exc.exit_code
     except KeyboardInterrupt:
         click.echo("sgl-scan: interrupted; nothing was written", err=True)
         rc = 130
     except Exception as exc:  # the last line of defence: never a bare traceback without -v
         if _state["verbose"]:
-            traceback.print_exc()
-        click.echo(f"sgl-scan: internal error: {type(exc).__name__}: {exc} (run with -v for details)", err=True)
+            click.echo(visible_lines(traceback.format_exc()), err=True, nl=False)
+        click.echo(f"sgl-scan: internal error: {type(exc).__name__}: {visible(str(exc))} (run with -v for details)", err=True)
         rc = FAILURE
     sys.exit(rc if isinstance(rc, int) else 0)

@@ -8,6 +8,7 @@ import click
 
 from sgl_scan.cli.options import pop_source_params, source_options, source_or_latest
 from sgl_scan.errors import ConfigError
+from sgl_scan.reports.common import visible, visible_lines
 
 
 @click.command("graph")
@@ -46,11 +47,13 @@ def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, outpu
     try:
         if dispatch:
             listing = dispatch_listing(analysis.inventory, dispatch)
-            text = "\n".join(format_dispatch(listing, scopes.qualifier(m.scope))) + "\n"
+            text = "\n".join(visible(line) for line in format_dispatch(listing, scopes.qualifier(m.scope))) + "\n"
             text += f"  ({scopes.statement(m.scope, len(m.files))})\n"
         else:
             graph = focus_on(analysis.graph, focus, depth) if focus else analysis.graph
             text = render(graph, fmt, scopes.summary(m.scope, len(m.files)))
+            if fmt != "json":  # JSON escapes controls itself; DOT and GraphML would carry them raw
+                text = visible_lines(text)
     except FocusError as exc:
         raise ConfigError(str(exc)) from None
     if output:

@@ -107,6 +107,16 @@ def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
     return list(apply_filters(findings, FilterOptions(selection=prepared.selection, suppressions=suppressions)).kept)
 
 
+def _config_used() -> str | None:
+    """The settings file `config_callback` installed for this run, if any."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None:
+        if "sgl_scan.config" in ctx.meta:
+            return ctx.meta["sgl_scan.config"]
+        ctx = ctx.parent
+    return None
+
+
 def report_findings(
     snapshot,
     analysis,
@@ -149,6 +159,7 @@ def report_findings(
         rules=tuple(doc for doc in prepared.rules.docs() if doc.id in selected_ids),
         tool_version=__version__,
         sources={path: sources[path] for path in {f.path for f in filtered.kept} if path in sources},
+        config=_config_used(),
     )
     fmt = options.fmt or (format_for_path(options.output) if options.output else None) or "text"
     color = options.output is None and fmt == "text" and sys.stdout.isatty()

@@ -7,6 +7,8 @@ import shutil
 
 import click
 
+from sgl_scan.reports.common import visible, visible_lines
+
 from sgl_scan.cli.options import pop_source_params, source_options
 
 
@@ -51,7 +53,8 @@ def list_(as_json: bool) -> None:
                                    "source": describe_source(m), "latest": m.id == latest}, sort_keys=True))
         return
     rows = [("ID", "VERSION", "SCOPE", "FILES", "SOURCE")]
-    rows += [(m.id, m.sglang_version or "-", m.scope, str(len(m.files)), describe_source(m)) for m in manifests]
+    rows += [tuple(visible(c) for c in (m.id, m.sglang_version or "-", m.scope, str(len(m.files)), describe_source(m)))
+             for m in manifests]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4])
@@ -70,12 +73,12 @@ def show(ref: str, show_files: bool, as_json: bool) -> None:
     if as_json:
         click.echo(snapshot.manifest.to_json())
         return
-    click.echo(format_summary(snapshot))
+    click.echo(visible_lines(format_summary(snapshot)))
     for skipped in snapshot.manifest.skipped:
-        click.echo(f"  skipped  {skipped.path}: {skipped.reason}")
+        click.echo(visible(f"  skipped  {skipped.path}: {skipped.reason}"))
     if show_files:
         for entry in snapshot.manifest.files:
-            click.echo(f"  {entry.sha256[:16]}  {entry.size:>9}  {entry.path}")
+            click.echo(visible(f"  {entry.sha256[:16]}  {entry.size:>9}  {entry.path}"))
 
 
 @command.command("rm")

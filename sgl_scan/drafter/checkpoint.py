@@ -9,14 +9,21 @@ A mapping tensor may be stored more than once: under the same name in several sh
 without an index; an engine loads every shard and keeps whichever copy it loads last), or under
 several names. Every copy is read; copies that differ are a conflict naming each shard, and then
 no copy is taken as *the* d2t/t2d.
+
+The checkpoint is untrusted: only regular files are opened (a FIFO or device named
+`model.safetensors` is refused, never waited on), shard names in an index must stay inside the
+checkpoint folder, and JSON that Python would turn into an error of its own (`Infinity`, `NaN`,
+nesting deeper than the parser's recursion) is a `CheckpointError` like any other bad input.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
 
 from sgl_scan.drafter.errors import CheckpointError, MissingBackendError
@@ -93,11 +100,59 @@ def is_mapping_name(name: str, kind: str) -> bool:
     return name == kind or name.endswith("." + kind)
 
 
+def _open_regular(file: Path):
+    """`file` opened for reading if it is a regular file (checked on the open descriptor, never blocking)."""
+    fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise CheckpointError(f"{file}: not a regular file (a {_kind(mode)}); refusing to read it")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "special file"
+
+
+def _read_text(file: Path) -> str:
+    with _open_regular(file) as handle:
+        return handle.read().decode("utf-8")
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _json(text: str | bytes):
+    """json.loads without NaN/Infinity; nesting past the parser's depth is a ValueError."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def read_json_file(file: Path):
+    """A JSON file that must be a regular file, without NaN/Infinity (OSError, ValueError, CheckpointError)."""
+    return _json(_read_text(file))
+
+
 def read_header(file: Path) -> dict[str, TensorInfo]:
     """The tensor table of one safetensors file, after checking it is whole."""
     try:
-        size = file.stat().st_size
-        with open(file, "rb") as handle:
+        with _open_regular(file) as handle:
+            size = os.fstat(handle.fileno()).st_size
             prefix = handle.read(8)
             if len(prefix) < 8:
                 raise CheckpointError(f"{file}: not a safetensors file ({size} bytes, too short for a header)")
@@ -108,7 +163,7 @@ def read_header(file: Path) -> dict[str, TensorInfo]:
     except OSError as exc:
         raise CheckpointError(f"{file}: cannot read: {exc.strerror or exc}") from None
     try:
-        header = json.loads(raw)
+        header = _json(raw)
         if not isinstance(header, dict):
             raise ValueError("header is not a JSON object")
         tensors, data_end = {}, 0
@@ -118,7 +173,7 @@ def read_header(file: Path) -> dict[str, TensorInfo]:
             begin, end = entry["data_offsets"]
             tensors[name] = TensorInfo(name, str(entry["dtype"]), tuple(int(d) for d in entry["shape"]), file.name)
             data_end = max(data_end, int(end))
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, OverflowError) as exc:
         raise CheckpointError(f"{file}: not a safetensors file (unreadable header: {exc})") from None
     if 8 + length + data_end > size:
         raise CheckpointError(
@@ -158,12 +213,22 @@ def _resolve_files(path: Path) -> tuple[list[Path], Path | None, Path]:
     return [path], None, path.parent
 
 
-def _index_shards(index: Path) -> list[Path]:
+def _weight_map(index: Path) -> dict[str, str]:
     try:
-        weight_map = json.loads(index.read_text())["weight_map"]
-        shards = sorted(set(weight_map.values()))
+        weight_map = _json(_read_text(index))["weight_map"]
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise TypeError("weight_map is not an object of file names")
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CheckpointError(f"{index}: not a safetensors index (no readable weight_map: {exc})") from None
+    for shard in weight_map.values():
+        parts = PurePosixPath(shard).parts
+        if not shard or PurePosixPath(shard).is_absolute() or ".." in parts or "\\" in shard or "\0" in shard:
+            raise CheckpointError(f"{index}: shard {shard!r} is outside the checkpoint folder; refusing to read it")
+    return weight_map
+
+
+def _index_shards(index: Path) -> list[Path]:
+    shards = sorted(set(_weight_map(index).values()))
     missing = [s for s in shards if not (index.parent / s).is_file()]
     if missing:
         raise CheckpointError(f"{index}: shard {missing[0]} listed in the index is missing")
@@ -171,8 +236,7 @@ def _index_shards(index: Path) -> list[Path]:
 
 
 def _check_index(index: Path, headers: Mapping[str, Mapping[str, TensorInfo]]) -> None:
-    weight_map = json.loads(index.read_text())["weight_map"]
-    for name, shard in weight_map.items():
+    for name, shard in _weight_map(index).items():
         if name not in headers.get(Path(shard).name, {}):
             raise CheckpointError(f"{index.parent / shard}: tensor {name} listed in {index.name} is missing from it")
 
@@ -182,7 +246,7 @@ def _read_config(folder: Path) -> tuple[Mapping[str, Any] | None, Path | None]:
     if not config_path.is_file():
         return None, None
     try:
-        config = json.loads(config_path.read_text())
+        config = _json(_read_text(config_path))
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{config_path}: not readable JSON: {exc}") from None
     if not isinstance(config, dict):

@@ -8,6 +8,7 @@ from typing import Any
 from sgl_scan.drafter.checks import STATUSES, CheckReport
 from sgl_scan.drafter.compat import EngineVerdict
 from sgl_scan.drafter.diff import MappingDiff
+from sgl_scan.reports.common import visible, visible_lines
 
 FORMATS = ("text", "json")
 UNKNOWN_AUX = "unknown for this snapshot"
@@ -106,7 +107,7 @@ def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: 
 def render_check(report: CheckReport, engine: EngineVerdict | None, engine_note: str | None, fmt: str = "text") -> str:
     if fmt == "json":
         return json.dumps(check_data(report, engine, engine_note), indent=2)
-    return _check_text(report, engine, engine_note)
+    return visible_lines(_check_text(report, engine, engine_note))
 
 
 def diff_data(diff: MappingDiff) -> dict[str, Any]:
@@ -132,4 +133,4 @@ def render_diff(diff: MappingDiff, fmt: str = "text") -> str:
     if diff.first_differences:
         lines.append("first differing positions (draft id: A -> B):")
         lines.extend(f"  {d:>7,}: {ta:,} -> {tb:,}" for d, ta, tb in diff.first_differences)
-    return "\n".join(lines)
+    return "\n".join(visible(line) for line in lines)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from sgl_scan.drafter.checkpoint import read_json_file
 from sgl_scan.drafter.errors import CheckpointError
 
 # Multimodal targets (Kimi-K2.5, Qwen-VL, ...) keep the language model's fields in a sub-config.
@@ -41,7 +41,7 @@ def read_target_config(path: str | Path) -> Target:
     """The target's `vocab_size` and `num_hidden_layers` from its config.json."""
     path = Path(path)
     try:
-        config = json.loads(path.read_text())
+        config = read_json_file(path)
     except (OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: cannot read the target config: {exc}") from None
     if not isinstance(config, dict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -10,6 +11,43 @@ from typing import Iterable, Mapping, Sequence
 from sgl_scan.analyzer.model import SpecInventory
 from sgl_scan.rules.finding import SEVERITIES, Finding
 from sgl_scan.snapshots.manifest import Manifest
+
+# C0 controls (tab and newline included), DEL, C1 controls, the bidirectional overrides and isolates
+# (which reorder what a reader sees) and U+E000 (text.py's colour marker).
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ue000]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """`text` for a terminal: every control character written as a visible escape (ESC -> `\\x1b`).
+
+    Tree text (string literals, names, file names, the version) must never move the cursor, set a
+    window title, write the clipboard (OSC 52) or draw links (OSC 8) in the reader's terminal.
+    """
+    return _INVISIBLE.sub(_escape, text)
+
+
+def visible_lines(text: str) -> str:
+    """`visible` for each line of a multi-line text; the line breaks themselves stay."""
+    return "\n".join(visible(line) for line in text.split("\n"))
+
+
+_JSON_INVISIBLE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def json_document(value: object) -> str:
+    """Indented JSON, UTF-8 kept readable, but DEL, C1 controls and bidi overrides written as `\\uXXXX`.
+
+    `json.dumps` escapes C0 controls itself; the others would reach a terminal that `cat`s the file.
+    They can only stand inside JSON strings, where `\\uXXXX` means the same character.
+    """
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    return _JSON_INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+
 
 SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
 # Highest first, the order summaries and tables list severities in.
@@ -144,11 +182,3 @@ def short_name(qualname: str | None) -> str:
     if not qualname:
         return ""
     return qualname.rsplit(".", 1)[-1]
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def inert(text) -> str:
-    """`text` with every control character except tab and newline shown as a visible escape (`\\x1b`)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))

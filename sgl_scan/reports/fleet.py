@@ -12,7 +12,8 @@ from collections import Counter
 
 from sgl_scan.fleet.model import FleetGroup, FleetReport
 from sgl_scan.reports import serialize
-from sgl_scan.reports.common import inert, plural, severity_counts, short_name
+from sgl_scan.reports.common import plural, severity_counts, short_name
+from sgl_scan.reports.common import visible
 from sgl_scan.reports.serialize_diff import document as diff_document
 
 SCHEMA_VERSION = 1
@@ -51,24 +52,24 @@ def render_text(report: FleetReport, *, color: bool = False) -> str:
     out = _Out(color)
     out.add(out.style(f"sgl-scan fleet: {headline(report)}", bold=True))
     for note in report.notes:
-        out.add(f"note: {inert(note)}")
+        out.add(f"note: {visible(note)}")
     out.heading("Hosts")
     rows = []
     for h in report.hosts:
         if h.ok:
             pulled = "unchanged" if h.unchanged else f"{plural(h.fetched, 'file')} fetched"
-            rows.append([inert(h.label), h.group or "-", inert(h.sglang_version or "?"), inert(h.git or "-"),
+            rows.append([visible(h.label), h.group or "-", visible(h.sglang_version or "?"), visible(h.git or "-"),
                          pulled, f"{h.seconds:.1f}s", "ok"])
         else:
-            rows.append([inert(h.label), "-", "-", "-", "-", f"{h.seconds:.1f}s", out.style("error", fg="red") + ": " + inert(h.error)])
+            rows.append([visible(h.label), "-", "-", "-", "-", f"{h.seconds:.1f}s", out.style("error", fg="red") + ": " + visible(h.error)])
     out.table(["host", "group", "SGLang", "git", "pulled", "time", "status"], rows)
     for group in report.groups:
         mark = "  [baseline]" if group.id == report.baseline else ""
-        out.heading(f"{group.id}: SGLang {inert(group.manifest.sglang_version or '?')}, "
+        out.heading(f"{group.id}: SGLang {visible(group.manifest.sglang_version or '?')}, "
                     f"{plural(len(group.hosts), 'host')}{mark}")
-        out.add(f"  hosts: {inert(', '.join(group.hosts))}")
+        out.add(f"  hosts: {visible(', '.join(group.hosts))}")
         out.add(f"  local patch: {_patch_text(group)}")
-        algorithms = ", ".join(f"{inert(a.name)} -> {inert(short_name(a.worker)) if a.worker else 'no worker'}"
+        algorithms = ", ".join(f"{visible(a.name)} -> {visible(short_name(a.worker)) if a.worker else 'no worker'}"
                                for a in group.inventory.algorithms)
         out.add(f"  algorithms ({len(group.inventory.algorithms)}): {algorithms or 'none'}")
         counts = severity_counts(group.findings)
@@ -77,7 +78,7 @@ def render_text(report: FleetReport, *, color: bool = False) -> str:
         out.add("  findings: " + ", ".join(plural(n, sev) for sev, n in counts.items()) + rules)
         for f in group.findings:
             if f.severity == "error":
-                out.add(f"    error  {f.rule_id}  {inert(f.path)}:{f.line}  {inert(f.message)}")
+                out.add(f"    error  {f.rule_id}  {visible(f.path)}:{f.line}  {visible(f.message)}")
     if report.diffs:
         out.heading(f"Drift against {report.baseline}")
         for d in report.diffs:
@@ -85,14 +86,14 @@ def render_text(report: FleetReport, *, color: bool = False) -> str:
             out.add(f"  {d.group}: {c['added']} added, {c['removed']} removed, {c['changed']} changed, "
                     f"{c['moved']} moved; {plural(c['new_findings'], 'new finding')}, {c['resolved_findings']} resolved")
             for line in render_diff(d.diff, color=color).splitlines()[3:]:
-                out.add(f"    {inert(line)}" if line else "")
+                out.add(f"    {visible(line)}" if line else "")
     return out.text()
 
 
 def _patch_text(group: FleetGroup) -> str:
     if not group.patch_files:
         return "none"
-    return f"{plural(len(group.patch_files), 'file')}: " + inert(", ".join(group.patch_files))
+    return f"{plural(len(group.patch_files), 'file')}: " + visible(", ".join(group.patch_files))
 
 
 # -- JSON --------------------------------------------------------------------------------------------

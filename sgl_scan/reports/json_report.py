@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from sgl_scan.reports import serialize
-from sgl_scan.reports.common import loc_key, sorted_findings
+from sgl_scan.reports.common import json_document, loc_key, sorted_findings
 from sgl_scan.reports.model import Report
 from sgl_scan.snapshots import scope as scopes
 
@@ -17,7 +17,7 @@ SCHEMA_VERSION = 1
 def to_document(report: Report) -> dict:
     """The report as plain JSON types."""
     findings = sorted_findings(report.findings)
-    return {
+    document = {
         "schema_version": SCHEMA_VERSION,
         "kind": "sgl-scan/report",
         "tool": {"name": "sgl-scan", "version": report.tool_version},
@@ -32,11 +32,14 @@ def to_document(report: Report) -> dict:
             for r in sorted(report.rules, key=lambda r: r.id)
         ],
     }
+    if report.config:
+        document["config"] = report.config  # the settings file the run used
+    return document
 
 
 def render(report: Report, *, color: bool = False) -> str:
     del color  # JSON is never coloured
-    return json.dumps(to_document(report), indent=2, ensure_ascii=False) + "\n"
+    return json_document(to_document(report))
 
 
 def render_diff(diff, *, color: bool = False) -> str:
@@ -45,4 +48,4 @@ def render_diff(diff, *, color: bool = False) -> str:
     from sgl_scan import __version__
     from sgl_scan.reports.serialize_diff import document
 
-    return json.dumps(document(diff, __version__), indent=2, ensure_ascii=False) + "\n"
+    return json_document(document(diff, __version__))

@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 from typing import Iterable, Mapping, Sequence
 
 from sgl_scan.analyzer.model import Location, ParseError
-from sgl_scan.reports.common import describe_source, loc_key, sorted_findings, source_line
+from sgl_scan.reports.common import describe_source, json_document, loc_key, sorted_findings, source_line
 from sgl_scan.reports.model import Report, RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
@@ -43,6 +43,7 @@ def render(report: Report, *, color: bool = False) -> str:
                 "branch": report.manifest.git.branch,
                 "dirty": report.manifest.git.dirty,
             },
+            **({"config": report.config} if report.config else {}),
         },
     )
     return _dump(run)
@@ -67,7 +68,7 @@ def render_diff(diff, *, color: bool = False) -> str:
 
 def _dump(run: dict) -> str:
     document = {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json_document(document)
 
 
 def _run(tool_version: str, rules: Sequence[RuleDoc], results: Sequence[tuple[Finding, str | None]],

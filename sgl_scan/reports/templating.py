@@ -12,20 +12,54 @@ from markupsafe import Markup
 from sgl_scan.reports import common
 
 
-def md_cell(value) -> str:
-    """Text safe inside a Markdown table cell: one line, control characters shown escaped, pipes escaped."""
-    text = " ".join(common.inert(value).split())
-    return text.replace("|", "\\|")
+class MdSafe(str):
+    """Markdown already escaped by a filter here; the Markdown environment's finalize leaves it alone."""
 
 
-def md_code(value) -> str:
-    """Inline code that survives backticks in the text and sits safely in a table cell."""
-    text = md_cell(value)
+_MD_PUNCT = re.compile(r"[\\`*\[\]|~#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_WHITESPACE = re.compile(r"[ \t\n\r\f\v]+")  # one line; the template's own spacing stays
+_AUTOLINK = re.compile(r"(?i)(://|www\.)")
+
+
+def md_text(value) -> MdSafe:
+    """Any text as inert Markdown: one line, no control characters, no HTML, links, emphasis or tables.
+
+    `&` and `<` become entities (`>` alone opens nothing in the middle of a line); Markdown punctuation (backslash, backtick, `*`, brackets,
+    pipe, `~`, `#`, and `_` at a word's edge) is backslash-escaped; `://` and `www.` are broken
+    with an entity so GitHub's autolinker makes no link.
+    """
+    if isinstance(value, MdSafe):
+        return value
+    text = common.visible(_WHITESPACE.sub(" ", str(value)))
+    text = text.replace("&", "&amp;").replace("<", "&lt;")  # no tag or comment can open without `<`
+    text = _MD_PUNCT.sub(lambda m: "\\" + m.group(), text)
+    text = _AUTOLINK.sub(lambda m: m.group().replace(":", "&#58;").replace(".", "&#46;"), text)
+    return MdSafe(text)
+
+
+def md_cell(value) -> MdSafe:
+    """Text safe inside a Markdown table cell (and anywhere else): `md_text`, trimmed."""
+    return md_text(" ".join(str(value).split()))
+
+
+_MARKUP_LIKE = re.compile(r"<|\]\(|://")
+
+
+def md_code(value) -> MdSafe:
+    """Inline code that survives backticks in the text and sits safely in a table cell.
+
+    Text that looks like markup (`<`, `](`, `://`) is inert inside a code span too, but a
+    reader skimming the raw Markdown (or a tool that is not CommonMark) should not see a tag or a
+    link there: such text is written as escaped prose (`md_text`) instead.
+    """
+    if _MARKUP_LIKE.search(str(value)):
+        return md_text(" ".join(str(value).split()))
+    text = common.visible(" ".join(str(value).split())).replace("|", "\\|")
     fence = "`"
     while fence in text:
         fence += "`"
     pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
+    return MdSafe(f"{fence}{pad}{text}{pad}{fence}")
 
 
 def anchor(value) -> str:
@@ -56,6 +90,7 @@ def markdown_env() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=md_text,  # every {{ }} not already escaped by md_cell/md_code is made inert
     )
     _common_globals(env)
     return env

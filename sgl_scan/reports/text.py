@@ -5,6 +5,7 @@ Plain ASCII layout that reads the same piped or on a TTY; colour (ANSI) only whe
 
 from __future__ import annotations
 
+import secrets
 from collections import Counter
 from typing import Sequence
 
@@ -21,6 +22,7 @@ from sgl_scan.reports.common import (
     severity_counts,
     short_name,
     source_line,
+    visible,
 )
 from sgl_scan.reports.model import Report
 from sgl_scan.snapshots.scope import statement as scope_statement
@@ -29,14 +31,23 @@ SEVERITY_COLOURS = {"error": "red", "warning": "yellow", "info": "cyan"}
 
 
 class _Out:
-    """Collects lines; applies colour only when enabled."""
+    """Collects lines; applies colour only when enabled.
+
+    Every line is made `visible` (control characters escaped) when the text is put together, so
+    no tree text can send an escape sequence. The colour codes `style` adds carry a random marker
+    instead of ESC until then; tree text cannot know the marker, so only ours turn back into ESC.
+    """
 
     def __init__(self, color: bool) -> None:
         self.color = color
         self.lines: list[str] = []
+        self.mark = "\ue000" + secrets.token_hex(8)
 
     def style(self, text: str, **kwargs) -> str:
-        return click.style(text, **kwargs) if self.color and text else text
+        if not (self.color and text):
+            return text
+        shown = self.mark.join(visible(part) for part in text.split(self.mark))  # tree ESC shown, ours kept
+        return click.style(shown, **kwargs).replace("\x1b", self.mark)
 
     def heading(self, text: str) -> None:
         if self.lines:
@@ -48,6 +59,7 @@ class _Out:
 
     def table(self, header: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> None:
         """Left-aligned columns two spaces apart; the header dimmed when coloured."""
+        rows = [[visible(cell) for cell in row] for row in rows]  # escaped first: widths count what is shown
         widths = [len(h) for h in header]
         for row in rows:
             widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
@@ -60,7 +72,7 @@ class _Out:
             self.add(fmt(row))
 
     def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
+        return "\n".join("\x1b".join(visible(part) for part in line.split(self.mark)) for line in self.lines) + "\n"
 
 
 def severity_label(out: _Out, severity: str, width: int = 7) -> str:
@@ -83,6 +95,8 @@ def render(report: Report, *, color: bool = False) -> str:
 def _header(out: _Out, report: Report) -> None:
     m = report.manifest
     out.add(out.style(f"sgl-scan {report.tool_version} - SGLang {m.sglang_version or 'unknown version'}", bold=True))
+    if report.config:
+        out.add(f"  using settings from {report.config}")
     rows = [
         ("snapshot", m.id),
         ("source", describe_source(m)),

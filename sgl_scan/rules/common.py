@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from sgl_scan.analyzer.model import DispatchSite, SpecInventory
 
 _QUOTED = re.compile(r"""(?P<q>['"])(?P<s>(?:\\.|(?!(?P=q)).)*)(?P=q)""")
+
+
+def quoted(literal: str) -> str:
+    """A string literal from the tree, quoted so quotes, backslashes and controls inside stay unambiguous."""
+    return json.dumps(literal, ensure_ascii=False)
 
 
 def null_members(inventory: SpecInventory) -> frozenset[str]:
@@ -33,9 +39,11 @@ def known_names(inventory: SpecInventory) -> frozenset[str]:
 def literals_of(site: DispatchSite) -> tuple[str, ...]:
     """The string literals a string-dispatch site compares against, in order, without duplicates.
 
-    `detail` holds them quoted (`"EAGLE", "EAGLE3"`) or bare and separated (`EAGLE, EAGLE3`);
+    `literals` holds them exactly when the analyzer recorded them; otherwise `detail` holds them quoted (`"EAGLE", "EAGLE3"`) or bare and separated (`EAGLE, EAGLE3`);
     `None` in a tuple such as `(None, "DSPARK")` is not a literal and is left out.
     """
+    if site.literals:  # exact values: a literal holding quotes or commas is never split
+        return tuple(dict.fromkeys(v for v in site.literals if v != "None"))
     text = site.detail or ""
     quoted = [m.group("s") for m in _QUOTED.finditer(text)]
     parts = quoted if quoted else [p for p in re.split(r"[\s,|/()\[\]{}]+", text) if p]

@@ -6,7 +6,7 @@ from typing import Iterable
 
 from sgl_scan.analyzer.model import Analysis
 from sgl_scan.rules.base import Example, Rule
-from sgl_scan.rules.common import literals_of
+from sgl_scan.rules.common import literals_of, quoted
 from sgl_scan.rules.finding import Finding
 
 
@@ -84,7 +84,7 @@ class ServerArgs:
             if site.via != "string":
                 continue
             literals = literals_of(site)
-            shown = ", ".join(f'"{s}"' for s in literals) or site.detail
+            shown = ", ".join(quoted(s) for s in literals) or site.detail
             yield self.finding(
                 analysis,
                 site.location,

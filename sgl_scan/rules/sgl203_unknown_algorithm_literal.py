@@ -7,7 +7,7 @@ from typing import Iterable
 
 from sgl_scan.analyzer.model import Analysis
 from sgl_scan.rules.base import Example, Rule
-from sgl_scan.rules.common import known_names, literals_of
+from sgl_scan.rules.common import known_names, literals_of, quoted
 from sgl_scan.rules.finding import Finding
 
 
@@ -108,7 +108,7 @@ class ServerArgs:
                 yield self.finding(
                     analysis,
                     site.location,
-                    f'"{literal}" is no speculative algorithm or alias'
+                    f"{quoted(literal)} is no speculative algorithm or alias"
                     + (f" (did you mean {suggestion}?)" if suggestion else ""),
                     symbol=f"{site.function}:{site.detail}:{literal}",
                     data={"literal": literal, "function": site.function, "suggestion": suggestion},

@@ -3,17 +3,26 @@
 A local path is opened as it is (work tree or bare); a URL is cloned bare into
 `$SGLSCAN_HOME/git/<hash>.git` once and fetched on later pulls. Files are read from the commit's
 tree objects (gitpython), so the user's checkout, index and stash are left alone. The package is
-found at `python/sglang`, `sglang` or the top of the tree. Credentials in URLs are never stored.
+found at `python/sglang`, `sglang` or the top of the tree.
+
+Credentials in URLs are never stored: the clone's `origin` is the URL without them, and for each
+clone or fetch an `http.extraHeader` (Basic authorization) is handed to git through the
+environment (`GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_0`/`GIT_CONFIG_VALUE_0`, not the command line),
+with `GIT_TERMINAL_PROMPT=0`. `$SGLSCAN_HOME/git/` is private to the user (0700). A clone made
+by an older version with a credential in its `origin` is rewritten on its next fetch.
 A revision pulled again at the same commit gives back the stored snapshot, not a copy.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import logging
+import os
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Mapping
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from sgl_scan.errors import SnapshotError
 from sgl_scan.paths import sgl_scan_home
@@ -40,6 +49,32 @@ def redact_url(url: str) -> str:
     return url
 
 
+def split_credentials(url: str) -> tuple[str, dict[str, str]]:
+    """(`url` without user and password, the git environment that authenticates it at run time).
+
+    Only http(s) URLs carry credentials git would send; for others the URL is returned unchanged
+    (an `ssh://user@host` user name is no secret) and the environment is empty.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or "@" not in parts.netloc:
+        return url, {}
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+    env = {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "http.extraHeader",
+        "GIT_CONFIG_VALUE_0": f"Authorization: Basic {token}",
+    }
+    return urlunsplit(parts._replace(netloc=host)), env
+
+
+def _private_folder(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.chmod(0o700)
+    return path
+
+
 def open_repo(spec: str):
     """A gitpython Repo for a local path, or a cached bare clone of a URL (fetched again)."""
     import git
@@ -50,15 +85,19 @@ def open_repo(spec: str):
             return git.Repo(local), str(local.absolute())
         except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
             raise SnapshotError(f"{local} is not a git repository") from exc
-    cache = sgl_scan_home() / "git" / (hashlib.sha256(spec.encode()).hexdigest()[:20] + ".git")
+    clean, auth = split_credentials(spec)
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **auth}
+    folder = _private_folder(sgl_scan_home() / "git")
+    cache = folder / (hashlib.sha256(clean.encode()).hexdigest()[:20] + ".git")
     with _locked(cache.with_suffix(".lock")):
         try:
             if cache.exists():
                 repo = git.Repo(cache)
-                repo.git.fetch("--prune", "--tags", "origin", "+refs/heads/*:refs/heads/*")
+                repo.git.remote("set-url", "origin", clean)  # drops a credential an older clone stored
+                repo.git.fetch("--prune", "--tags", "origin", "+refs/heads/*:refs/heads/*", env=env)
             else:
                 log.info("cloning %s", redact_url(spec))
-                repo = git.Repo.clone_from(spec, cache, bare=True)
+                repo = git.Repo.clone_from(clean, cache, bare=True, env=env)
         except git.GitCommandError as exc:
             message = (exc.stderr or str(exc)).strip().splitlines()
             detail = redact_url(message[-1]) if message else "git failed"
@@ -105,14 +144,18 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
             skipped.append(SkippedFile(rel, "not a regular file"))
             continue
         blobs[rel] = item
-    cache: dict[str, bytes] = {}
+    # Sizes come from the object headers; a search streams at most --max-file-size bytes of a blob and
+    # nothing read is kept: a file is read again (whole, within the limit) only when it is stored.
+    chosen, oversized = scopes.select_streamed(
+        blobs, scope, lambda rel: blobs[rel].size, lambda rel: nullcontext(blobs[rel].data_stream), limits.max_file_size
+    )
+    skipped += [SkippedFile(rel, f"larger than --max-file-size ({human(size)}); not searched") for rel, size in oversized]
+    kept = [rel for rel in chosen if blobs[rel].size <= limits.max_file_size]
+    limits.check_totals(len(kept), sum(blobs[rel].size for rel in kept))
 
     def read(rel: str) -> bytes:
-        if rel not in cache:
-            cache[rel] = blobs[rel].data_stream.read()
-        return cache[rel]
+        return blobs[rel].data_stream.read()
 
-    chosen = scopes.select_local(blobs, scope, read)
     branch = rev if rev != "HEAD" and rev in [h.name for h in getattr(repo, "heads", [])] else None
     if branch is None and rev == "HEAD" and not repo.bare:
         branch = None if repo.head.is_detached else repo.active_branch.name

@@ -107,11 +107,23 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
                 contents[rel] = exc
         return contents[rel]
 
+    oversized: list[tuple[str, int]] = []
+
     def read(rel: str) -> bytes:
+        """The bytes the scope's search reads: a file over --max-file-size (by stat) is never read."""
+        try:
+            size = files[rel].stat().st_size
+        except OSError:
+            return b""
+        if size > limits.max_file_size:
+            oversized.append((rel, size))
+            return b""
         got = load(rel)
         return b"" if isinstance(got, OSError) else got[0]
 
     chosen = scopes.select_local(files, scope, read)
+    skipped += [SkippedFile(rel, f"larger than --max-file-size ({human(n)}); not searched") for rel, n in sorted(oversized)]
+    limits.check_totals(len(chosen), 0)  # --max-bytes is counted below, from what is read
     entries, data, total = [], {}, 0
     for number, rel in enumerate(chosen, 1):
         try:

@@ -25,7 +25,7 @@ that hold `d2t`/`t2d`.
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterable
+from typing import BinaryIO, Callable, Iterable
 
 SCOPES = ("speculative", "full")
 DEFAULT_SCOPE = "speculative"
@@ -140,3 +140,63 @@ def select(paths: Iterable[str], scope: str, mentions: Callable[[str, str], bool
 def select_local(paths: Iterable[str], scope: str, read: Callable[[str], bytes]) -> list[str]:
     """`select` with the byte search done in Python on `read(path)`."""
     return select(paths, scope, lambda path, pattern: matches(pattern, read(path)))
+
+
+SEARCH_CHUNK = 1 << 20
+_OVERLAP = 64  # longer than any match of the two patterns
+
+
+def matches_stream(pattern: str, stream: BinaryIO, cap: int) -> bool:
+    """`matches` over at most `cap` bytes of `stream`, read in chunks (never the whole file at once).
+
+    Each window holds the last bytes of the one before, so a match across a chunk border is found;
+    a match touching the window's first byte (whose context lies before it) or its last byte (when
+    more data follows) is left to the neighbouring window, which sees that match's real context.
+    """
+    compiled = _COMPILED[pattern]
+    carry = b""
+    left = cap
+    offset = 0  # where the window starts in the file
+    while left > 0:
+        chunk = stream.read(min(SEARCH_CHUNK, left))
+        left -= len(chunk)
+        end = not chunk or left <= 0
+        window = carry + chunk
+        for match in compiled.finditer(window):
+            if (offset == 0 or match.start() > 0) and (end or match.end() < len(window)):
+                return True
+        if not chunk:
+            return False
+        carry = window[-_OVERLAP:]
+        offset += len(window) - len(carry)
+    return False
+
+
+def select_streamed(
+    paths: Iterable[str],
+    scope: str,
+    size: Callable[[str], int],
+    open_: Callable[[str], BinaryIO],
+    max_file_size: int,
+) -> tuple[list[str], list[tuple[str, int]]]:
+    """`select` whose byte searches know each file's size first and stream at most `max_file_size` bytes.
+
+    Returns the chosen paths and the (path, size) of files that only a search could decide but
+    which are larger than `max_file_size`: they are never read, and the caller records them as
+    skipped. A file that cannot be opened does not match.
+    """
+    oversized: list[tuple[str, int]] = []
+
+    def mentions(path: str, pattern: str) -> bool:
+        length = size(path)
+        if length > max_file_size:
+            oversized.append((path, length))
+            return False
+        try:
+            with open_(path) as stream:
+                return matches_stream(pattern, stream, max_file_size)
+        except OSError:
+            return False
+
+    chosen = select(paths, scope, mentions)
+    return chosen, sorted(oversized)

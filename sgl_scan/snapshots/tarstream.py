@@ -42,6 +42,14 @@ class Limits:
         )
 
 
+    def check_totals(self, files: int, size: int) -> None:
+        """Refuse a selection of `files` files holding `size` bytes (declared sizes, before any read)."""
+        if files > self.max_files:
+            raise SnapshotError(f"the selected files number {files}, more than --max-files {self.max_files}")
+        if size > self.max_bytes:
+            raise SnapshotError(f"the selected files hold {human(size)}, more than --max-bytes {human(self.max_bytes)}")
+
+
 def human(size: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if size < 1024 or unit == "GB":

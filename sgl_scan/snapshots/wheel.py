@@ -1,11 +1,17 @@
 """Snapshot an SGLang release from the package index (`--pip sglang==0.5.23`).
 
-`pip download --no-deps` fetches the wheel (or sdist) into the download cache,
-`$SGLSCAN_DOWNLOADS` if set, else `$SGLSCAN_HOME/downloads`. An exact pin (`sglang==X`) that is
-already there is used without asking the index; a cached archive that no longer opens is deleted and
-downloaded again. `--pip` also accepts the path of a wheel or sdist file. Only the files the scope
-needs are unpacked, straight from the archive into the snapshot; the same spec and archive pulled
-again gives back the stored snapshot (the store's content check), not a copy.
+`pip download --no-deps --only-binary=:all:` fetches the wheel into the download cache,
+`$SGLSCAN_DOWNLOADS` if set, else `$SGLSCAN_HOME/downloads`. Only wheels: downloading an sdist
+makes pip prepare its metadata, which runs the sdist's build backend (code from the index); an
+sdist is read only when given as a file path, as an archive, never built. The spec must be
+`sglang` with version clauses only (no URL, marker or extra that pip would act on). An exact pin
+(`sglang==X`) that is already there is used without asking the index; a cached archive that no
+longer opens is deleted and downloaded again. `--pip` also accepts the path of a wheel or sdist file. Only the files the scope
+needs are unpacked, straight from the archive into the snapshot: sizes are the archive's declared
+ones, checked against `--max-file-size`, `--max-files` and `--max-bytes` before any byte is read,
+and the scope's byte searches stream at most `--max-file-size` bytes of a member.
+The same spec and archive pulled again gives back the stored snapshot (the store's content
+check), not a copy.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import time
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import IO, Callable, Iterator, Mapping
 
 from sgl_scan.errors import ConfigError, SnapshotError
 from sgl_scan.paths import downloads_dir, env
@@ -33,6 +39,7 @@ from sgl_scan.snapshots.tarstream import Limits, human
 
 log = logging.getLogger(__name__)
 
+_SPEC = re.compile(r"^\s*sglang\s*(?:(?:===|==|!=|~=|<=|>=|<|>)\s*[A-Za-z0-9._+!*-]+\s*,?\s*)*$", re.IGNORECASE)
 _PIN = re.compile(r"^\s*sglang\s*===?\s*([A-Za-z0-9._+!-]+)\s*$", re.IGNORECASE)
 ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip")
 
@@ -101,6 +108,8 @@ def fetch_archive(spec: str, progress: Progress | None = None) -> Path:
         return as_path
     if not spec.strip().lower().startswith("sglang"):
         raise ConfigError(f"--pip expects an sglang requirement such as sglang==0.5.23, not {spec!r}")
+    if not _SPEC.match(spec):
+        raise ConfigError(f"--pip takes sglang with version clauses only (sglang==0.5.23, sglang>=0.5,<0.6), not {spec!r}")
     folder = downloads_folder()
     pin = _PIN.match(spec)
     with _locked(folder / ".download.lock"):
@@ -112,13 +121,16 @@ def fetch_archive(spec: str, progress: Progress | None = None) -> Path:
                 log.warning("cached %s is damaged; downloading it again", cached.name)
                 cached.unlink()
         before = {p: p.stat().st_mtime_ns for p in _archives(folder)}
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--disable-pip-version-check",
-               "-d", str(folder), spec]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+               "--disable-pip-version-check", "-d", str(folder), spec]
         log.info("running %s", " ".join(cmd))
         result = run_with_ticker(cmd, f"downloading {spec} from the package index", progress)
         if result.returncode != 0:
             lines = [l for l in result.stderr.strip().splitlines() if l.strip()]
-            raise SnapshotError(f"pip download {spec} failed: {lines[-1] if lines else 'exit ' + str(result.returncode)}")
+            hint = ""
+            if any("No matching distribution" in l for l in lines):
+                hint = " (only wheels are downloaded: building an sdist would run its code; pass an sdist's file path to read it)"
+            raise SnapshotError(f"pip download {spec} failed: {lines[-1] if lines else 'exit ' + str(result.returncode)}{hint}")
         after = _archives(folder, pin.group(1) if pin else None)
         fresh = [p for p in after if before.get(p) != p.stat().st_mtime_ns] or after
         if not fresh:
@@ -131,17 +143,17 @@ class Archive:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.members: dict[str, Callable[[], bytes]] = {}
-        self.sizes: dict[str, int] = {}
+        self.members: dict[str, Callable[[], IO[bytes]]] = {}
+        self.sizes: dict[str, int] = {}  # declared sizes: zipfile and tarfile never return more
         try:
             if path.name.endswith((".whl", ".zip")):
                 self._zip = zipfile.ZipFile(path)
                 names = [(i.filename, i.file_size, i) for i in self._zip.infolist() if not i.is_dir()]
-                opener = lambda info: (lambda: self._zip.read(info))  # noqa: E731
+                opener = lambda info: (lambda: self._zip.open(info))  # noqa: E731
             else:
                 self._tar = tarfile.open(path)
                 names = [(m.name, m.size, m) for m in self._tar.getmembers() if m.isreg()]
-                opener = lambda member: (lambda: self._tar.extractfile(member).read())  # noqa: E731
+                opener = lambda member: (lambda: self._tar.extractfile(member))  # noqa: E731
         except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
             raise SnapshotError(f"cannot read {path.name}: {exc}") from exc
         prefix = self._package_prefix([n for n, _, _ in names])
@@ -158,8 +170,13 @@ class Archive:
             raise SnapshotError("the archive holds no sglang/srt/ package")
         return found[0]
 
-    def read(self, rel: str) -> bytes:
+    def open(self, rel: str) -> IO[bytes]:
         return self.members[rel]()
+
+    def read(self, rel: str) -> bytes:
+        """The member's bytes; callers check `sizes[rel]` against their limit first."""
+        with self.open(rel) as stream:
+            return stream.read()
 
 
 def pull_pip(params: Mapping, *, store: Store | None = None, progress: Progress | None = None) -> Snapshot:
@@ -175,8 +192,12 @@ def pull_pip(params: Mapping, *, store: Store | None = None, progress: Progress 
         progress.done()  # the error line starts on a clean line
         raise
     archive = Archive(path)
-    chosen = scopes.select_local(archive.members, scope, archive.read)
-    skipped = []
+    chosen, oversized = scopes.select_streamed(
+        archive.members, scope, archive.sizes.__getitem__, archive.open, limits.max_file_size
+    )
+    skipped = [SkippedFile(rel, f"larger than --max-file-size ({human(size)}); not searched") for rel, size in oversized]
+    kept = [rel for rel in chosen if archive.sizes[rel] <= limits.max_file_size]
+    limits.check_totals(len(kept), sum(archive.sizes[rel] for rel in kept))
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while chunk := handle.read(1 << 20):

@@ -9,6 +9,7 @@ from sgl_scan.errors import ConfigError
 
 
 def test_pyproject_table_found_from_a_subfolder(tmp_path):
+    (tmp_path / ".git").mkdir()  # the repository's root: the search goes no higher
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n[tool.sgl-scan]\nselect = ["SGL3"]\nfail-on = "warning"\nscope = "full"\nbaseline = "b.json"\n'
     )
@@ -22,6 +23,7 @@ def test_pyproject_table_found_from_a_subfolder(tmp_path):
 
 
 def test_dotfile_wins_and_pyproject_without_table_is_skipped(tmp_path):
+    (tmp_path / ".git").mkdir()
     (tmp_path / ".sgl-scan.toml").write_text('ignore = "SGL1"\nformat = "sarif"\n')
     inner = tmp_path / "repo"
     inner.mkdir()

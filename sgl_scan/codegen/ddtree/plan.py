@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact, Param
 from sgl_scan.analyzer.model import Algorithm, Analysis, DispatchSite, Location
+from sgl_scan.codegen.ddtree.trust import check_plan
 from sgl_scan.errors import CodegenError
 
 NEW_ALGORITHM = "DDTREE"
@@ -198,7 +199,7 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
     from sgl_scan.codegen.ddtree.engine import engine_glue  # engine.py reads this module's lookups
 
     verify = verify_glue(analysis, base)
-    return DDTreePlan(
+    plan = DDTreePlan(
         snapshot_id=analysis.snapshot_id,
         sglang_version=analysis.sglang_version,
         budget=budget,
@@ -222,6 +223,8 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
         verify=verify,
         engine=engine_glue(analysis, base, verify),
     )
+    check_plan(plan)  # tree text reaches generated code only when it matches its strict pattern
+    return plan
 
 
 # --- facts lookups -----------------------------------------------------------------------------

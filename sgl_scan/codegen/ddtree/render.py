@@ -11,6 +11,7 @@ import jinja2
 
 from sgl_scan.codegen.ddtree.patch import PatchResult
 from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, VERIFY_MODE, DDTreePlan, Signature
+from sgl_scan.codegen.ddtree.trust import check_patch_notes, check_plan
 from sgl_scan.errors import CodegenError
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -59,6 +60,9 @@ def render_ddtree(plan: DDTreePlan, package: str, patch: PatchResult | None, reg
     """Every generated file, by path relative to the output folder."""
     if not package.isidentifier():
         raise CodegenError(f"the output folder name {package!r} is not a Python identifier (it becomes the package name)")
+    check_plan(plan)  # every tree-derived string matches its strict pattern (trust.py), else refused
+    if patch is not None:
+        check_patch_notes(patch.edits + patch.skipped)  # their lines reach README.md and the plan text
     env = environment()
     context = _context(plan, package, patch, regenerate)
     files: dict[str, str] = {}
