@@ -73,6 +73,9 @@ def test_render_refuses_a_plan_with_hostile_text(release_0_5_23, edit):
 def test_patterns():
     assert is_identifier("DFlashWorker") and not is_identifier("class") and not is_identifier("a.b") and not is_identifier("é")
     assert is_dotted("sglang.srt.speculative") and not is_dotted("a..b") and not is_dotted("a.b ")
+    # 0.5.23 decode_cuda_graph_runner.py: a dispatch site in a function nested in capture_one_shape
+    assert is_dotted("sglang.srt.x.Runner.capture_one_shape.<locals>.run_once")
+    assert not is_dotted("<locals>.x") and not is_dotted("a.<local>.b") and not is_dotted("a.<locals>{x}")
     assert is_literal("None") and is_literal("-1") and is_literal('"auto"') and is_literal("(1, 2)")
     assert not is_literal("1  # x") and not is_literal("'\\x1b'") and not is_literal("'{}'.format") and not is_literal("(1,\n2)")
 

@@ -56,8 +56,13 @@ def is_identifier(text: str) -> bool:
     return text.isidentifier() and text.isascii() and not keyword.iskeyword(text)
 
 
+# the analyzer's own parts of a qualified name (`f.<locals>.g`, a function in a function): never tree text
+QUALNAME_PARTS = frozenset({"<locals>", "<lambda>", "<module>"})
+
+
 def is_dotted(text: str) -> bool:
-    return all(is_identifier(part) for part in text.split("."))
+    parts = text.split(".")
+    return is_identifier(parts[0]) and all(is_identifier(part) or part in QUALNAME_PARTS for part in parts[1:])
 
 
 def is_literal(text: str) -> bool:
@@ -84,7 +89,7 @@ def _check(kind: str, text: str) -> bool:
     if kind == "identifier":
         return is_identifier(text) or text == "<module>"
     if kind == "dotted":
-        return is_dotted(text) or text.endswith(".<module>") and is_dotted(text[: -len(".<module>")]) or text == "<module>"
+        return is_dotted(text) or text == "<module>"
     if kind == "version":
         return bool(VERSION.match(text))
     if kind == "path":
