@@ -18,6 +18,7 @@ from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
 from sgl_scan.analyzer.extractors.records import (
     AlgoClassRecord,
     AliasAssign,
+    AliasResolver,
     At,
     Branch,
     ConstStrings,
@@ -280,6 +281,9 @@ def _aliases(recs, reg_by_name, algo, known: set[str]) -> dict[str, str]:
                 aliases.setdefault(value.upper(), member)
     for _path, record in recs.get(AliasAssign, []):
         aliases.setdefault(record.alias, record.target)
+    for _path, record in recs.get(AliasResolver, []):
+        for alias in record.aliases:
+            aliases.setdefault(alias, record.target)
     resolved = {}
     for alias, target in aliases.items():
         seen = {alias}

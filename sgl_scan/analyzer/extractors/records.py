@@ -113,6 +113,15 @@ class AliasAssign(At):
 
 
 @dataclass(frozen=True)
+class AliasResolver(At):
+    """`if algo == "NEXTN" or algo == "EAGLE": return "EAGLE"` in a function that otherwise returns `algo`."""
+
+    aliases: tuple[str, ...]  # the other literals compared, upper-cased
+    target: str  # the literal returned, upper-cased
+    function: str
+
+
+@dataclass(frozen=True)
 class ConstStrings(At):
     """A module-level constant holding string literals (`_RESERVED_ALIASES = frozenset({"NEXTN"})`)."""
 
