@@ -106,6 +106,24 @@ D2T_KINDS = (
 )
 
 
+UNREAD_KINDS = (
+    "predicate",  # a predicate-named method whose body could not be read as a set of algorithms
+    "dispatch",  # a dispatch site on such a predicate: which algorithms reach it is unknown
+    "registration",  # a registration call whose algorithm name is not a literal
+    "alias",  # an accepted spelling (reserved-alias table) whose target member was not found
+)
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Something the analyzer saw but could not resolve: said out loud, never silently dropped."""
+
+    what: str  # see UNREAD_KINDS
+    name: str  # the predicate, the site's test, the call, the alias
+    location: Location
+    reason: str  # one line: what could not be read
+
+
 @dataclass(frozen=True)
 class SpecInventory:
     """What the snapshot says about speculative decoding."""
@@ -120,6 +138,11 @@ class SpecInventory:
     plugin_base: str | None = None  # e.g. qualified name of CustomSpecAlgo where it exists
     plugin_base_predicates: tuple[str, ...] = ()
     aliases: Mapping[str, str] = field(default_factory=dict)  # accepted literal -> member ("NEXTN" -> "EAGLE")
+    unread: tuple[Unread, ...] = ()  # what could not be read, in location order
+
+    def unread_of(self, *kinds: str) -> tuple[Unread, ...]:
+        """The unread items of these kinds (all when none are named)."""
+        return tuple(u for u in self.unread if not kinds or u.what in kinds)
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,7 @@ def render(report: Report, *, color: bool = False) -> str:
     _d2t(out, report)
     _findings(out, report)
     _parse_errors(out, report)
+    _unread(out, report)
     _summary(out, report)
     return out.text()
 
@@ -205,11 +206,22 @@ def _parse_errors(out: _Out, report: Report) -> None:
         out.add(f"  {err.location}  {err.message}")
 
 
+def _unread(out: _Out, report: Report) -> None:
+    unread = report.inventory.unread
+    if not unread:
+        return
+    out.heading(f"Could not read ({len(unread)}): answers that depend on these are incomplete")
+    for item in unread:
+        out.add(f"  {item.location}  {item.what} {item.name}: {item.reason}")
+
+
 def _summary(out: _Out, report: Report) -> None:
     counts = severity_counts(report.findings)
     parts = [severity_label(out, sev, 0) + f" {n}" if n else f"{sev} {n}" for sev, n in counts.items()]
+    unread = report.inventory.unread
     out.heading(
         "Summary: " + ", ".join(parts) + f" - {plural(len(report.findings), 'finding')}, {plural(len(report.parse_errors), 'parse error')}"
+        + (f", {len(unread)} fact(s) could not be read" if unread else "")
     )
 
 
