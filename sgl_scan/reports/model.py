@@ -27,3 +27,4 @@ class Report:
     rules: tuple[RuleDoc, ...]  # the rules that ran (SARIF lists each once)
     tool_version: str
     sources: dict | None = None  # path -> list of source lines, for excerpts (filled by the CLI from the snapshot)
+    review: bool = False  # a review run (`check`): the text report puts findings first, the inventory in one line

@@ -68,6 +68,8 @@ def severity_label(out: _Out, severity: str, width: int = 7) -> str:
 
 def render(report: Report, *, color: bool = False) -> str:
     out = _Out(color)
+    if report.review:
+        return _render_review(out, report)
     _header(out, report)
     _algorithms(out, report)
     _options_and_hooks(out, report)
@@ -76,6 +78,23 @@ def render(report: Report, *, color: bool = False) -> str:
     _findings(out, report)
     _parse_errors(out, report)
     _unread(out, report)
+    _summary(out, report)
+    return out.text()
+
+
+def _render_review(out: _Out, report: Report) -> str:
+    """A review run (`check`): the findings first, then one line of inventory, then the summary."""
+    m = report.manifest
+    out.add(out.style(f"sgl-scan {report.tool_version} review - SGLang {m.sglang_version or 'unknown version'}", bold=True)
+            + f"  ({m.id}, {m.scope} scope, {len(m.files)} files)")
+    _findings(out, report)
+    _unread(out, report)
+    _parse_errors(out, report)
+    inv = report.inventory
+    names = ", ".join(a.name for a in inv.algorithms) or "none"
+    out.heading(f"Inventory: {plural(len(inv.algorithms), 'algorithm')} ({names}), "
+                f"{plural(len(inv.predicates), 'predicate')}, {plural(len(inv.dispatch_sites), 'dispatch site')}, "
+                f"{plural(len(inv.d2t_sites), 'd2t site')} (full inventory: sgl-scan scan)")
     _summary(out, report)
     return out.text()
 
