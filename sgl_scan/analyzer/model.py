@@ -102,7 +102,7 @@ D2T_KINDS = (
     "offset_conversion",  # hot_token_id = d2t + torch.arange(...)
     "direct_map",  # hot_token_id (or another draft->target map) taken from d2t without arange
     "load_token_map",  # load_token_map(...) call
-    "hot_token_use",  # hot_token_id[...], head.data[hot_token_id], .to(device), len(hot_token_id)
+    "hot_token_use",  # hot_token_id[...], head.data[hot_token_id], .to(device), len(hot_token_id), .shape[0], is None
 )
 
 
