@@ -133,6 +133,14 @@ class LazyFiles(Mapping[str, FileFacts]):
     def __reduce__(self) -> tuple:
         return (dict, (dict(self.items()),))
 
+    def paths_mentioning(self, words: Sequence[str]) -> list[str]:
+        """Paths whose facts may contain one of `words` (identifiers), found in the pickled bytes
+        without unpickling (a pickle holds every string's UTF-8 bytes); files already read are
+        included as they are."""
+        needles = [word.encode("utf-8") for word in words]
+        return [path for path, blob in self._blobs.items()
+                if path in self._ready or any(needle in blob for needle in needles)]
+
 
 @dataclass(frozen=True)
 class FileNote:

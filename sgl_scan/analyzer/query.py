@@ -10,7 +10,7 @@ unpickles only that file's facts (a warm scan keeps facts lazy).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Sequence
 
 from sgl_scan.analyzer.builder import module_name
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact, Param
@@ -53,6 +53,14 @@ class ModuleFiles(Mapping[str, FileFacts]):
 def files_by_module(analysis: Analysis) -> ModuleFiles:
     """The analysis's files by dotted module name."""
     return ModuleFiles(analysis.files)
+
+
+def files_mentioning(analysis: Analysis, words: Sequence[str]) -> list[str]:
+    """Paths whose facts may mention one of `words` (a superset: every path when that cannot be told
+    cheaply). Lets a whole-program check skip unpickling the facts of files that cannot matter."""
+    files = analysis.files
+    narrow = getattr(files, "paths_mentioning", None)
+    return list(narrow(words)) if narrow is not None else list(files)
 
 
 def find_class(analysis: Analysis, qualname: str, modules: Mapping[str, FileFacts] | None = None) -> tuple[FileFacts, ClassFact] | None:
@@ -141,5 +149,5 @@ def resolve_class(analysis: Analysis, facts: FileFacts, name: str, hops: int = 4
     return resolve_class(analysis, source, attr, hops - 1) if source is not None else None
 
 
-__all__ = ["ModuleFiles", "Signature", "class_methods", "files_by_module", "find_class", "find_method", "method",
+__all__ = ["ModuleFiles", "Signature", "class_methods", "files_by_module", "files_mentioning", "find_class", "find_method", "method",
            "resolve_class", "signature"]
