@@ -101,3 +101,29 @@ SA.register(PLUGIN_NAME)(_ddtree_factory)
     assert (ddtree.kind, ddtree.location.path, ddtree.location.line) == ("registered", PLUGIN, 4)
     assert ddtree.worker == "sglang.srt.speculative.ddtree_worker.DDTreeWorker"
     assert [(u.what, u.name, u.location.line) for u in inv.unread] == [("registration", "SA.register", 11)]
+
+
+@pytest.mark.slow
+def test_reserved_alias_without_a_resolver_is_unread_and_no_sgl203(tmp_path):
+    """0.5.13: `_RESERVED_ALIASES = frozenset({"NEXTN"})` (spec_registry.py:116) names NEXTN; the resolver
+    in arg_groups/speculative_hook.py:41 maps it to EAGLE. Without the resolver file, NEXTN is an
+    accepted spelling whose target is unknown: listed as unread, and a `== "NEXTN"` test elsewhere is
+    no SGL203 error."""
+    source = release_tree("0.5.13")
+    root = tmp_path / "t"
+    for rel in (SPEC_INFO, REGISTRY):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / rel, root / rel)
+    hook = "sglang/srt/arg_groups/nextn_hook.py"
+    (root / hook).parent.mkdir(parents=True, exist_ok=True)
+    (root / hook).write_text('def f(server_args):\n    if server_args.speculative_algorithm == "NEXTN":\n        return 1\n')
+    inv = _inventory(root)
+    assert "NEXTN" not in inv.aliases
+    assert [(u.what, u.name, u.location.path, u.location.line) for u in inv.unread] == [("alias", "NEXTN", REGISTRY, 116)]
+    analysis = analyze_tree(root, use_cache=False, jobs=1)
+    assert [f for f in run_rules(analysis) if f.rule_id == "SGL203"] == []
+
+    (root / "sglang/srt/arg_groups/speculative_hook.py").write_bytes(
+        (source / "sglang/srt/arg_groups/speculative_hook.py").read_bytes())
+    inv = _inventory(root)
+    assert inv.aliases["NEXTN"] == "EAGLE" and inv.unread == ()
