@@ -228,6 +228,9 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         elif reg.worker.rpartition(".")[2].endswith("Worker"):
             ref = WorkerRef(reg.worker, At(reg.line, reg.column, reg.end_line))
             worker_of[name] = (ref, path, (ref,))
+        if name not in worker_of:
+            unread.append(Unread("worker", name, _loc(path, reg),
+                                 f"the worker that {reg.worker.rpartition('.')[2]} gives could not be read"))
 
     algorithms = []
     for name in universe:

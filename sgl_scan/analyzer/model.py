@@ -111,6 +111,7 @@ UNREAD_KINDS = (
     "dispatch",  # a dispatch site on such a predicate: which algorithms reach it is unknown
     "registration",  # a registration call whose algorithm name is not a literal
     "alias",  # an accepted spelling (reserved-alias table) whose target member was not found
+    "worker",  # a registration names a worker or factory whose worker class could not be read
 )
 
 

@@ -17,7 +17,7 @@ class AlgorithmWithoutWorker(Rule):
     Flags a speculative algorithm (an enum member or a registered one) for which no dispatch path —
     `create_worker`, a worker factory, or an `if`/`elif` chain in the scheduler — creates a worker
     class. The member meaning "no speculative decoding" (the one `is_none()` selects, or `NONE`) is
-    exempt. When predicates, dispatch sites or registrations could not be read, the result is
+    exempt. When predicates, dispatch sites, registrations or workers could not be read, the result is
     incomplete: the finding says so and is a warning, never an error.
 
     ## Why it matters
@@ -134,7 +134,7 @@ class DDTreeWorker:
         exempt = null_members(inventory)
         # Worker paths are read through predicates and dispatch sites: when some could not be read,
         # a missing worker may be one the analyzer could not follow, so the result is incomplete.
-        unread = inventory.unread_of("predicate", "dispatch", "registration")
+        unread = inventory.unread_of("predicate", "dispatch", "registration", "worker")
         for algorithm in inventory.algorithms:
             if algorithm.worker or algorithm.name in exempt:
                 continue

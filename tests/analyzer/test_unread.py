@@ -95,12 +95,18 @@ def _ddtree_factory(server_args):
 
 
 SA.register(PLUGIN_NAME)(_ddtree_factory)
+
+
+@SA.register("DYN")
+def _dynamic_factory(server_args):
+    return load_worker_class(server_args)
 """})
     inv = _inventory(root)
     ddtree = {a.name: a for a in inv.algorithms}["DDTREE"]
     assert (ddtree.kind, ddtree.location.path, ddtree.location.line) == ("registered", PLUGIN, 4)
     assert ddtree.worker == "sglang.srt.speculative.ddtree_worker.DDTreeWorker"
-    assert [(u.what, u.name, u.location.line) for u in inv.unread] == [("registration", "SA.register", 11)]
+    assert [(u.what, u.name, u.location.line) for u in inv.unread] == [
+        ("registration", "SA.register", 11), ("worker", "DYN", 14)]
 
 
 @pytest.mark.slow
