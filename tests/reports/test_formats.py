@@ -69,6 +69,9 @@ def test_what_could_not_be_read_is_shown_in_every_format():
     notes = json.loads(render(report, "sarif"))["runs"][0]["invocations"][0]["toolExecutionNotifications"]
     note = [n for n in notes if n["descriptor"]["id"] == "could-not-read"]
     assert len(note) == 1 and note[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 102
+    from tests.reports.test_sarif import validate
+
+    validate(json.loads(render(report, "sarif")))
     html = render(report, "html")
     assert 'id="unread"' in html and "is_eagle" in html and "_eagle_family()" in html
 
