@@ -18,6 +18,7 @@ from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
 from sgl_scan.analyzer.extractors.records import (
     AlgoClassRecord,
     AliasAssign,
+    AliasResolver,
     At,
     Branch,
     ConstStrings,
@@ -27,6 +28,7 @@ from sgl_scan.analyzer.extractors.records import (
     OptionRecord,
     PredicateBody,
     Registration,
+    UnreadRecord,
     WorkerFactory,
     WorkerRef,
 )
@@ -39,6 +41,7 @@ from sgl_scan.analyzer.model import (
     Location,
     Predicate,
     SpecInventory,
+    Unread,
 )
 
 ALGORITHM_CLASS = "SpeculativeAlgorithm"
@@ -182,11 +185,16 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
     members_universe = [n for n in universe if n not in plugin_algos]
     predicates: list[Predicate] = []
     table: dict[str, tuple[str, ...]] = {}
+    unread: list[Unread] = []
     if algo is not None:
+        for name, at, text in algo.unread_predicates:
+            unread.append(Unread("predicate", name, _loc(algo_path, at), f"`return {text}` is not read as a set of algorithms"))
         evaluator = _Evaluator(members_universe, {p.name: p for p in algo.predicates}, flags)
         for body in algo.predicates:
             result = evaluator.predicate(body.name)
             if result is None:
+                unread.append(Unread("predicate", body.name, _loc(algo_path, body),
+                                     "its body calls a predicate or method that could not be read"))
                 continue
             chosen = set(result) | ({*plugin_algos} if body.name in plugin_true else set())
             table[body.name] = _ordered(chosen, universe)
@@ -220,6 +228,9 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         elif reg.worker.rpartition(".")[2].endswith("Worker"):
             ref = WorkerRef(reg.worker, At(reg.line, reg.column, reg.end_line))
             worker_of[name] = (ref, path, (ref,))
+        if name not in worker_of:
+            unread.append(Unread("worker", name, _loc(path, reg),
+                                 f"the worker that {reg.worker.rpartition('.')[2]} gives could not be read"))
 
     algorithms = []
     for name in universe:
@@ -232,15 +243,25 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         else:
             algorithms.append(Algorithm(name, kinds[name], locations[name], preds, None, None, ()))
 
+    unread_predicates = {u.name for u in unread if u.what == "predicate"}
     dispatch = []
     for path, term in recs.get(DispatchTerm, []):
         algos = selected(term)
         if algos is None:
+            if term.via == "predicate" and term.values[0] in unread_predicates:
+                unread.append(Unread("dispatch", f"{term.subject}.{term.detail}()" if term.subject else f"{term.detail}()",
+                                     _loc(path, term), f"which algorithms reach it is unknown: {term.values[0]}() could not be read"))
             continue
         ref = branch_of_term.get((path, term))
         dispatch.append(DispatchSite(term.function, _loc(path, term), term.via, term.detail, algos,
                                      ref.qualname if ref else None,
                                      tuple(term.values) if term.via == "string" else ()))
+
+    for path, record in recs.get(UnreadRecord, []):
+        if record.what != "registration" or not _is_algorithm_call(record, algo):
+            continue
+        unread.append(Unread(record.what, record.name, _loc(path, record), record.reason))
+    unread.extend(_unread_aliases(recs, algo, set(universe), aliases))
 
     option, hooks = _options(recs)
     d2t = [D2tSite(r.kind, _loc(p, r), r.function, r.detail) for p, r in recs.get(D2tRecord, [])]
@@ -255,6 +276,7 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         plugin_base=plugin[1].qualname if plugin else None,
         plugin_base_predicates=plugin_preds,
         aliases=aliases,
+        unread=tuple(sorted(unread, key=lambda u: (u.location, u.what, u.name))),
     )
 
 
@@ -265,6 +287,30 @@ def _is_algorithm_registration(reg: Registration, algo: AlgoClassRecord | None) 
         return False
     receiver = reg.receiver or ""
     return receiver == algo.qualname or receiver.rpartition(".")[2] == algo.name
+
+
+def _is_algorithm_call(record: UnreadRecord, algo: AlgoClassRecord | None) -> bool:
+    """An unread `X.register(...)` on the algorithm class, or a `register_…algo…(...)` call."""
+    if record.receiver is None:
+        return True
+    return algo is not None and (record.receiver == algo.qualname or record.receiver.rpartition(".")[2] == algo.name)
+
+
+def _unread_aliases(recs, algo, known: set[str], aliases: Mapping[str, str]) -> list[Unread]:
+    """Spellings in a reserved-alias table of the algorithm class's package that no resolver maps."""
+    if algo is None:
+        return []
+    package = algo.qualname.rsplit(".", 2)[0]
+    out = []
+    for path, const in recs.get(ConstStrings, []):
+        if not const.qualname.startswith(package + "."):
+            continue
+        for value in const.values:
+            name = value.upper()
+            if name not in known and name not in aliases:
+                out.append(Unread("alias", name, _loc(path, const),
+                                  f"listed in {const.qualname.rpartition('.')[2]}, but no resolver maps it to an algorithm"))
+    return out
 
 
 def _aliases(recs, reg_by_name, algo, known: set[str]) -> dict[str, str]:
@@ -281,6 +327,9 @@ def _aliases(recs, reg_by_name, algo, known: set[str]) -> dict[str, str]:
                 aliases.setdefault(value.upper(), member)
     for _path, record in recs.get(AliasAssign, []):
         aliases.setdefault(record.alias, record.target)
+    for _path, record in recs.get(AliasResolver, []):
+        for alias in record.aliases:
+            aliases.setdefault(alias, record.target)
     resolved = {}
     for alias, target in aliases.items():
         seen = {alias}

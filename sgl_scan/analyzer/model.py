@@ -103,8 +103,27 @@ D2T_KINDS = (
     "offset_conversion",  # hot_token_id = d2t + torch.arange(...)
     "direct_map",  # hot_token_id (or another draft->target map) taken from d2t without arange
     "load_token_map",  # load_token_map(...) call
-    "hot_token_use",  # hot_token_id[...], head.data[hot_token_id], .to(device), len(hot_token_id)
+    "hot_token_use",  # hot_token_id[...], head.data[hot_token_id], .to(device), len(hot_token_id), .shape[0], is None
 )
+
+
+UNREAD_KINDS = (
+    "predicate",  # a predicate-named method whose body could not be read as a set of algorithms
+    "dispatch",  # a dispatch site on such a predicate: which algorithms reach it is unknown
+    "registration",  # a registration call whose algorithm name is not a literal
+    "alias",  # an accepted spelling (reserved-alias table) whose target member was not found
+    "worker",  # a registration names a worker or factory whose worker class could not be read
+)
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Something the analyzer saw but could not resolve: said out loud, never silently dropped."""
+
+    what: str  # see UNREAD_KINDS
+    name: str  # the predicate, the site's test, the call, the alias
+    location: Location
+    reason: str  # one line: what could not be read
 
 
 @dataclass(frozen=True)
@@ -121,6 +140,11 @@ class SpecInventory:
     plugin_base: str | None = None  # e.g. qualified name of CustomSpecAlgo where it exists
     plugin_base_predicates: tuple[str, ...] = ()
     aliases: Mapping[str, str] = field(default_factory=dict)  # accepted literal -> member ("NEXTN" -> "EAGLE")
+    unread: tuple[Unread, ...] = ()  # what could not be read, in location order
+
+    def unread_of(self, *kinds: str) -> tuple[Unread, ...]:
+        """The unread items of these kinds (all when none are named)."""
+        return tuple(u for u in self.unread if not kinds or u.what in kinds)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import importlib
 import multiprocessing
 import os
 import pickle
@@ -30,41 +29,20 @@ PARALLEL_MIN_FILES = 48  # below this a pool costs more than it saves
 
 
 def load_extractors() -> tuple[Any, ...]:
-    """`sgl_scan.analyzer.extractors.EXTRACTORS`; empty while that package does not exist.
+    """The built-in extractors (`sgl_scan.analyzer.extractors.EXTRACTORS`).
 
-    Once it exists, failing to import it (or a malformed extractor) is an `AnalysisError`.
+    Imported here, not at the top: they load libcst, which a warm scan never needs.
     """
-    name = "sgl_scan.analyzer.extractors"
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == name:
-            return ()
-        raise AnalysisError(f"cannot load extractors: {exc}") from exc
-    except Exception as exc:
-        raise AnalysisError(f"cannot load extractors: {type(exc).__name__}: {exc}") from exc
-    extractors = tuple(getattr(module, "EXTRACTORS", None) or ())
-    for ex in extractors:
-        for attr in ("name", "version", "trigger", "metadata", "extract"):
-            if not hasattr(ex, attr):
-                raise AnalysisError(f"extractor {ex!r} has no {attr!r}")
-    if len({ex.name for ex in extractors}) != len(extractors):
-        raise AnalysisError("two extractors share a name")
-    return extractors
+    from sgl_scan.analyzer.extractors import EXTRACTORS
+
+    return tuple(EXTRACTORS)
 
 
 def build_inventory(files: Mapping[str, FileFacts]) -> SpecInventory:
-    """`sgl_scan.analyzer.inventory.build_inventory`, or an empty inventory while it does not exist."""
-    name = "sgl_scan.analyzer.inventory"
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == name:
-            return empty_inventory()
-        raise AnalysisError(f"cannot load the inventory: {exc}") from exc
-    except Exception as exc:
-        raise AnalysisError(f"cannot load the inventory: {type(exc).__name__}: {exc}") from exc
-    return module.build_inventory(files)
+    """`sgl_scan.analyzer.inventory.build_inventory` (imported when first needed, like the extractors)."""
+    from sgl_scan.analyzer.inventory import build_inventory as build
+
+    return build(files)
 
 
 def empty_inventory() -> SpecInventory:
@@ -154,6 +132,14 @@ class LazyFiles(Mapping[str, FileFacts]):
 
     def __reduce__(self) -> tuple:
         return (dict, (dict(self.items()),))
+
+    def paths_mentioning(self, words: Sequence[str]) -> list[str]:
+        """Paths whose facts may contain one of `words` (identifiers), found in the pickled bytes
+        without unpickling (a pickle holds every string's UTF-8 bytes); files already read are
+        included as they are."""
+        needles = [word.encode("utf-8") for word in words]
+        return [path for path, blob in self._blobs.items()
+                if path in self._ready or any(needle in blob for needle in needles)]
 
 
 @dataclass(frozen=True)

@@ -158,4 +158,5 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_
 
         before = obtain_snapshot({"git_repo": str(root), "rev": base, "scope": scope}, mark_latest=False)
         previous = frozenset(f.fingerprint for f in run_rules(analyze(before), prepared.rules))
-    ctx.exit(report_findings(snapshot, analysis, options, prepared, changed_lines=wanted, previous=previous))
+    ctx.exit(report_findings(snapshot, analysis, options, prepared, changed_lines=wanted, previous=previous,
+                             review=True))

@@ -125,8 +125,10 @@ def report_findings(
     *,
     changed_lines: Mapping[str, frozenset[int]] | None = None,
     previous: frozenset[str] | None = None,
+    review: bool = False,
 ) -> int:
-    """Run the rules, filter once, render, write; return the exit code."""
+    """Run the rules, filter once, render, write; return the exit code. `review`: a `check` run
+    (the text report puts the findings first and the inventory in one line)."""
     from sgl_scan import __version__
     from sgl_scan.reports import format_for_path, render
     from sgl_scan.reports.model import Report
@@ -160,6 +162,7 @@ def report_findings(
         tool_version=__version__,
         sources={path: sources[path] for path in {f.path for f in filtered.kept} if path in sources},
         config=_config_used(),
+        review=review,
     )
     fmt = options.fmt or (format_for_path(options.output) if options.output else None) or "text"
     color = options.output is None and fmt == "text" and sys.stdout.isatty()

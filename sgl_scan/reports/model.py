@@ -28,3 +28,4 @@ class Report:
     tool_version: str
     sources: dict | None = None  # path -> list of source lines, for excerpts (filled by the CLI from the snapshot)
     config: str | None = None  # the settings file the run used (found upwards or named by --config)
+    review: bool = False  # a review run (`check`): the text report puts findings first, the inventory in one line

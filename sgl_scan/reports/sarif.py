@@ -32,7 +32,7 @@ def render(report: Report, *, color: bool = False) -> str:
         report.rules,
         [(f, None) for f in sorted_findings(report.findings)],
         report.sources,
-        _notifications(report.parse_errors, report.manifest),
+        _notifications(report.parse_errors, report.manifest, report.inventory.unread),
         _root(report.manifest),
         {
             "snapshotId": report.manifest.id,
@@ -168,8 +168,16 @@ def _physical(path: str, line: int, column: int, end_line: int | None, end_colum
     return {"artifactLocation": {"uri": path, "uriBaseId": ROOT_ID}, "region": region}
 
 
-def _notifications(parse_errors: Sequence[ParseError], manifest: Manifest) -> list[dict]:
+def _notifications(parse_errors: Sequence[ParseError], manifest: Manifest, unread: Sequence = ()) -> list[dict]:
     out = []
+    for item in unread:  # already in location order
+        loc = item.location
+        out.append({
+            "level": "warning",
+            "message": {"text": f"could not read {item.what} {item.name}: {item.reason}"},
+            "descriptor": {"id": "could-not-read"},
+            "locations": [{"physicalLocation": _physical(loc.path, loc.line, loc.column, None, None)}],
+        })
     for err in sorted(parse_errors, key=lambda e: loc_key(e.location)):
         loc: Location = err.location
         out.append({

@@ -97,6 +97,8 @@ def inventory(inv: SpecInventory) -> dict[str, Any]:
         "plugin_base": inv.plugin_base,
         "plugin_base_predicates": list(inv.plugin_base_predicates),
         "aliases": {k: inv.aliases[k] for k in sorted(inv.aliases)},
+        "unread": [{"what": u.what, "name": u.name, "location": location(u.location), "reason": u.reason}
+                   for u in inv.unread],
     }
 
 

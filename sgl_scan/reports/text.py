@@ -81,6 +81,8 @@ def severity_label(out: _Out, severity: str, width: int = 7) -> str:
 
 def render(report: Report, *, color: bool = False) -> str:
     out = _Out(color)
+    if report.review:
+        return _render_review(out, report)
     _header(out, report)
     _algorithms(out, report)
     _options_and_hooks(out, report)
@@ -88,6 +90,24 @@ def render(report: Report, *, color: bool = False) -> str:
     _d2t(out, report)
     _findings(out, report)
     _parse_errors(out, report)
+    _unread(out, report)
+    _summary(out, report)
+    return out.text()
+
+
+def _render_review(out: _Out, report: Report) -> str:
+    """A review run (`check`): the findings first, then one line of inventory, then the summary."""
+    m = report.manifest
+    out.add(out.style(f"sgl-scan {report.tool_version} review - SGLang {m.sglang_version or 'unknown version'}", bold=True)
+            + f"  ({m.id}, {m.scope} scope, {len(m.files)} files)")
+    _findings(out, report)
+    _unread(out, report)
+    _parse_errors(out, report)
+    inv = report.inventory
+    names = ", ".join(a.name for a in inv.algorithms) or "none"
+    out.heading(f"Inventory: {plural(len(inv.algorithms), 'algorithm')} ({names}), "
+                f"{plural(len(inv.predicates), 'predicate')}, {plural(len(inv.dispatch_sites), 'dispatch site')}, "
+                f"{plural(len(inv.d2t_sites), 'd2t site')} (full inventory: sgl-scan scan)")
     _summary(out, report)
     return out.text()
 
@@ -220,11 +240,22 @@ def _parse_errors(out: _Out, report: Report) -> None:
         out.add(f"  {err.location}  {err.message}")
 
 
+def _unread(out: _Out, report: Report) -> None:
+    unread = report.inventory.unread
+    if not unread:
+        return
+    out.heading(f"Could not read ({len(unread)}): answers that depend on these are incomplete")
+    for item in unread:
+        out.add(f"  {item.location}  {item.what} {item.name}: {item.reason}")
+
+
 def _summary(out: _Out, report: Report) -> None:
     counts = severity_counts(report.findings)
     parts = [severity_label(out, sev, 0) + f" {n}" if n else f"{sev} {n}" for sev, n in counts.items()]
+    unread = report.inventory.unread
     out.heading(
         "Summary: " + ", ".join(parts) + f" - {plural(len(report.findings), 'finding')}, {plural(len(report.parse_errors), 'parse error')}"
+        + (f", {len(unread)} fact(s) could not be read" if unread else "")
     )
     out.add(f"  {scope_statement(report.manifest.scope, len(report.manifest.files))}")
 

@@ -28,8 +28,10 @@ def member_names(inventory: SpecInventory) -> frozenset[str]:
 
 
 def known_names(inventory: SpecInventory) -> frozenset[str]:
-    """Every spelling the engine accepts: members, registered algorithms, aliases, CLI choices."""
+    """Every spelling the engine accepts: members, registered algorithms, aliases (also those whose
+    target could not be read), CLI choices."""
     names = set(member_names(inventory)) | set(inventory.aliases)
+    names.update(u.name for u in inventory.unread_of("alias"))  # accepted, though their target is unknown
     option = inventory.algorithm_option
     if option is not None:
         names.update(option.values)

@@ -64,7 +64,8 @@ def apply_filters(findings: Iterable[Finding], options: FilterOptions) -> Filter
             and (options.previous is None or finding.fingerprint in options.previous)
         ):
             unchanged.append(finding)
-        elif is_suppressed(finding.rule_id, finding.line, options.suppressions.get(finding.path)):
+        elif is_suppressed(finding.rule_id, finding.line, options.suppressions.get(finding.path),
+                               finding.end_line):
             suppressed.append(finding)
         elif options.baseline is not None and finding in options.baseline:
             baselined.append(finding)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable
 
 from sgl_scan.analyzer.model import Analysis
@@ -16,7 +17,8 @@ class AlgorithmWithoutWorker(Rule):
     Flags a speculative algorithm (an enum member or a registered one) for which no dispatch path —
     `create_worker`, a worker factory, or an `if`/`elif` chain in the scheduler — creates a worker
     class. The member meaning "no speculative decoding" (the one `is_none()` selects, or `NONE`) is
-    exempt.
+    exempt. When predicates, dispatch sites, registrations or workers could not be read, the result is
+    incomplete: the finding says so and is a warning, never an error.
 
     ## Why it matters
     An algorithm that can be selected on the command line but has no worker fails only at startup,
@@ -130,14 +132,21 @@ class DDTreeWorker:
     def check(self, analysis: Analysis) -> Iterable[Finding]:
         inventory = analysis.inventory
         exempt = null_members(inventory)
+        # Worker paths are read through predicates and dispatch sites: when some could not be read,
+        # a missing worker may be one the analyzer could not follow, so the result is incomplete.
+        unread = inventory.unread_of("predicate", "dispatch", "registration", "worker")
         for algorithm in inventory.algorithms:
             if algorithm.worker or algorithm.name in exempt:
                 continue
-            yield self.finding(
+            finding = self.finding(
                 analysis,
                 algorithm.location,
-                f"speculative algorithm {algorithm.name} ({algorithm.kind}) has no dispatch path that creates a worker",
+                f"speculative algorithm {algorithm.name} ({algorithm.kind}) has no dispatch path that creates a worker"
+                + (f" (incomplete: {len(unread)} fact(s) could not be read)" if unread else ""),
                 symbol=f"{algorithm.kind}:{algorithm.name}",
-                data={"member": algorithm.name, "kind": algorithm.kind, "predicates": list(algorithm.predicates)},
-                hint="return its worker class from create_worker (or the worker factory) like the other algorithms",
+                data={"member": algorithm.name, "kind": algorithm.kind, "predicates": list(algorithm.predicates),
+                      **({"incomplete": [f"{u.what} {u.name} at {u.location}" for u in unread[:10]]} if unread else {})},
+                hint="return its worker class from create_worker (or the worker factory) like the other algorithms"
+                if not unread else "see the facts that could not be read (inventory `unread`) before trusting this",
             )
+            yield replace(finding, severity="warning") if unread else finding

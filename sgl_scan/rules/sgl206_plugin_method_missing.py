@@ -1,42 +1,59 @@
-"""SGL206 plugin-method-missing: an algorithm method called in dispatch that the plugin base lacks."""
+"""SGL206 plugin-method-missing: a method called on an algorithm object that the plugin base lacks."""
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from sgl_scan.analyzer.model import Analysis
+from sgl_scan.analyzer.query import class_methods, files_mentioning
 from sgl_scan.rules.base import Example, Rule
+from sgl_scan.rules.common import literals_of
 from sgl_scan.rules.finding import Finding
 from sgl_scan.rules.sgl204_predicate_contract import CONTRACT_PREFIXES
+
+# What an algorithm object is called where SGLang uses one: `self.spec_algorithm`, `spec_algo`,
+# `server_args.speculative_algorithm` after `from_string`, ... (the last name of the receiver).
+_RECEIVER = re.compile(r"(?i)^(?:spec(?:ulative)?_?)?algo(?:rithm)?$")
+_NOT_INSTANCE = ("classmethod", "staticmethod")
 
 
 class PluginMethodMissing(Rule):
     """
     ## What it does
-    Flags each call of a boolean method of `SpeculativeAlgorithm` that the plugin base class
-    (`CustomSpecAlgo`) does not define, for methods outside the `is_*` / `supports_*` interface that
-    SGLang's own registration check (and SGL204) covers — `need_topk()`, `has_draft_kv()`,
-    `carries_draft_hidden_states()` and the like.
+    Flags each call, on an algorithm object (`self.spec_algorithm.m(...)`, `spec_algo.m(...)`,
+    `SpeculativeAlgorithm.from_string(x).m(...)`), of an instance method of `SpeculativeAlgorithm`
+    that the plugin base class (`CustomSpecAlgo`, with its bases) does not define — any method, not
+    only boolean predicates: `create_future_map(...)` at scheduler start, `need_topk()`,
+    `carries_draft_hidden_states()`. The `is_*` / `supports_*` names are SGL204's (SGLang's own
+    registration check compares them). A call in a function after a test that refuses every name
+    outside a literal list (`if algo not in ("EAGLE", "EAGLE3"): return ...`) is taken to be behind
+    that allow-list, which plugin algorithms never pass, and is not flagged. When the plugin base
+    has a base class outside the snapshot, its methods are unknown and nothing is flagged.
 
     ## Why it matters
     `SpeculativeAlgorithm.from_string` returns a `CustomSpecAlgo` for a plugin-registered algorithm,
-    and callers use it exactly like an enum member. SGLang's registration check only compares the
-    `is_*` / `supports_*` names, so a helper such as `carries_draft_hidden_states()` can be missing on
-    the plugin base without any warning; the call then raises `AttributeError` the first time a
-    plugin algorithm reaches it — typically in a rarely used mode such as PD disaggregation.
+    and callers use it exactly like an enum member. A method the plugin base lacks raises
+    `AttributeError` the first time a plugin algorithm reaches the call: at server start for
+    `create_future_map()` (0.5.23 `Scheduler.init_overlap`), or later in a rarely used mode such as
+    PD disaggregation for `carries_draft_hidden_states()`.
 
     ## Example
     ```python
     if self.spec_algorithm.carries_draft_hidden_states():   # SGL206: CustomSpecAlgo has no such method
         ...
+    self.future_map = self.spec_algorithm.create_future_map(self.device)   # SGL206
     ```
 
     ## Use instead
-    Give the plugin base a conservative default:
+    Give the plugin base a conservative default (or the same implementation):
     ```python
     class CustomSpecAlgo:
         def carries_draft_hidden_states(self) -> bool:
             return False
+
+        def create_future_map(self, device, req_to_token_pool, **kwargs):
+            return FutureMap(device, self, req_to_token_pool, **kwargs)
     ```
     """
 
@@ -58,6 +75,9 @@ class CustomSpecAlgo:
         return False
 
     def is_eagle(self):
+        return False
+
+    def has_draft_kv(self):
         return False
 """,
                 "sglang/srt/speculative/spec_info.py": """\
@@ -82,14 +102,38 @@ class SpeculativeAlgorithm(Enum):
 
     def need_topk(self):
         return self.is_eagle()
+
+    def has_draft_kv(self):
+        return self.is_eagle()
+
+    def create_future_map(self, device):
+        return (device, self)
+
+    @classmethod
+    def from_string(cls, name):
+        return cls[name.upper()]
 """,
                 "sglang/srt/managers/scheduler.py": """\
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+
 class Scheduler:
+    def __init__(self, server_args):
+        self.spec_algorithm = SpeculativeAlgorithm.from_string(server_args.speculative_algorithm)
+        self.future_map = self.spec_algorithm.create_future_map(self.device)  # expect
+
     def init_buffers(self):
         if self.spec_algorithm.need_topk():  # expect
             self.topk = 1
-        if self.spec_algorithm.is_eagle():
+        if self.spec_algorithm.is_eagle() and self.spec_algorithm.has_draft_kv():
             self.topk = 2
+        self.lora_registry.register(self.spec_algorithm)
+
+
+def adaptive_reason(server_args):
+    if server_args.speculative_algorithm not in ("EAGLE",):
+        return "only EAGLE"
+    return SpeculativeAlgorithm.from_string(server_args.speculative_algorithm).need_topk()
 """,
             }
         ),
@@ -145,23 +189,65 @@ class Scheduler:
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:
         inventory = analysis.inventory
-        if not inventory.plugin_base:
+        if not inventory.plugin_base or inventory.algorithm_class is None:
+            return
+        offered, unknown_bases = class_methods(analysis, inventory.plugin_base)
+        if unknown_bases:
+            return  # the plugin base inherits from a class outside the snapshot: its methods are unknown
+        own, _ = class_methods(analysis, inventory.algorithm_class.qualname)
+        algo_class = inventory.algorithm_class.qualname
+        missing = {
+            name for name, (_facts, fn) in own.items()
+            if fn.owner is not None and f"{_facts.module}.{fn.owner}" == algo_class
+            and not name.startswith(CONTRACT_PREFIXES) and not name.startswith("__") and name not in offered
+            and not any(d.rpartition(".")[2] in _NOT_INSTANCE for d in fn.decorators)
+        }
+        if not missing:
             return
         base_name = inventory.plugin_base.rsplit(".", 1)[-1]
-        missing = {
-            p.name
-            for p in inventory.predicates
-            if not p.name.startswith(CONTRACT_PREFIXES) and p.name not in set(inventory.plugin_base_predicates)
-        }
-        for site in inventory.dispatch_sites:
-            if site.via != "predicate" or site.detail not in missing:
-                continue
-            yield self.finding(
-                analysis,
-                site.location,
-                f"{site.detail}() is called on the algorithm here, but {base_name} (plugin-registered "
-                "algorithms) does not define it: AttributeError for any plugin algorithm",
-                symbol=f"{site.function}:{site.detail}",
-                data={"method": site.detail, "function": site.function, "plugin_base": inventory.plugin_base},
-                hint=f"define {site.detail}() on {base_name} with a conservative default",
-            )
+        algo_name = algo_class.rpartition(".")[2]
+        guards = _allow_list_guards(inventory)
+        for path in files_mentioning(analysis, sorted(missing)):
+            facts = analysis.files[path]
+            for fn in getattr(facts, "functions", ()):
+                function = f"{facts.module}.{fn.qualname}"
+                if fn.owner is not None and f"{facts.module}.{fn.owner}" == algo_class:
+                    continue  # the algorithm class's own methods run on members, never on plugins
+                seen = set()
+                for call in fn.calls:
+                    receiver, _, name = call.callee.rpartition(".")
+                    if name not in missing or (call.line, name) in seen or not _is_algorithm(receiver, algo_name):
+                        continue
+                    seen.add((call.line, name))
+                    if any(line < call.line for line in guards.get((path, function), ())):
+                        continue  # behind an allow-list of built-in names
+                    yield self.finding(
+                        analysis,
+                        facts.location(call),
+                        f"{name}() is called on the algorithm here, but {base_name} (plugin-registered "
+                        "algorithms) does not define it: AttributeError for any plugin algorithm",
+                        symbol=f"{function}:{name}",
+                        data={"method": name, "function": function, "plugin_base": inventory.plugin_base},
+                        hint=f"define {name}() on {base_name} with a conservative default",
+                    )
+
+
+def _is_algorithm(receiver: str, algo_name: str) -> bool:
+    """Whether a call's receiver is an algorithm object (not the class itself)."""
+    if re.search(rf"\b{re.escape(algo_name)}\.from_string\(", receiver):
+        return True
+    return bool(_RECEIVER.match(receiver.rpartition(".")[2]))
+
+
+def _allow_list_guards(inventory) -> dict[tuple[str, str], list[int]]:
+    """(path, function) -> lines of negated literal tests (`x not in ("EAGLE", ...)`, `x != "EAGLE"`):
+    the sites whose algorithms are every known one except the literals."""
+    universe = {a.name for a in inventory.algorithms}
+    out: dict[tuple[str, str], list[int]] = {}
+    for site in inventory.dispatch_sites:
+        if site.via != "string":
+            continue
+        named = {inventory.aliases.get(v.upper(), v.upper()) for v in literals_of(site)} & universe
+        if named and set(site.algorithms) == universe - named:
+            out.setdefault((site.location.path, site.function), []).append(site.location.line)
+    return out

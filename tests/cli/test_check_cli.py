@@ -151,3 +151,23 @@ def test_check_states_its_scope_in_text_and_json(checkout):
     assert text.stdout.rstrip().splitlines()[-1].endswith("run with --scope full for all")
     doc = json.loads(check(root, "--diff-base", "HEAD", "--scope", "full", "--format", "json").stdout)
     assert doc["scope"]["name"] == "full" and doc["scope"]["complete"] is True
+
+
+def test_text_review_prints_findings_first_and_a_one_line_inventory(checkout):
+    """Issue 13 item 6: a review run's text output is the comments, not the inventory tables."""
+    root, repo = checkout
+    model = root / "python" / KIMI
+    model.write_text(model.read_text().replace(OFFSETS, "self.hot_token_id = loaded_weight"))
+    commit_all(repo, "use d2t directly")
+
+    result = check(root, "--diff-base", "HEAD~1", "--format", "text")
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    first_finding = next(i for i, line in enumerate(lines) if "SGL301" in line)
+    assert lines[1].startswith("Findings (") and first_finding < 6  # right after the one-line header
+    assert KIMI in lines[2] and "440:" in lines[first_finding]
+    inventory = [line for line in lines if line.startswith("Inventory: ")]
+    assert len(inventory) == 1 and "algorithms (" in inventory[0] and "EAGLE" in inventory[0]
+    for table in ("Algorithms (", "Predicates", "Choice hooks", "Dispatch sites (", "d2t sites ("):
+        assert not any(line.startswith(table) for line in lines), table
+    assert lines[-1].startswith("Summary: ") and len(lines) < 30

@@ -160,3 +160,31 @@ def test_the_installed_entry_point_in_a_subprocess(tree):
     assert [(f["rule_id"], f["path"], f["line"]) for f in document["findings"]] == [
         ("SGL302", MODEL, 182), ("SGL302", MODEL, 186), ("SGL302", MODEL, 186)
     ]
+
+
+@pytest.mark.slow
+def test_suppression_comment_on_a_black_wrapped_condition(tmp_path):
+    """0.5.23 `arg_groups/kimi_k3_hook.py:42-46`: `if (` / `cfg.speculative_algorithm == "DSPARK"` (43) /
+    two more `and` lines / `):`. Black puts a trailing comment on the `):` line (46); it must hide the
+    SGL202 finding at 43. A comment in the body (47) does not."""
+    from tests.support.releases import release_tree
+
+    source = release_tree("0.5.23")
+    hook = "sglang/srt/arg_groups/kimi_k3_hook.py"
+    root = tmp_path / "checkout"
+    for rel in ("sglang/srt/speculative/spec_info.py", "sglang/srt/speculative/spec_registry.py", hook):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / rel, root / rel)
+    args = ("--path", str(root), "--format", "json", "--select", "SGL202")
+    assert ("SGL202", hook, 43) in findings(scan(*args))
+
+    lines = (root / hook).read_text().splitlines(keepends=True)
+    assert lines[41].strip() == "if (" and lines[45].strip() == "):" and "declare_resolution(" in lines[46]
+    body = list(lines)
+    body[46] = body[46].rstrip("\n") + "  # sgl-scan: ignore[SGL202]\n"
+    (root / hook).write_text("".join(body))
+    assert ("SGL202", hook, 43) in findings(scan(*args))
+
+    lines[45] = "    ):  # sgl-scan: ignore[SGL202]\n"
+    (root / hook).write_text("".join(lines))
+    assert ("SGL202", hook, 43) not in findings(scan(*args))

@@ -6,7 +6,7 @@ import pytest
 
 from sgl_scan.analyzer.facts import Param
 from sgl_scan.analyzer.model import Location
-from sgl_scan.codegen.ddtree.plan import Signature
+from sgl_scan.analyzer.query import Signature
 from sgl_scan.codegen.ddtree.render import forwarding
 from sgl_scan.errors import CodegenError
 

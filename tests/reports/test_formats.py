@@ -45,3 +45,36 @@ def test_reporters_never_drop_findings(fmt):
     for f in fx.findings():
         assert f.rule_id in document
         assert f.path in document
+
+
+def test_what_could_not_be_read_is_shown_in_every_format():
+    """Issue 18: "could not read" is an answer: a summary line in text, `inventory.unread` in JSON, a
+    SARIF tool notification, a section in HTML; nothing of it when everything was read."""
+    import dataclasses
+    import json
+
+    from sgl_scan.analyzer.model import Location, Unread
+
+    item = Unread("predicate", "is_eagle", Location("sglang/srt/speculative/spec_info.py", 102, 5),
+                  "`return self in _eagle_family()` is not read as a set of algorithms")
+    report = fx.report(inventory=dataclasses.replace(fx.inventory(), unread=(item,)))
+
+    text = render(report, "text")
+    assert "1 fact(s) could not be read" in text.splitlines()[-1]
+    assert "sglang/srt/speculative/spec_info.py:102  predicate is_eagle:" in text
+    assert json.loads(render(report, "json"))["inventory"]["unread"] == [{
+        "what": "predicate", "name": "is_eagle", "reason": item.reason,
+        "location": json.loads(render(report, "json"))["inventory"]["unread"][0]["location"]}]
+    assert json.loads(render(report, "json"))["inventory"]["unread"][0]["location"]["line"] == 102
+    notes = json.loads(render(report, "sarif"))["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    note = [n for n in notes if n["descriptor"]["id"] == "could-not-read"]
+    assert len(note) == 1 and note[0]["locations"][0]["physicalLocation"]["region"]["startLine"] == 102
+    from tests.reports.test_sarif import validate
+
+    validate(json.loads(render(report, "sarif")))
+    html = render(report, "html")
+    assert 'id="unread"' in html and "is_eagle" in html and "_eagle_family()" in html
+
+    clean = fx.report()
+    assert "could not be read" not in render(clean, "text") and 'id="unread"' not in render(clean, "html")
+    assert json.loads(render(clean, "json"))["inventory"]["unread"] == []

@@ -128,3 +128,21 @@ def test_findings_new_since_the_base_are_kept_off_the_changed_lines():
     options = FilterOptions(changed_lines={EAGLE3: frozenset({184})}, previous=old)
     result = apply_filters([*findings, fresh], options)
     assert [(f.rule_id, f.line) for f in result.kept] == [("SGL103", 184), ("SGL205", 999)]
+
+
+def test_suppression_counts_on_every_line_of_a_wrapped_statement_and_span():
+    lines = [
+        "if (",  # 1
+        '    cfg.speculative_algorithm == "DSPARK"',  # 2
+        "    and flag",  # 3
+        "):  # sgl-scan: ignore[SGL202]",  # 4
+        "    x = 1  # sgl-scan: ignore[SGL301]",  # 5
+        "# sgl-scan: ignore[SGL103]",  # 6
+        "y = 2",  # 7
+    ]
+    found = suppressions_in(lines)
+    assert all(is_suppressed("SGL202", n, found) for n in (1, 2, 3, 4))
+    assert not is_suppressed("SGL202", 5, found) and not is_suppressed("SGL301", 4, found)
+    assert is_suppressed("SGL103", 6, found) and not is_suppressed("SGL103", 7, found)
+    assert is_suppressed("SGL301", 3, found, end_line=5)  # a finding spanning 3-5
+    assert not is_suppressed("SGL301", 3, found, end_line=4)

@@ -119,27 +119,6 @@ def test_all_rules_together_on_a_broken_tree_find_only_the_planted_problems():
     assert ids == {"SGL301"}
 
 
-def test_sgl206_calls_of_methods_the_plugin_base_lacks():
-    inv = inventory()
-    need_topk = Predicate("need_topk", ("EAGLE", "EAGLE3"), loc(SPEC, 30), OWNER)
-    has_kv = Predicate("has_draft_kv", ("EAGLE", "EAGLE3"), loc(SPEC, 33), OWNER)
-    calls = (
-        DispatchSite("sglang.srt.managers.overlap_utils.F.init", loc("sglang/srt/managers/overlap_utils.py", 381), "predicate", "need_topk", ("EAGLE", "EAGLE3")),
-        DispatchSite("sglang.srt.managers.scheduler.S.init", loc("sglang/srt/managers/scheduler.py", 90), "predicate", "has_draft_kv", ("EAGLE", "EAGLE3")),
-        DispatchSite("sglang.srt.managers.scheduler.S.init", loc("sglang/srt/managers/scheduler.py", 95), "predicate", "is_eagle3", ("EAGLE3",)),
-    )
-    inv = dataclasses.replace(
-        inv,
-        predicates=inv.predicates + (need_topk, has_kv),
-        dispatch_sites=calls,
-        plugin_base="sglang.srt.speculative.spec_registry.CustomSpecAlgo",
-        plugin_base_predicates=("is_none", "is_eagle", "is_eagle3", "has_draft_kv"),
-    )
-    (finding,) = findings("SGL206", inv)
-    assert (finding.path, finding.line, finding.data["method"]) == ("sglang/srt/managers/overlap_utils.py", 381, "need_topk")
-    assert findings("SGL206", dataclasses.replace(inv, plugin_base=None)) == []
-
-
 def test_sgl207_predicate_named_after_a_member_but_wider():
     inv = inventory()
     mtp = Algorithm("FROZEN_KV_MTP", "enum", loc(SPEC, 8), ("is_eagle",), "w.MTPWorker")

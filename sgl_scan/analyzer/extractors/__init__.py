@@ -7,6 +7,7 @@ Each returns frozen records (see `records.py`) stored under `FileFacts.extras[ex
 from __future__ import annotations
 
 from sgl_scan.analyzer.extractors.algorithm_class import AlgorithmClassExtractor
+from sgl_scan.analyzer.extractors.aliases import AliasResolverExtractor
 from sgl_scan.analyzer.extractors.d2t import D2tExtractor
 from sgl_scan.analyzer.extractors.dispatch import DispatchExtractor
 from sgl_scan.analyzer.extractors.options import OptionsExtractor
@@ -18,6 +19,7 @@ EXTRACTORS = (
     DispatchExtractor(),
     OptionsExtractor(),
     D2tExtractor(),
+    AliasResolverExtractor(),
 )
 
 __all__ = ["EXTRACTORS"]

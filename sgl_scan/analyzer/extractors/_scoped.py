@@ -35,7 +35,11 @@ class ScopedVisitor(cst.CSTVisitor):
 
     def _relevant(self, node: cst.CSTNode) -> bool:
         rng = self.r.positions[node]
-        index = bisect_left(self._hits, rng.start.line)
+        start = rng.start.line
+        decorators = getattr(node, "decorators", None)
+        if decorators:  # a def's or class's position starts at its keyword, after the decorators
+            start = min(start, self.r.positions[decorators[0]].start.line)
+        index = bisect_left(self._hits, start)
         return index < len(self._hits) and self._hits[index] <= rng.end.line
 
     def on_visit(self, node: cst.CSTNode) -> bool:

@@ -24,6 +24,7 @@ from sgl_scan.analyzer.extractors._cst import (
     strip_docstring,
     walk_no_defs,
 )
+from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
 from sgl_scan.analyzer.extractors.records import AlgoClassRecord, ConstStrings, PredicateBody
 
 _ENUM_FORMS = {"enum.IntEnum": "IntEnum", "enum.Enum": "Enum", "enum.StrEnum": "Enum", "enum.IntFlag": "IntEnum",
@@ -31,13 +32,45 @@ _ENUM_FORMS = {"enum.IntEnum": "IntEnum", "enum.Enum": "Enum", "enum.StrEnum": "
 _ALIAS_CONST = re.compile(r"(?i)alias")
 
 
+def _module_constants(module: cst.Module) -> dict[str, cst.CSTNode]:
+    """Module-level `NAME = value` (and `NAME: T = value`) assignments, the last one of each name."""
+    found: dict[str, cst.CSTNode] = {}
+    for statement in module.body:
+        for small in small_statements(statement):
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                found[small.targets[0].target.value] = small.value
+            elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                found[small.target.value] = small.value
+    return found
+
+
+def _collection(node: cst.CSTNode, constants: dict[str, cst.CSTNode], depth: int = 0) -> cst.CSTNode | None:
+    """A tuple/list/set literal, through module constants and `frozenset(...)`/`set(...)`/`tuple(...)`."""
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        return node
+    if depth > 8:
+        return None
+    if isinstance(node, cst.Name) and node.value in constants:
+        return _collection(constants[node.value], constants, depth + 1)
+    if isinstance(node, cst.Call) and dotted(node.func) in ("frozenset", "set", "tuple", "list") and len(node.args) == 1:
+        return _collection(node.args[0].value, constants, depth + 1)
+    return None
+
+
 class _BoolParser:
-    """Turns a predicate's return expression into a bool expression (see records.BOOL_OPS)."""
+    """Turns a predicate's return expression into a bool expression (see records.BOOL_OPS).
 
-    def __init__(self, self_name: str, class_name: str) -> None:
+    Names of module-level constants are read through their values (`return self in _EAGLE_FAMILY`
+    with `_EAGLE_FAMILY = frozenset({SpeculativeAlgorithm.EAGLE, ...})`).
+    """
+
+    def __init__(self, self_name: str, class_name: str, constants: dict[str, cst.CSTNode] | None = None) -> None:
         self.self_name, self.class_name = self_name, class_name
+        self.constants = constants or {}
 
-    def member(self, node: cst.CSTNode) -> str | None:
+    def member(self, node: cst.CSTNode, depth: int = 0) -> str | None:
+        if isinstance(node, cst.Name) and node.value in self.constants and depth < 8:
+            return self.member(self.constants[node.value], depth + 1)
         if isinstance(node, cst.Attribute) and dotted(node.value) in (self.class_name, "cls", "type(self)"):
             return node.attr.value
         return None
@@ -80,6 +113,7 @@ class _BoolParser:
                 if name is None:
                     return None
                 return ("eq", name) if isinstance(op, (cst.Equal, cst.Is)) else ("ne", name)
+            right = _collection(right, self.constants) or right
             if isinstance(op, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
                 names = [self.member(e.value) for e in right.elements if isinstance(e, cst.Element)]
                 if not names or None in names:
@@ -100,16 +134,17 @@ def _plain_method(node: cst.FunctionDef) -> str | None:
 
 class AlgorithmClassExtractor:
     name = "spec_algo_class"
-    version = 1
+    version = 2  # 2: module constants read in predicate bodies; unread predicate bodies recorded
     trigger = Trigger(r"class\s+\w*[Ss]pec\w*[Aa]lgo", r"ALIAS\w*\s*(?::[^=\n]*)?=")
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:
         r = Resolver.for_context(wrapper, context)
         out: list = []
+        constants = _module_constants(wrapper.module)
         for statement in wrapper.module.body:
             if isinstance(statement, cst.ClassDef) and ALGO_CLASS_NAME.search(statement.name.value):
-                record = self._class(r, statement)
+                record = self._class(r, statement, constants)
                 if record is not None:
                     out.append(record)
             for small in small_statements(statement):
@@ -132,7 +167,7 @@ class AlgorithmClassExtractor:
             return None
         return ConstStrings(**vars(r.at(node)), qualname=f"{r.module_name}.{target.value}", values=values)
 
-    def _class(self, r: Resolver, node: cst.ClassDef) -> AlgoClassRecord | None:
+    def _class(self, r: Resolver, node: cst.ClassDef, constants: dict[str, cst.CSTNode]) -> AlgoClassRecord | None:
         bases = tuple(r.resolve(arg.value) or r.text(arg.value) for arg in node.bases if arg.keyword is None)
         if "type" in bases:
             return None  # a metaclass, not the algorithm class
@@ -145,6 +180,7 @@ class AlgorithmClassExtractor:
         methods: list = []
         register_defaults: list = []
         alias_returns: list = []
+        unread: list = []
         parser_name = node.name.value
         for statement in statements:
             if isinstance(statement, cst.FunctionDef):
@@ -154,9 +190,11 @@ class AlgorithmClassExtractor:
                     body = strip_docstring(body_statements(statement.body))
                     smalls = small_statements(body[0]) if len(body) == 1 else []
                     if len(smalls) == 1 and isinstance(smalls[0], cst.Return) and smalls[0].value is not None:
-                        expr = _BoolParser(self_name, parser_name).parse(smalls[0].value)
+                        expr = _BoolParser(self_name, parser_name, constants).parse(smalls[0].value)
                         if expr is not None:
                             predicates.append(PredicateBody(**vars(r.at(statement)), name=statement.name.value, expr=expr))
+                        elif PREDICATE_NAME.match(statement.name.value):
+                            unread.append((statement.name.value, r.at(statement), r.text(smalls[0].value)))
                 if statement.name.value == "register":
                     for param in (*statement.params.params, *statement.params.kwonly_params):
                         if isinstance(param.default, (cst.Name, cst.Attribute)) and dotted(param.default) not in (
@@ -178,7 +216,7 @@ class AlgorithmClassExtractor:
                                form=form, bases=bases, metaclass=metaclass, members=tuple(members),
                                predicates=tuple(predicates), methods=tuple(methods),
                                register_defaults=tuple(d for d in register_defaults if d),
-                               alias_returns=tuple(alias_returns))
+                               alias_returns=tuple(alias_returns), unread_predicates=tuple(unread))
 
     def _alias_returns(self, r: Resolver, function: cst.FunctionDef, class_name: str) -> list:
         """`if <x> in CONTAINER: return cls.MEMBER` inside a method (as in `from_string`)."""

@@ -1,6 +1,6 @@
 """Sites that handle the drafter vocabulary mapping: d2t/t2d name tests, the offset conversion
 `hot_token_id = d2t + torch.arange(n)`, maps taken straight from d2t, `load_token_map(...)`, and uses
-of `hot_token_id`. Matching is on the syntax tree, so `Dropout2d`, `hist2d`, `rpd2tracing`, comments
+of `hot_token_id` (indexing, indexing with it, `.to(...)`, `len(...)`, `.shape[0]`, `is None` tests). Matching is on the syntax tree, so `Dropout2d`, `hist2d`, `rpd2tracing`, comments
 and docstrings never count. It reads the stdlib `ast` of the whole file (`parser = "ast"`), skipping
 statements whose lines hold none of the trigger's words.
 """
@@ -33,6 +33,15 @@ def _hot(node: ast.AST | None) -> bool:
     return last_name(node) == HOT and isinstance(node, (ast.Name, ast.Attribute))
 
 
+def _none_test(node: ast.Compare) -> bool:
+    """`hot_token_id is None` / `is not None` (either side)."""
+    if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+        return False
+    left, right = node.left, node.comparators[0]
+    none = lambda n: isinstance(n, ast.Constant) and n.value is None  # noqa: E731
+    return (_hot(left) and none(right)) or (_hot(right) and none(left))
+
+
 def _arange_call(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and last_name(node.func) == "arange"
 
@@ -53,12 +62,16 @@ class _Walker(ScopedWalker):
                 self._add(kind, site)
             if t is ast.Call:
                 self._call(node)
+            elif _none_test(node):
+                self._add("hot_token_use", node)
         elif t is ast.If:
             if self._test_is_d2t(node.test):
                 self._d2t_branch += 1
         elif t is ast.Subscript:
-            if _hot(node.value) or any(_hot(e) for e in self._indexes(node)):
-                self._add("hot_token_use", node)
+            value = node.value
+            if _hot(value) or any(_hot(e) for e in self._indexes(node)) or (
+                    isinstance(value, ast.Attribute) and value.attr == "shape" and _hot(value.value)):
+                self._add("hot_token_use", node)  # hot_token_id[i], x[hot_token_id], hot_token_id.shape[0]
         elif t is ast.Assign:
             self._assign(node)
 
@@ -153,7 +166,7 @@ class _Walker(ScopedWalker):
 
 class D2tExtractor:
     name = "spec_d2t"
-    version = 3  # 2: read from the stdlib ast; 3: `.copy_(x)` writes, `or` tests with one d2t arm
+    version = 4  # 2: read from the stdlib ast; 3: `.copy_(x)` writes, `or` tests with one d2t arm; 4: hot_token_id.shape[0] and `hot_token_id is None` are uses
     parser = "ast"
     trigger = Trigger(*(rf"{word}\b(?<!\w{word})" for word in ("d2t", "t2d", "hot_token_id", "load_token_map")))
     metadata = ()

@@ -54,6 +54,8 @@ class AlgoClassRecord(At):
     methods: tuple[str, ...]
     register_defaults: tuple[str, ...] = ()  # classes named as parameter defaults of `register`
     alias_returns: tuple[tuple[str, str], ...] = ()  # (container qualname, member): `if x in C: return cls.M`
+    unread_predicates: tuple[tuple[str, At, str], ...] = ()  # (name, where, return text): a predicate-named
+    # one-line method whose return expression could not be read as a bool expression
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,25 @@ class AliasAssign(At):
 
     alias: str
     target: str
+
+
+@dataclass(frozen=True)
+class UnreadRecord(At):
+    """Something an extractor recognised but could not read (see model.UNREAD_KINDS)."""
+
+    what: str
+    name: str
+    reason: str
+    receiver: str | None = None  # resolved receiver of a `X.register(...)` call
+
+
+@dataclass(frozen=True)
+class AliasResolver(At):
+    """`if algo == "NEXTN" or algo == "EAGLE": return "EAGLE"` in a function that otherwise returns `algo`."""
+
+    aliases: tuple[str, ...]  # the other literals compared, upper-cased
+    target: str  # the literal returned, upper-cased
+    function: str
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 Forms: `SpeculativeAlgorithm.register("NONE")`, `register_speculative_algorithm("EAGLE",
 worker_cls=_create_eagle_worker, flags=("EAGLE",), aliases=("NEXTN",))` (0.5.6), and the plugin
 decorator `@SpeculativeAlgorithm.register("MY_SPEC") def _factory(server_args): return MyWorker`.
-Only calls with a literal name count; a docstring that shows the decorator is not code.
+Only calls with a literal name count; a docstring that shows the decorator is not code. The
+receiver is resolved through the file's imports, so `from ...spec_info import SpeculativeAlgorithm
+as SA` then `@SA.register("DDTREE")` is a registration too.
 """
 
 from __future__ import annotations
@@ -26,20 +28,25 @@ from sgl_scan.analyzer.extractors._cst import (
     walk_no_defs,
 )
 from sgl_scan.analyzer.extractors._scoped import ScopedVisitor, hit_lines
-from sgl_scan.analyzer.extractors.records import Registration, WorkerFactory
+from sgl_scan.analyzer.extractors.records import Registration, UnreadRecord, WorkerFactory
 
+_ALGO_CLASS = re.compile(r"[Ss]pec\w*[Aa]lgo")
 _REGISTER = re.compile(r"^register(_\w*(algo|algorithm|spec)\w*)?$")
 _HITS = re.compile(r"register|Worker")
 _WORKER_KEYWORDS = ("worker_cls", "worker", "factory", "worker_factory", "draft_worker_factory")
 
 
-def _registration_call(node: cst.Call) -> bool:
+def _registration_call(node: cst.Call, resolver: Resolver) -> bool:
+    """`register_…algo…(...)`, or `X.register(...)` where X is (an import alias of) a `Spec…Algo…` class."""
     name = last_name(node.func)
     if name is None or not _REGISTER.match(name):
         return False
     if name == "register":
         receiver = node.func.value if isinstance(node.func, cst.Attribute) else None
-        return receiver is not None and bool(re.search(r"[Ss]pec\w*[Aa]lgo", last_name(receiver) or ""))
+        if receiver is None:
+            return False
+        spelled = (last_name(receiver) or "", (resolver.resolve(receiver) or "").rpartition(".")[2])
+        return any(_ALGO_CLASS.search(n) for n in spelled)
     return True
 
 
@@ -61,7 +68,7 @@ class _Visitor(ScopedVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
         for decorator in node.decorators:
             call = decorator.decorator
-            if isinstance(call, cst.Call) and _registration_call(call):
+            if isinstance(call, cst.Call) and _registration_call(call, self.r):
                 self._decorated.add(id(call))
                 self._add(call, worker=f"{self.r.module_name}.{self._qual()}.{node.name.value}".replace("..", "."), node=call)
         super().visit_FunctionDef(node)
@@ -78,7 +85,7 @@ class _Visitor(ScopedVisitor):
         return None
 
     def visit_Call(self, node: cst.Call) -> bool | None:
-        if id(node) not in self._decorated and _registration_call(node):
+        if id(node) not in self._decorated and _registration_call(node, self.r):
             worker = None
             for arg in node.args:
                 if arg.keyword is not None and arg.keyword.value in _WORKER_KEYWORDS:
@@ -93,6 +100,11 @@ class _Visitor(ScopedVisitor):
     def _add(self, call: cst.Call, worker: str | None, node: cst.Call) -> None:
         name = _literal_name(call)
         if name is None:
+            if self.function == "<module>" or id(call) in self._decorated:  # not a helper forwarding its parameter
+                receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
+                self.out.append(UnreadRecord(**vars(self.r.at(node)), what="registration", name=self.r.text(call.func),
+                                             reason="the algorithm name is not a string literal",
+                                             receiver=self.r.resolve(receiver) if receiver is not None else None))
             return
         flags: tuple[str, ...] = ()
         aliases: tuple[str, ...] = ()
@@ -113,8 +125,9 @@ def _returns(function: cst.FunctionDef) -> list:
 
 class RegistrationExtractor:
     name = "spec_registrations"
-    version = 1
-    trigger = Trigger(r"Spec\w*Algo\w*\.register\(", r"spec\w*algo\w*\.register\(", r"register_\w*(?:algo|spec)\w*\(")
+    trigger = Trigger(r"Spec\w*Algo\w*\.register\(", r"spec\w*algo\w*\.register\(", r"register_\w*(?:algo|spec)\w*\(",
+                      r"Spec\w*Algo\w*\s+as\s+\w+")  # `import SpeculativeAlgorithm as SA` ... `SA.register(`
+    version = 2  # 2: a receiver imported under another name
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from sgl_scan.analyzer.facts import CallFact, ClassFact, FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Analysis, Location
-from sgl_scan.codegen.ddtree.plan import find_class, files_by_module, method, resolve_class, signature
+from sgl_scan.analyzer.query import files_by_module, find_class, method, resolve_class, signature
 
 # Result keywords the commit knows how to fill, by what they mean.
 RESULT_VALUES = {

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from sgl_scan.analyzer.facts import FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Analysis, Location
-from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, DDTreePlan, find_class
+from sgl_scan.analyzer.query import find_class
+from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, DDTreePlan
 from sgl_scan.errors import CodegenError
 
 BUDGET_OPTION = "--speculative-ddtree-budget"

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact, Param
+from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Algorithm, Analysis, DispatchSite, Location
+from sgl_scan.analyzer.query import Signature, find_class, find_method, method, resolve_class, signature
+from sgl_scan.codegen.ddtree.engine import engine_glue
 from sgl_scan.codegen.ddtree.trust import check_plan
 from sgl_scan.errors import CodegenError
 
@@ -31,19 +33,6 @@ HELPER_ROLES = (
     ("tree mask to retrieve indices", ("reconstruct_indices_from_tree_mask_func", "reconstruct_indices_from_tree_mask")),
     ("target-only tree sampling", ("tree_speculative_sampling_target_only",)),
 )
-
-
-@dataclass(frozen=True)
-class Signature:
-    """A function's parameters (without `self`/`cls`) and where it is defined."""
-
-    name: str
-    params: tuple[Param, ...]
-    location: Location
-
-    @property
-    def accepts_any_keyword(self) -> bool:
-        return any(p.kind == "varkw" for p in self.params)
 
 
 @dataclass(frozen=True)
@@ -196,7 +185,6 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
     chosen_mode, mode_reason = _choose_mode(mode, plugin, version, algorithm_class.qualname)
     predicates = _predicate_choices(analysis, algorithm_class.qualname)
     supports_overlap, overlap_reason = _overlap(analysis, dflash)
-    from sgl_scan.codegen.ddtree.engine import engine_glue  # engine.py reads this module's lookups
 
     verify = verify_glue(analysis, base)
     plan = DDTreePlan(
@@ -228,52 +216,6 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
 
 
 # --- facts lookups -----------------------------------------------------------------------------
-
-
-def files_by_module(analysis: Analysis) -> dict[str, FileFacts]:
-    return {facts.module: facts for facts in analysis.files.values() if getattr(facts, "module", None)}
-
-
-def find_class(analysis: Analysis, qualname: str) -> tuple[FileFacts, ClassFact] | None:
-    """The file and class fact of a fully qualified class name (module prefix + class qualname)."""
-    modules = files_by_module(analysis)
-    parts = qualname.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        facts = modules.get(".".join(parts[:cut]))
-        if facts is None:
-            continue
-        inner = ".".join(parts[cut:])
-        for cls in facts.classes:
-            if cls.qualname == inner:
-                return facts, cls
-    return None
-
-
-def method(facts: FileFacts, cls: ClassFact, name: str) -> FunctionFact | None:
-    return next((f for f in facts.functions if f.owner == cls.qualname and f.name == name), None)
-
-
-def signature(facts: FileFacts, fn: FunctionFact) -> Signature:
-    params = fn.params
-    if fn.owner and params and params[0].name in ("self", "cls") and params[0].kind in ("positional", "posonly"):
-        params = params[1:]
-    return Signature(fn.name, tuple(params), facts.location(fn))
-
-
-def find_method(analysis: Analysis, facts: FileFacts, cls: ClassFact, name: str, _seen: frozenset = frozenset()) -> tuple[FileFacts, FunctionFact] | None:
-    """A method of `cls` or of the first base in the snapshot that defines it (MRO order, simplified)."""
-    found = method(facts, cls, name)
-    if found is not None:
-        return facts, found
-    for base in cls.bases:
-        if base in _seen:
-            continue
-        hit = find_class(analysis, base)
-        if hit is not None:
-            result = find_method(analysis, hit[0], hit[1], name, _seen | {base})
-            if result is not None:
-                return result
-    return None
 
 
 def _base_worker(analysis: Analysis, dflash: Algorithm) -> BaseWorker:
@@ -632,24 +574,6 @@ def _target_forward(analysis: Analysis, facts: FileFacts, cls: ClassFact, attr: 
     if hit is None:
         return None
     return find_method(analysis, hit[0], hit[1], name)
-
-
-def resolve_class(analysis: Analysis, facts: FileFacts, name: str, hops: int = 4) -> tuple[FileFacts, ClassFact] | None:
-    """The class a bare name in `facts` refers to: defined there, or imported (following re-exports)."""
-    if not name.isidentifier():
-        return None
-    local = next((c for c in facts.classes if c.qualname == name), None)
-    if local is not None:
-        return facts, local
-    imp = next((i for i in facts.imports if i.bound == name and not i.scope), None)
-    if imp is None or hops == 0:
-        return None
-    hit = find_class(analysis, imp.target)
-    if hit is not None:
-        return hit
-    module, _, attr = imp.target.rpartition(".")
-    source = files_by_module(analysis).get(module)
-    return resolve_class(analysis, source, attr, hops - 1) if source is not None else None
 
 
 def _worker_batch_method(functions, batch: str) -> str | None:

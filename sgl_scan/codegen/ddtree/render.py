@@ -10,7 +10,8 @@ from typing import Mapping
 import jinja2
 
 from sgl_scan.codegen.ddtree.patch import PatchResult
-from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, VERIFY_MODE, DDTreePlan, Signature
+from sgl_scan.analyzer.query import Signature
+from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, VERIFY_MODE, DDTreePlan
 from sgl_scan.codegen.ddtree.trust import check_patch_notes, check_plan
 from sgl_scan.errors import CodegenError
 

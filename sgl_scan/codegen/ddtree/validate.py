@@ -23,7 +23,8 @@ import git
 
 from sgl_scan.analyzer.model import Analysis
 from sgl_scan.codegen.ddtree.patch import PatchResult
-from sgl_scan.codegen.ddtree.plan import DDTreePlan, Signature, files_by_module, find_class, find_method, signature
+from sgl_scan.analyzer.query import Signature, files_by_module, find_class, find_method, signature
+from sgl_scan.codegen.ddtree.plan import DDTreePlan
 from sgl_scan.errors import CodegenError
 
 

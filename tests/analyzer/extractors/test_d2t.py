@@ -68,7 +68,9 @@ def test_hot_token_uses():
             def draft(self, topk_index):
                 topk_index = self.hot_token_id[topk_index]
     ''', "sglang/srt/speculative/eagle_worker.py") == [
-        (4, "load_token_map"), (5, "hot_token_use"), (6, "hot_token_use"), (8, "hot_token_use"), (13, "hot_token_use")]
+        (4, "load_token_map"), (5, "hot_token_use"), (6, "hot_token_use"), (8, "hot_token_use"),
+        (9, "hot_token_use"), (10, "hot_token_use"),  # `is not None` and `.shape[0]` are uses too (issue 13)
+        (13, "hot_token_use")]
 
 
 def test_grep_noise_is_not_a_site():
@@ -91,3 +93,31 @@ def test_trigger_skips_grep_noise():
     assert EX.trigger.search("self.hot_token_id = None")
     for noise in ("torch.nn.Dropout2d", "ax.hist2d(x)", "# rpd2tracing.py", "UpsamplingNearest2d"):
         assert not EX.trigger.search(noise)
+
+
+def test_shape_and_none_tests_of_hot_token_id_are_uses_in_0_5_23():
+    """Issue 13: SGL103 missed `hot_token_id.shape[0]` and `hot_token_id is None` (0.5.23
+    eagle_worker_v2.py:263-264 `self.hot_token_id.shape[0] if self.hot_token_id is not None ...`,
+    :347 `and self.hot_token_id is None`); `head is not None` and `x.shape[0]` are not uses."""
+    import pytest
+
+    from tests.analyzer.extractors.driver import facts_for
+    from tests.support.releases import release_tree
+
+    path = "sglang/srt/speculative/eagle_worker_v2.py"
+    try:
+        text = (release_tree("0.5.23") / path).read_text(encoding="utf-8")
+    except Exception as exc:  # pragma: no cover - no network for the wheel
+        pytest.skip(f"0.5.23 not available: {exc}")
+    found = {(r.line, r.detail) for r in facts_for(path, text, (EX,)).extras["spec_d2t"] if r.kind == "hot_token_use"}
+    assert (263, "self.hot_token_id.shape[0]") in found
+    assert (264, "self.hot_token_id is not None") in found
+    assert (347, "self.hot_token_id is None") in found
+    assert (372, "self.hot_token_id is not None") in found  # `... and head is not None` is not one
+    assert not any("head is not None" in detail for _, detail in found)
+    assert sites('''
+        def f(self, x, head):
+            n = x.shape[0]
+            if head is None or x is not None:
+                return self.hot_token_id.shape[0]
+    ''') == [(5, "hot_token_use")]

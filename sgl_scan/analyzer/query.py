@@ -1,0 +1,153 @@
+"""The analyzer's query API: one place to ask the per-file facts about classes, methods and modules.
+
+Rules and codegen read the same answers from here: the file of a module, a class by qualified name,
+a method of a class or of its bases (in the snapshot), a function's signature, the class a bare name
+in a file refers to (through imports and re-exports), and every method a class offers through its
+bases. Modules are mapped from paths (`sglang/srt/x.py` -> `sglang.srt.x`), so asking for one file
+unpickles only that file's facts (a warm scan keeps facts lazy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Sequence
+
+from sgl_scan.analyzer.builder import module_name
+from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact, Param
+from sgl_scan.analyzer.model import Analysis, Location
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A function's parameters (without `self`/`cls`) and where it is defined."""
+
+    name: str
+    params: tuple[Param, ...]
+    location: Location
+
+    @property
+    def accepts_any_keyword(self) -> bool:
+        return any(p.kind == "varkw" for p in self.params)
+
+
+class ModuleFiles(Mapping[str, FileFacts]):
+    """module name -> FileFacts of an analysis, each file's facts read only when asked for."""
+
+    def __init__(self, files: Mapping[str, FileFacts]) -> None:
+        self._files = files
+        self._paths = {module_name(path): path for path in files}
+
+    def __getitem__(self, module: str) -> FileFacts:
+        return self._files[self._paths[module]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __contains__(self, module: object) -> bool:
+        return module in self._paths
+
+
+def files_by_module(analysis: Analysis) -> ModuleFiles:
+    """The analysis's files by dotted module name."""
+    return ModuleFiles(analysis.files)
+
+
+def files_mentioning(analysis: Analysis, words: Sequence[str]) -> list[str]:
+    """Paths whose facts may mention one of `words` (a superset: every path when that cannot be told
+    cheaply). Lets a whole-program check skip unpickling the facts of files that cannot matter."""
+    files = analysis.files
+    narrow = getattr(files, "paths_mentioning", None)
+    return list(narrow(words)) if narrow is not None else list(files)
+
+
+def find_class(analysis: Analysis, qualname: str, modules: Mapping[str, FileFacts] | None = None) -> tuple[FileFacts, ClassFact] | None:
+    """The file and class fact of a fully qualified class name (module prefix + class qualname)."""
+    modules = modules if modules is not None else files_by_module(analysis)
+    parts = qualname.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        facts = modules.get(".".join(parts[:cut]))
+        if facts is None:
+            continue
+        inner = ".".join(parts[cut:])
+        for cls in facts.classes:
+            if cls.qualname == inner:
+                return facts, cls
+    return None
+
+
+def method(facts: FileFacts, cls: ClassFact, name: str) -> FunctionFact | None:
+    """The method `name` defined in the body of `cls` itself."""
+    return next((f for f in facts.functions if f.owner == cls.qualname and f.name == name), None)
+
+
+def signature(facts: FileFacts, fn: FunctionFact) -> Signature:
+    params = fn.params
+    if fn.owner and params and params[0].name in ("self", "cls") and params[0].kind in ("positional", "posonly"):
+        params = params[1:]
+    return Signature(fn.name, tuple(params), facts.location(fn))
+
+
+def find_method(analysis: Analysis, facts: FileFacts, cls: ClassFact, name: str, _seen: frozenset = frozenset()) -> tuple[FileFacts, FunctionFact] | None:
+    """A method of `cls` or of the first base in the snapshot that defines it (MRO order, simplified)."""
+    found = method(facts, cls, name)
+    if found is not None:
+        return facts, found
+    for base in cls.bases:
+        if base in _seen:
+            continue
+        hit = find_class(analysis, base)
+        if hit is not None:
+            result = find_method(analysis, hit[0], hit[1], name, _seen | {base})
+            if result is not None:
+                return result
+    return None
+
+
+def class_methods(analysis: Analysis, qualname: str) -> tuple[dict[str, tuple[FileFacts, FunctionFact]], tuple[str, ...]]:
+    """Every method a class offers, its own and its bases' (nearest first), and the bases that are not
+    in the snapshot (whose methods are unknown: `object` and other builtins are not listed)."""
+    found: dict[str, tuple[FileFacts, FunctionFact]] = {}
+    outside: list[str] = []
+    modules = files_by_module(analysis)
+    queue, seen = [qualname], set()
+    while queue:
+        name = queue.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        hit = find_class(analysis, name, modules)
+        if hit is None:
+            if name not in ("object", "builtins.object") and name != qualname:
+                outside.append(name)
+            continue
+        facts, cls = hit
+        for fn in facts.functions:
+            if fn.owner == cls.qualname:
+                found.setdefault(fn.name, (facts, fn))
+        queue.extend(cls.bases)
+    return found, tuple(outside)
+
+
+def resolve_class(analysis: Analysis, facts: FileFacts, name: str, hops: int = 4) -> tuple[FileFacts, ClassFact] | None:
+    """The class a bare name in `facts` refers to: defined there, or imported (following re-exports)."""
+    if not name.isidentifier():
+        return None
+    local = next((c for c in facts.classes if c.qualname == name), None)
+    if local is not None:
+        return facts, local
+    imp = next((i for i in facts.imports if i.bound == name and not i.scope), None)
+    if imp is None or hops == 0:
+        return None
+    hit = find_class(analysis, imp.target)
+    if hit is not None:
+        return hit
+    module, _, attr = imp.target.rpartition(".")
+    source = files_by_module(analysis).get(module)
+    return resolve_class(analysis, source, attr, hops - 1) if source is not None else None
+
+
+__all__ = ["ModuleFiles", "Signature", "class_methods", "files_by_module", "files_mentioning", "find_class", "find_method", "method",
+           "resolve_class", "signature"]
