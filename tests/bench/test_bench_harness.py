@@ -114,7 +114,10 @@ def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
 
     # Every target is listed with a verdict, and the Markdown table says the same.
     verdicts = {t["name"]: t["verdict"] for t in document["targets"]}
-    assert len(verdicts) == 8 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}
+    assert len(verdicts) == 12 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}
+    # the fleet section ran over its loopback daemons: one host, eight, and 64 host entries
+    for key in ("fleet_1_cold", "fleet_8_cold", "fleet_1_nochange", "fleet_8_nochange", "fleet_64_nochange"):
+        assert results[key]["runs"] == 1, (key, results[key])
     table = (out / "results.md").read_text()
     for name, verdict in verdicts.items():
         assert f"| {name} |" in table and f"**{verdict}**" in table

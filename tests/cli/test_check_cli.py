@@ -162,7 +162,7 @@ def test_text_review_prints_findings_first_and_a_one_line_inventory(checkout):
 
     result = check(root, "--diff-base", "HEAD~1", "--format", "text")
     assert result.exit_code == 1, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
+    lines = [line for line in result.stdout.splitlines() if line.strip()]  # stderr holds the pull's line
     first_finding = next(i for i, line in enumerate(lines) if "SGL301" in line)
     assert lines[1].startswith("Findings (") and first_finding < 6  # right after the one-line header
     assert KIMI in lines[2] and "440:" in lines[first_finding]
@@ -170,4 +170,4 @@ def test_text_review_prints_findings_first_and_a_one_line_inventory(checkout):
     assert len(inventory) == 1 and "algorithms (" in inventory[0] and "EAGLE" in inventory[0]
     for table in ("Algorithms (", "Predicates", "Choice hooks", "Dispatch sites (", "d2t sites ("):
         assert not any(line.startswith(table) for line in lines), table
-    assert lines[-1].startswith("Summary: ") and len(lines) < 30
+    assert lines[-2].startswith("Summary: ") and "run with --scope full for all" in lines[-1] and len(lines) < 30

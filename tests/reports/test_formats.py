@@ -60,7 +60,8 @@ def test_what_could_not_be_read_is_shown_in_every_format():
     report = fx.report(inventory=dataclasses.replace(fx.inventory(), unread=(item,)))
 
     text = render(report, "text")
-    assert "1 fact(s) could not be read" in text.splitlines()[-1]
+    summary = next(line for line in text.splitlines() if line.startswith("Summary: "))
+    assert "1 fact(s) could not be read" in summary
     assert "sglang/srt/speculative/spec_info.py:102  predicate is_eagle:" in text
     assert json.loads(render(report, "json"))["inventory"]["unread"] == [{
         "what": "predicate", "name": "is_eagle", "reason": item.reason,
