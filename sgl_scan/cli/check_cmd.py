@@ -154,8 +154,11 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_
     analysis = analyze(snapshot)
     previous = None
     if include_new:
+        from sgl_scan.cli.scan_cmd import read_sources
+        from sgl_scan.rules.baseline import KnownFindings
         from sgl_scan.rules.engine import run_rules
 
         before = obtain_snapshot({"git_repo": str(root), "rev": base, "scope": scope})
-        previous = frozenset(f.fingerprint for f in run_rules(analyze(before), prepared.rules))
+        lines_before = lambda path: read_sources(before.tree, [path]).get(path)  # noqa: E731
+        previous = KnownFindings.of(run_rules(analyze(before), prepared.rules, source_lines=lines_before))
     ctx.exit(report_findings(snapshot, analysis, options, prepared, changed_lines=wanted, previous=previous))

@@ -102,7 +102,7 @@ def report_findings(
     prepared: Prepared,
     *,
     changed_lines: Mapping[str, frozenset[int]] | None = None,
-    previous: frozenset[str] | None = None,
+    previous=None,  # KnownFindings at the diff base (check --include-new)
 ) -> int:
     """Run the rules, filter once, render, write; return the exit code."""
     from sgl_scan import __version__
@@ -113,8 +113,14 @@ def report_findings(
     from sgl_scan.rules.filtering import FilterOptions, apply_filters
     from sgl_scan.rules.suppression import suppressions_in
 
-    findings = run_rules(analysis, prepared.rules)
-    sources = read_sources(snapshot.tree, (f.path for f in findings))
+    sources: dict[str, list[str]] = {}
+
+    def source_lines(path: str) -> list[str] | None:
+        if path not in sources:
+            sources.update(read_sources(snapshot.tree, [path]))
+        return sources.get(path)
+
+    findings = run_rules(analysis, prepared.rules, source_lines=source_lines)
     suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
     filtered = apply_filters(
         findings,
