@@ -125,3 +125,147 @@ def test_check_with_a_committed_baseline_reports_the_added_copy(tmp_path, sglang
     result = run(root, "check", "--diff-base", "main", "--select", "SGL3", "--format", "json")
     assert result.exit_code == 1, result.output
     assert sgl301(result) == [(LLAMA, line_of(root / "python" / LLAMA, DIRECT, 0))]
+
+
+# --- 2, 3, 6, 9: the changed-line set comes from git, whatever its config and wherever check runs ---
+
+@pytest.fixture
+def fork(tmp_path, sglang_0_5_23):
+    """A checkout with the five real files at python/sglang on main and a `feature` branch."""
+    root = tmp_path / "fork"
+    copy_files(sglang_0_5_23, root / "python")
+    repo = init_repo(root)
+    commit_all(repo, "upstream 0.5.23 files")
+    repo.git.checkout("-b", "feature")
+    return root, repo
+
+
+def add_bug(root: Path, repo) -> int:
+    edit(root / "python" / LLAMA, OFFSETS, DIRECT)
+    commit_all(repo, "use d2t directly")
+    return line_of(root / "python" / LLAMA, DIRECT)
+
+
+@pytest.mark.parametrize("config", [
+    {"diff.mnemonicPrefix": "true"},
+    {"diff.noprefix": "true"},
+    {"diff.srcPrefix": "x/", "diff.dstPrefix": "y/"},
+    {"color.ui": "always", "color.diff": "always"},
+    {"diff.external": "false"},
+])
+def test_git_config_cannot_hide_a_changed_line(fork, monkeypatch, config):
+    root, repo = fork
+    line = add_bug(root, repo)
+    with repo.config_writer() as writer:  # the user's own settings, in the repository's config
+        for key, value in config.items():
+            section, name = key.split(".")
+            writer.set_value(section, name, value)
+    result = run(root, "check", "--diff-base", "main", "--select", "SGL301", "--format", "json")
+    assert (result.exit_code, sgl301(result)) == (1, [(LLAMA, line)]), result.output
+
+
+def test_a_bug_made_by_deleting_a_line_is_on_a_changed_line(fork):
+    root, repo = fork
+    wrapped = "self.hot_token_id = (\n                    loaded_weight\n                    + torch.arange(loaded_weight.shape[0])\n                )"
+    edit(root / "python" / LLAMA, OFFSETS, wrapped)
+    commit_all(repo, "wrapped as black wraps it")
+    assert run(root, "check", "--diff-base", "HEAD~1", "--select", "SGL301").exit_code == 0
+    edit(root / "python" / LLAMA, "                    + torch.arange(loaded_weight.shape[0])\n", "")
+    commit_all(repo, "drop the arange line")  # a pure deletion: no added line at all
+    result = run(root, "check", "--diff-base", "HEAD~1", "--select", "SGL301", "--format", "json")
+    assert (result.exit_code, sgl301(result)) == (1, [(LLAMA, line_of(root / "python" / LLAMA, "self.hot_token_id = ("))])
+
+
+def test_without_paths_check_covers_the_whole_repository_from_any_folder(fork):
+    root, repo = fork
+    line = add_bug(root, repo)
+    inside = root / "python" / "sglang" / "srt" / "speculative"
+    result = run(inside, "check", "--diff-base", "main", "--select", "SGL301", "--format", "json")
+    assert (result.exit_code, sgl301(result)) == (1, [(LLAMA, line)]), result.output
+    # PATHS still limit: relative to where check runs
+    other = run(inside, "check", ".", "--diff-base", "main", "--select", "SGL301", "--format", "json")
+    assert (other.exit_code, sgl301(other)) == (0, [])
+
+
+def run_main(capsys, cwd: Path, *args: str) -> tuple[int, str, str]:
+    """The console entry point (errors become one line and an exit code)."""
+    from sgl_scan.cli import main
+
+    before = os.getcwd()
+    try:
+        os.chdir(cwd)
+        with pytest.raises(SystemExit) as exc:
+            main(list(args))
+    finally:
+        os.chdir(before)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def test_a_diff_that_cannot_be_read_is_an_error_not_a_pass(fork, monkeypatch, capsys):
+    from sgl_scan.cli import check_cmd
+
+    root, repo = fork
+    add_bug(root, repo)
+    monkeypatch.setattr(check_cmd, "parse_unified_diff", lambda text: {})  # a misread diff
+    code, out, err = run_main(capsys, root, "check", "--diff-base", "main")
+    assert (code, out) == (3, "")
+    assert err == ("sgl-scan: error: git reports changes in 1 file(s) that were not read from its diff "
+                   "(first: python/sglang/srt/models/llama_eagle3.py); refusing to pass the review\n")
+
+
+def git(cwd: Path, *args: str) -> str:
+    import subprocess
+
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def upstream(fork):
+    """The fork as an upstream: `feature` adds the bug, then main moves on; a merge ref as GitHub makes one."""
+    root, repo = fork
+    line = add_bug(root, repo)
+    git(root, "checkout", "-q", "main")
+    edit(root / "python" / "sglang" / "srt" / "speculative" / "spec_info.py", "\n", "\n# main moved\n")
+    git(root, "commit", "-qam", "main moves")
+    git(root, "checkout", "-q", "--detach", "main")
+    git(root, "merge", "-q", "--no-ff", "feature", "-m", "Merge pull/1")
+    git(root, "update-ref", "refs/pull/1/merge", "HEAD")
+    git(root, "checkout", "-q", "main")
+    return root, line
+
+
+def ci_checkout(upstream_root: Path, where: Path, *fetches: list[str], checkout: str) -> Path:
+    where.mkdir()
+    git(where, "init", "-q")
+    git(where, "remote", "add", "origin", f"file://{upstream_root}")
+    for fetch in fetches:
+        git(where, "fetch", "-q", *fetch)
+    git(where, "checkout", "-q", "--detach", checkout) if checkout.startswith("refs/") else git(where, "checkout", "-q", checkout)
+    return where
+
+
+@pytest.mark.parametrize("setup", ["depth1_with_base", "merge_ref_full", "moved_base_branch"])
+def test_ci_checkouts_keep_reporting_the_bug_on_its_changed_line(upstream, tmp_path, setup):
+    root, line = upstream
+    if setup == "depth1_with_base":  # actions/checkout default plus `git fetch --depth=1 origin main`
+        where = ci_checkout(root, tmp_path / "ci", ["--depth=1", "origin", "+refs/pull/1/merge:refs/remotes/pull/1/merge"],
+                            ["--depth=1", "origin", "+refs/heads/main:refs/remotes/origin/main"], checkout="refs/remotes/pull/1/merge")
+    elif setup == "merge_ref_full":  # fetch-depth: 0, detached at the merge ref
+        where = ci_checkout(root, tmp_path / "ci", ["origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/pull/1/merge:refs/remotes/pull/1/merge"],
+                            checkout="refs/remotes/pull/1/merge")
+    else:  # a full clone of the branch, main moved since it forked
+        where = ci_checkout(root, tmp_path / "ci", ["origin", "+refs/heads/*:refs/remotes/origin/*"], checkout="refs/remotes/origin/feature")
+    result = run(where, "check", "--diff-base", "origin/main", "--select", "SGL301", "--format", "json")
+    assert (result.exit_code, sgl301(result)) == (1, [(LLAMA, line)]), result.output
+
+
+def test_a_base_a_shallow_clone_lacks_is_one_line(upstream, tmp_path, capsys):
+    root, _ = upstream
+    where = ci_checkout(root, tmp_path / "ci", ["--depth=1", "origin", "+refs/pull/1/merge:refs/remotes/pull/1/merge"],
+                        checkout="refs/remotes/pull/1/merge")
+    code, out, err = run_main(capsys, where, "check", "--diff-base", "HEAD~1")
+    assert (code, out) == (2, "") and "which this shallow clone does not have; fetch it first" in err
+    assert len(err.strip().splitlines()) == 1
