@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from sgl_scan.cli.scan_cmd import FindingOptions, finding_options, prepare, report_findings
+from sgl_scan.cli.scan_cmd import FindingOptions, finding_options, prepare, report_findings, require_speculative_files
 from sgl_scan.errors import ConfigError, SnapshotError
 
 log = logging.getLogger(__name__)
@@ -211,6 +211,7 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_
         click.echo(f"sgl-scan: {len(changed)} changed file(s) since {diff_base}, none under {prefix or './'}sglang", err=True)
 
     snapshot = obtain_snapshot({"local_path": str(parent), "scope": scope})
+    require_speculative_files(snapshot)
     analysis = analyze(snapshot)
     previous = None
     if include_new:

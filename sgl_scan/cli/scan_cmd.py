@@ -95,6 +95,20 @@ def read_sources(tree: Path, paths) -> dict[str, list[str]]:
     return sources
 
 
+def require_speculative_files(snapshot) -> None:
+    """A snapshot without a single `sglang/srt/speculative/` file cannot answer anything: say so
+    (with what was skipped) instead of reporting "Algorithms (0)" and passing."""
+    from sgl_scan.errors import SnapshotError
+
+    m = snapshot.manifest
+    if any(f.path.startswith("sglang/srt/speculative/") for f in m.files):
+        return
+    links = [s.path for s in m.skipped if "symlink" in s.reason]
+    why = f"; skipped symlinks: {', '.join(links[:3])}{' ...' if len(links) > 3 else ''}" if links else ""
+    raise SnapshotError(f"snapshot {m.id} ({m.scope} scope, {len(m.files)} files, {len(m.skipped)} skipped) holds no "
+                        f"sglang/srt/speculative files{why}; see: sgl-scan snapshot show {m.id}")
+
+
 def report_findings(
     snapshot,
     analysis,
@@ -187,5 +201,6 @@ def command(ctx: click.Context, **kwargs) -> None:
     if not any(v for k, v in source.items() if k not in ("connect_timeout", "scope")):
         raise click.UsageError("give a source: --path, --git, --pip, --host or --snapshot")
     snapshot = obtain_snapshot(source)
+    require_speculative_files(snapshot)
     analysis = analyze(snapshot)
     ctx.exit(report_findings(snapshot, analysis, options, prepared))

@@ -34,6 +34,10 @@ MODELS = "srt/models/"
 MODEL_NAME_WORDS = ("eagle", "dflash")
 MANAGERS = "srt/managers/"
 
+# Folders a scope reads from: followed even when they are symlinks (unless they loop), locally and
+# over SSH. Any other symlink is recorded as skipped.
+SCOPE_ROOTS = ("srt", "srt/speculative", "srt/arg_groups", "srt/managers", "srt/models")
+
 VOCAB_PATTERN = r"(^|[^A-Za-z0-9])(d2t|t2d)([^A-Za-z0-9]|$)"
 SPEC_ALGO_PATTERN = r"SpeculativeAlgorithm|spec_algorithm|speculative_algorithm"
 

@@ -86,18 +86,35 @@ if command -v git >/dev/null 2>&1 && g rev-parse --is-inside-work-tree >/dev/nul
   sec git-status; g status --porcelain --untracked-files=no 2>/dev/null | head -c 4096
   sec git-diff; g diff HEAD --no-color --no-ext-diff 2>/dev/null | head -c "$maxpatch"
 fi
+here=$(pwd -P)
+# a scope root that is a symlink is followed (find -H: the starting point only), unless it leads
+# back to the package or above it (a loop); every other symlink is listed as not followed
+loops() { t=$(cd -P -- "$1" 2>/dev/null && pwd -P) || return 1; case "$here/" in "$t"/*) return 0;; esac; return 1; }
+follow=; loop=
+for d in srt srt/speculative srt/arg_groups srt/managers srt/models; do
+  if [ -L "$d" ] && [ -d "$d" ]; then
+    if loops "$d"; then loop="$loop $d"; elif [ "$d" != srt ]; then follow="$follow $d"; fi
+  fi
+done
+case " $loop " in *" srt "*) fail "srt/ is a symlink to a folder holding the package (a loop)";; esac
+roots() { r=; for d in "$@"; do case " $loop " in *" $d "*) ;; *) r="$r $d";; esac; done; printf '%s' "$r"; }
+spec=$(roots srt/speculative srt/arg_groups srt/managers); models=$(roots srt/models)
+if [ -z "$models" ]; then models=/nonexistent; fi
 sec list
 if [ "$scope" = full ]; then
-  find srt -type f -name '*.py' -printf "$FMT" 2>/dev/null
-  sec odd; find srt -name '*.py' ! -type f ! -type d -print0 2>/dev/null
+  find -H srt $follow -type f -name '*.py' -printf "$FMT" 2>/dev/null
+  sec odd; find -H srt $follow -name '*.py' ! -type f ! -type d ! -type l -print0 2>/dev/null
+  sec links; find -H srt $follow -type l \( -name '*.py' -o -xtype d -o -xtype l \) -print0 2>/dev/null
 else
-  find srt/speculative srt/arg_groups srt/managers -type f -name '*.py' -printf "$FMT" 2>/dev/null
-  find srt/models -maxdepth 1 -type f -name '*.py' -printf "$FMT" 2>/dev/null
-  find srt/server_args.py -maxdepth 0 -type f -printf "$FMT" 2>/dev/null
-  sec odd; find srt/speculative srt/arg_groups srt/managers srt/models -name '*.py' ! -type f ! -type d -print0 2>/dev/null
-  sec grep-vocab; find srt/models -maxdepth 1 -type f -name '*.py' -exec grep -lZE -e "$vocab" -- {} + 2>/dev/null
-  sec grep-algo; find srt/managers -type f -name '*.py' -exec grep -lZE -e "$algo" -- {} + 2>/dev/null
+  [ -z "$spec" ] || find -H $spec -type f -name '*.py' -printf "$FMT" 2>/dev/null
+  find -H $models -maxdepth 1 -type f -name '*.py' -printf "$FMT" 2>/dev/null
+  find -H srt/server_args.py -maxdepth 0 -type f -printf "$FMT" 2>/dev/null
+  sec odd; find -H $spec $models -name '*.py' ! -type f ! -type d ! -type l -print0 2>/dev/null
+  sec links; find -H $spec $models -type l \( -name '*.py' -o -xtype d -o -xtype l \) -print0 2>/dev/null
+  sec grep-vocab; find -H $models -maxdepth 1 -type f -name '*.py' -exec grep -lZE -e "$vocab" -- {} + 2>/dev/null
+  sec grep-algo; case " $spec " in *" srt/managers "*) find -H srt/managers -type f -name '*.py' -exec grep -lZE -e "$algo" -- {} + 2>/dev/null;; esac
 fi
+sec loops; for d in $loop; do printf '%s\0' "$d"; done
 sec version; find version.py _version.py -maxdepth 0 -type f -printf "$FMT" 2>/dev/null
 sec tar
 exec tar -cf - --null --no-recursion --hard-dereference -T -
@@ -351,7 +368,12 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
     listing = parse_listing(sections.get("list", b"") + b"\0" + sections.get("version", b""))
     hits = _names(sections.get("grep-vocab", b"")) | _names(sections.get("grep-algo", b""))
     chosen = scopes.select(listing, scope, lambda path, pattern: path in hits)
-    skipped = [SkippedFile(p, "not a regular file") for p in sorted(_names(sections.get("odd", b"")))]
+    skipped = [SkippedFile(p, "not a regular file") for p in _names(sections.get("odd", b""))]
+    for link in _names(sections.get("links", b"")) - set(scopes.SCOPE_ROOTS):
+        skipped.append(SkippedFile(link, "not a regular file" if link.endswith(".py") else "symlink, not followed"))
+    for link in _names(sections.get("loops", b"")):
+        skipped.append(SkippedFile(link, "symlink to a folder holding the package (a loop), not followed"))
+    skipped.sort(key=lambda s: s.path)
     wanted_all = []
     for path in chosen:
         if listing[path].size > limits.max_file_size:
