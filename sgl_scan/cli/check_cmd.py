@@ -222,4 +222,9 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_
         before = obtain_snapshot({"git_repo": str(root), "rev": base, "scope": scope})
         lines_before = lambda path: read_sources(before.tree, [path]).get(path)  # noqa: E731
         previous = KnownFindings.of(run_rules(analyze(before), prepared.rules, source_lines=lines_before))
-    ctx.exit(report_findings(snapshot, analysis, options, prepared, changed_lines=wanted, previous=previous))
+    from sgl_scan.reports.model import ArtifactRoot
+
+    # SARIF: uris as the repository has them (`python/sglang/srt/...`)
+    anchor = ArtifactRoot(root.as_uri().rstrip("/") + "/", prefix + "sglang")
+    ctx.exit(report_findings(snapshot, analysis, options, prepared, changed_lines=wanted, previous=previous,
+                             artifact_root=anchor))

@@ -117,6 +117,7 @@ def report_findings(
     *,
     changed_lines: Mapping[str, frozenset[int]] | None = None,
     previous=None,  # KnownFindings at the diff base (check --include-new)
+    artifact_root=None,  # reports.model.ArtifactRoot: SARIF uris relative to the repository or --sarif-root
 ) -> int:
     """Run the rules, filter once, render, write; return the exit code."""
     from sgl_scan import __version__
@@ -157,6 +158,7 @@ def report_findings(
         rules=tuple(doc for doc in prepared.rules.docs() if doc.id in selected_ids),
         tool_version=__version__,
         sources={path: sources[path] for path in {f.path for f in filtered.kept} if path in sources},
+        artifact_root=artifact_root,
     )
     fmt = options.fmt or (format_for_path(options.output) if options.output else None) or "text"
     color = options.output is None and fmt == "text" and sys.stdout.isatty()
@@ -177,11 +179,29 @@ def report_findings(
     return exit_code_for((f.severity for f in filtered.kept), options.fail_on)
 
 
+def artifact_root_for(snapshot, base: Path):
+    """SARIF locations relative to `base` (a folder holding the scanned local package)."""
+    from sgl_scan.reports.model import ArtifactRoot
+
+    m = snapshot.manifest
+    if m.source_kind != "local":
+        raise ConfigError(f"--sarif-root needs a local source (--path); snapshot {m.id} was read from {m.source_kind}")
+    package = Path(m.root).resolve()
+    folder = base.expanduser().resolve()
+    try:
+        relative = package.relative_to(folder)
+    except ValueError:
+        raise ConfigError(f"--sarif-root {base}: the scanned package {package} is not inside it") from None
+    return ArtifactRoot(folder.as_uri().rstrip("/") + "/", relative.as_posix() if str(relative) != "." else "")
+
+
 @click.command("scan")
 @source_options
 @finding_options
+@click.option("--sarif-root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="SARIF: make locations relative to this folder (your repository root) so code scanning can place them.")
 @click.pass_context
-def command(ctx: click.Context, **kwargs) -> None:
+def command(ctx: click.Context, sarif_root: Path | None = None, **kwargs) -> None:
     """Scan an SGLang tree: inventory (SGL1xx) and checks (SGL2xx dispatch, SGL3xx d2t).
 
     Exit status: 0 clean, 1 findings at or above --fail-on, 2 usage or configuration error,
@@ -202,5 +222,6 @@ def command(ctx: click.Context, **kwargs) -> None:
         raise click.UsageError("give a source: --path, --git, --pip, --host or --snapshot")
     snapshot = obtain_snapshot(source)
     require_speculative_files(snapshot)
+    anchor = artifact_root_for(snapshot, sarif_root) if sarif_root is not None else None
     analysis = analyze(snapshot)
-    ctx.exit(report_findings(snapshot, analysis, options, prepared))
+    ctx.exit(report_findings(snapshot, analysis, options, prepared, artifact_root=anchor))
