@@ -53,16 +53,65 @@ def open_repo(spec: str):
     with _locked(cache.with_suffix(".lock")):
         try:
             if cache.exists():
-                repo = git.Repo(cache)
-                repo.git.fetch("--prune", "--tags", "origin", "+refs/heads/*:refs/heads/*")
+                try:
+                    repo = git.Repo(cache)
+                    # forced updates: a branch rewound or a tag moved upstream (git tag -f) is followed
+                    repo.git.fetch("--prune", "--force", "origin", *FETCH_REFSPECS)
+                except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+                    log.warning("the cached clone of %s could not be updated (%s); cloning it again",
+                                redact_url(spec), _last_line(exc, spec))
+                    repo = _reclone(spec, cache)
             else:
                 log.info("cloning %s", redact_url(spec))
                 repo = git.Repo.clone_from(spec, cache, bare=True)
         except git.GitCommandError as exc:
-            message = (exc.stderr or str(exc)).strip().splitlines()
-            detail = redact_url(message[-1]) if message else "git failed"
-            raise SnapshotError(f"cannot fetch {redact_url(spec)}: {detail.replace(spec, redact_url(spec))}") from exc
+            raise SnapshotError(f"cannot fetch {redact_url(spec)}: {_last_line(exc, spec)}") from exc
     return repo, redact_url(spec)
+
+
+FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+
+
+def _last_line(exc: Exception, spec: str) -> str:
+    message = (getattr(exc, "stderr", None) or str(exc)).strip().splitlines()
+    detail = redact_url(message[-1].strip(" '")) if message else "git failed"
+    return detail.replace(spec, redact_url(spec))
+
+
+def _reclone(spec: str, cache: Path):
+    """Replace the cached bare clone (ours, under the store) with a fresh one; the old one stays
+    until the new clone is complete."""
+    import shutil
+    import tempfile
+
+    import git
+
+    fresh = Path(tempfile.mkdtemp(prefix=cache.name + ".new-", dir=cache.parent))
+    try:
+        git.Repo.clone_from(spec, fresh / "repo.git", bare=True)
+        retired = cache.with_name(cache.name + ".old")
+        shutil.rmtree(retired, ignore_errors=True)
+        cache.rename(retired)
+        (fresh / "repo.git").rename(cache)
+        shutil.rmtree(retired, ignore_errors=True)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+    return git.Repo(cache)
+
+
+def branch_of(repo, rev: str) -> str | None:
+    """The branch `rev` names, as git resolves it: a name that is both a tag and a branch is the
+    tag (git's order: refs/tags before refs/heads), so no branch is recorded next to the tag's
+    commit; `refs/heads/NAME` asks for the branch."""
+    heads = {h.name for h in getattr(repo, "heads", [])}
+    if rev.startswith("refs/heads/") and rev[len("refs/heads/"):] in heads:
+        return rev[len("refs/heads/"):]
+    if rev == "HEAD" or rev not in heads:
+        return None
+    if rev in {t.name for t in repo.tags}:
+        log.warning("--rev %s is both a tag and a branch; using the tag (pass refs/heads/%s for the branch)", rev, rev)
+        return None
+    return rev
 
 
 def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress | None = None) -> Snapshot:
@@ -80,15 +129,25 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
         raise SnapshotError(f"unknown revision {rev!r} in {shown}") from exc
     tree = commit.tree
     package = None
+    submodules = []
     for layout in LAYOUTS:
         try:
             candidate = tree / layout if layout else tree
-            candidate / "srt"
+            if candidate.type != "tree":
+                submodules.append(layout)
+                continue
+            srt = candidate / "srt"
         except KeyError:
+            continue
+        if srt.type != "tree":
+            submodules.append(f"{layout}/srt" if layout else "srt")
             continue
         package, prefix = candidate, layout
         break
     if package is None:
+        if submodules:
+            raise SnapshotError(f"{submodules[0]}/ in {shown} @ {rev} is a git submodule (its files are in another "
+                                "repository); pull that repository with --git")
         raise SnapshotError(f"no SGLang package (srt/) at python/sglang, sglang or the top of {shown} @ {rev}")
     blobs, skipped = {}, []
     for name in scopes.VERSION_FILES:
@@ -100,6 +159,10 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
         if item.type != "blob" or not item.path.endswith(".py"):
             continue
         rel = item.path[len(prefix) + 1:] if prefix else item.path
+        shown = scopes.utf8_name(rel)
+        if shown is not None:
+            skipped.append(SkippedFile(shown, scopes.NOT_UTF8))
+            continue
         if item.mode not in REGULAR_MODES:
             skipped.append(SkippedFile(rel, "not a regular file"))
             continue
@@ -112,7 +175,7 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
         return cache[rel]
 
     chosen = scopes.select_local(blobs, scope, read)
-    branch = rev if rev != "HEAD" and rev in [h.name for h in getattr(repo, "heads", [])] else None
+    branch = branch_of(repo, rev)
     if branch is None and rev == "HEAD" and not repo.bare:
         branch = None if repo.head.is_detached else repo.active_branch.name
     with store.stage() as stage:

@@ -83,6 +83,7 @@ def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
                 full = os.path.join(dirpath, d)
                 if os.path.islink(full):
                     rel = os.path.relpath(full, package).replace(os.sep, "/")
+                    rel = scopes.utf8_name(rel) or rel
                     if rel in scopes.SCOPE_ROOTS:
                         tops.append(rel)  # walked on its own, as a scope root
                     else:
@@ -95,7 +96,11 @@ def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
                 rel = os.path.relpath(full, package).replace(os.sep, "/")
                 if not filename.endswith(".py"):
                     if os.path.islink(full) and not os.path.exists(full):
-                        skipped.append(SkippedFile(rel, "symlink, not followed"))
+                        skipped.append(SkippedFile(scopes.utf8_name(rel) or rel, "symlink, not followed"))
+                    continue
+                shown = scopes.utf8_name(rel)
+                if shown is not None:
+                    skipped.append(SkippedFile(shown, scopes.NOT_UTF8))
                     continue
                 if os.path.islink(full) or not os.path.isfile(full):
                     skipped.append(SkippedFile(rel, "not a regular file"))

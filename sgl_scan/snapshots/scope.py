@@ -47,6 +47,19 @@ _COMPILED = {
 }
 
 
+NOT_UTF8 = "file name is not UTF-8"
+
+
+def utf8_name(path: str) -> str | None:
+    """None when `path` (decoded with surrogateescape) is valid UTF-8; else a readable stand-in
+    (undecodable bytes as U+FFFD) to record it as skipped under. Snapshots hold UTF-8 names only."""
+    try:
+        path.encode("utf-8")
+        return None
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def check_scope(scope: str | None) -> str:
     scope = scope or DEFAULT_SCOPE
     if scope not in SCOPES:

@@ -366,11 +366,15 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
     root = sections["root"].decode("utf-8", "surrogateescape").rstrip("\n")
     how = sections.get("how", b"").decode(errors="replace")
     listing = parse_listing(sections.get("list", b"") + b"\0" + sections.get("version", b""))
+    undecodable = [p for p in listing if scopes.utf8_name(p) is not None]
+    for path in undecodable:
+        del listing[path]  # never requested; recorded as skipped
     hits = _names(sections.get("grep-vocab", b"")) | _names(sections.get("grep-algo", b""))
     chosen = scopes.select(listing, scope, lambda path, pattern: path in hits)
-    skipped = [SkippedFile(p, "not a regular file") for p in _names(sections.get("odd", b""))]
+    skipped = [SkippedFile(scopes.utf8_name(p) or p, "not a regular file") for p in _names(sections.get("odd", b""))]
+    skipped += [SkippedFile(scopes.utf8_name(p), scopes.NOT_UTF8) for p in undecodable]
     for link in _names(sections.get("links", b"")) - set(scopes.SCOPE_ROOTS):
-        skipped.append(SkippedFile(link, "not a regular file" if link.endswith(".py") else "symlink, not followed"))
+        skipped.append(SkippedFile(scopes.utf8_name(link) or link, "not a regular file" if link.endswith(".py") else "symlink, not followed"))
     for link in _names(sections.get("loops", b"")):
         skipped.append(SkippedFile(link, "symlink to a folder holding the package (a loop), not followed"))
     skipped.sort(key=lambda s: s.path)
