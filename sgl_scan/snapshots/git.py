@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
-from sgl_scan.errors import SnapshotError
+from sgl_scan.errors import ConfigError, SnapshotError
 from sgl_scan.paths import sgl_scan_home
 from sgl_scan.snapshots import scope as scopes
 from sgl_scan.snapshots.manifest import GitState, Snapshot, SkippedFile
@@ -146,8 +146,9 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
         break
     if package is None:
         if submodules:
-            raise SnapshotError(f"{submodules[0]}/ in {shown} @ {rev} is a git submodule (its files are in another "
-                                "repository); pull that repository with --git")
+            # the argument names the wrong repository: a usage error, fixed by naming the submodule's
+            raise ConfigError(f"{submodules[0]}/ in {shown} @ {rev} is a git submodule (its files are in another "
+                              "repository); pull that repository with --git")
         raise SnapshotError(f"no SGLang package (srt/) at python/sglang, sglang or the top of {shown} @ {rev}")
     blobs, skipped = {}, []
     for name in scopes.VERSION_FILES:
