@@ -25,8 +25,9 @@ _BYPRODUCT_DIRS = frozenset({"__pycache__", ".pytest_cache"})
 Protected = Union[Path, Iterable[Path]]
 
 
-class DestinationError(ConfigError):
-    """`--out` may not be written (it overlaps the source, is a repository, holds a user's files): exit 2."""
+class DestinationError(ConfigError, CodegenError):
+    """`--out` may not be written (it overlaps the source, is a repository, holds a user's files):
+    a codegen refusal, reported as a usage error (exit 2)."""
 
 
 def _as_list(protected: Protected) -> list[Path]:
