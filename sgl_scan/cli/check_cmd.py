@@ -3,7 +3,10 @@
 Run inside an SGLang git checkout (a fork, or a pull request's head). The whole tree is analysed
 (whole-program rules need it); findings are then kept only where they touch a line that differs
 between the merge base of REV and HEAD and the working tree (committed, staged, unstaged or
-untracked), as `git diff <merge-base>` shows them. With `--include-new` the merge base is analysed
+untracked), as `git diff <merge-base>` shows them — read with prefixes, external diffs, textconv and
+colour switched off whatever the user's git config says; a pure deletion touches the lines on both
+sides of it; without PATHS the whole repository counts, wherever check runs from; a file git counts
+as changed but that was not read from the diff is an error. With `--include-new` the merge base is analysed
 too, and findings it did not have are kept wherever they are (a member added to the enum makes the
 unchanged `--speculative-algorithm` choices line wrong: SGL205).
 """
@@ -178,7 +181,8 @@ def to_snapshot_paths(changed: dict[str, set[int]], prefix: str) -> dict[str, fr
 def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_new: bool, scope: str | None, **kwargs) -> None:
     """Review a change in an SGLang git checkout: findings on changed lines only.
 
-    PATHS (default: the whole checkout) limit which changed files count. Exit status as for scan.
+    PATHS (default: the whole repository, wherever check runs from) limit which changed files count.
+    SARIF locations are relative to the repository root. Exit status as for scan.
     Examples:
 
     \b
