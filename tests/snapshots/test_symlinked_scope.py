@@ -105,3 +105,11 @@ def test_a_scope_without_speculative_files_is_an_error_not_a_clean_scan(capsys, 
     assert (code, out) == (3, "")
     assert "holds no sglang/srt/speculative files; skipped symlinks: sglang/srt/speculative; see: sgl-scan snapshot show" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_symlinked_speculative_folder_is_followed_in_the_full_scope_too(capsys, tmp_path, sglang_0_5_23, how, server):
+    package = _tree(tmp_path / "t", sglang_0_5_23)
+    _move_and_link(package, "srt/speculative", tmp_path / "elsewhere" / "speculative")
+    files, skipped = _pull(capsys, how, server, package, "--scope", "full")
+    assert sorted(files) == sorted("sglang/" + rel for rel in FILES)
+    assert skipped == {}
