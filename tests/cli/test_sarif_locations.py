@@ -7,7 +7,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -15,7 +14,7 @@ import jsonschema
 import pytest
 
 from sgl_scan.cli import main
-from tests.cli.test_review_safety import DIRECT, FILES, LLAMA, OFFSETS, copy_files, edit, git, line_of
+from tests.cli.test_review_safety import DIRECT, LLAMA, OFFSETS, copy_files, edit, git, line_of
 
 pytestmark = pytest.mark.slow
 
