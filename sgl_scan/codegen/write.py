@@ -75,12 +75,15 @@ def check_destination(out: Path, *, force: bool, protected: Protected) -> None:
         raise DestinationError(f"refusing --out {out}: it exists and is not a folder")
     if not target.exists() or not any(target.iterdir()):
         return
-    repo = next((p for p in [target / ".git", *target.rglob(".git")] if p.exists() or p.is_symlink()), None)
-    if repo is not None:
-        raise DestinationError(f"refusing --out {out}: it holds a git repository ({repo})")
-    written = _marker_files(target)
+    top = target / ".git"
+    if top.exists() or top.is_symlink():
+        raise DestinationError(f"refusing --out {out}: it holds a git repository ({top})")
+    written = _marker_files(target)  # checked before any walk: a big folder of the user's is refused at once
     if written is None:
         raise DestinationError(f"refusing --out {out}: it is not empty and sgl-scan did not generate it (no {MARKER}); choose a new folder")
+    repo = next(target.rglob(".git"), None)
+    if repo is not None:
+        raise DestinationError(f"refusing --out {out}: it holds a git repository ({repo})")
     foreign = _foreign_entry(target, written)
     if foreign is not None:
         raise DestinationError(f"refusing --out {out}: it holds {foreign}, which sgl-scan did not write; move it away or choose a new folder")

@@ -84,3 +84,11 @@ def test_a_forged_marker_file_does_not_count(tmp_path):
 def test_a_generated_file_may_not_shadow_the_marker(tmp_path):
     with pytest.raises(CodegenError, match=MARKER):
         write_tree({MARKER: "{}"}, tmp_path / "pkg", force=False, protected=tmp_path / "snap")
+
+
+def test_force_refuses_a_generated_folder_with_a_repository_inside(tmp_path):
+    out = write_tree({"a.py": ""}, tmp_path / "pkg", force=False, protected=tmp_path / "snap")
+    (out / "vendored" / ".git").mkdir(parents=True)
+    with pytest.raises(ConfigError, match=r"it holds a git repository \(.*vendored/\.git\)"):
+        write_tree({"a.py": ""}, out, force=True, protected=tmp_path / "snap")
+    assert (out / "vendored" / ".git").is_dir()
