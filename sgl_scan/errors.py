@@ -30,7 +30,8 @@ class CodegenError(SglScanError):
 
 
 class OutputFolderError(CodegenError, ConfigError):
-    """`--out` names a folder that cannot be used: not empty without --force, a file, or overlapping
-    the snapshot or the store. A usage error (exit 2), raised before anything is generated."""
+    """`--out` names a folder that cannot be used: a file, one that overlaps the source tree, the
+    snapshot or the store, a git repository, a folder holding files gen did not write, or a non-empty
+    one without --force. A usage error (exit 2), raised before anything is generated."""
 
     exit_code = 2

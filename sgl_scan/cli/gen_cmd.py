@@ -49,7 +49,9 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
     if not package.isidentifier():
         raise click.BadParameter(f"{out.name!r} is not a Python identifier; the folder name becomes the package name", param_hint="--out")
     snapshot = obtain_snapshot(pop_source_params(kwargs))
-    protected = (snapshot.folder, snapshots_dir())
+    protected = [snapshot.folder, snapshots_dir()]
+    if snapshot.manifest.source_kind == "local":  # never write over (or around) the scanned checkout
+        protected += [Path(p) for p in (snapshot.manifest.source.get("path"), snapshot.manifest.root) if p]
     if out is not None and not dry_run:
         check_destination(out, force=force, protected=protected)
     analysis = analyze(snapshot)

@@ -117,6 +117,20 @@ def _config_used() -> str | None:
     return None
 
 
+def require_speculative_files(snapshot) -> None:
+    """A snapshot without a single `sglang/srt/speculative/` file cannot answer anything: say so
+    (with what was skipped) instead of reporting "Algorithms (0)" and passing."""
+    from sgl_scan.errors import SnapshotError
+
+    m = snapshot.manifest
+    if any(f.path.startswith("sglang/srt/speculative/") for f in m.files):
+        return
+    links = [s.path for s in m.skipped if "symlink" in s.reason]
+    why = f"; skipped symlinks: {', '.join(links[:3])}{' ...' if len(links) > 3 else ''}" if links else ""
+    raise SnapshotError(f"snapshot {m.id} ({m.scope} scope, {len(m.files)} files, {len(m.skipped)} skipped) holds no "
+                        f"sglang/srt/speculative files{why}; see: sgl-scan snapshot show {m.id}")
+
+
 def report_findings(
     snapshot,
     analysis,
@@ -124,7 +138,8 @@ def report_findings(
     prepared: Prepared,
     *,
     changed_lines: Mapping[str, frozenset[int]] | None = None,
-    previous: frozenset[str] | None = None,
+    previous=None,  # KnownFindings at the diff base (check --include-new)
+    artifact_root=None,  # reports.model.ArtifactRoot: SARIF uris relative to the repository or --sarif-root
     review: bool = False,
 ) -> int:
     """Run the rules, filter once, render, write; return the exit code. `review`: a `check` run
@@ -137,8 +152,14 @@ def report_findings(
     from sgl_scan.rules.filtering import FilterOptions, apply_filters
     from sgl_scan.rules.suppression import suppressions_in
 
-    findings = run_rules(analysis, prepared.rules)
-    sources = read_sources(snapshot.tree, (f.path for f in findings))
+    sources: dict[str, list[str]] = {}
+
+    def source_lines(path: str) -> list[str] | None:
+        if path not in sources:
+            sources.update(read_sources(snapshot.tree, [path]))
+        return sources.get(path)
+
+    findings = run_rules(analysis, prepared.rules, source_lines=source_lines)
     suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
     filtered = apply_filters(
         findings,
@@ -163,6 +184,7 @@ def report_findings(
         sources={path: sources[path] for path in {f.path for f in filtered.kept} if path in sources},
         config=_config_used(),
         review=review,
+        artifact_root=artifact_root,
     )
     fmt = options.fmt or (format_for_path(options.output) if options.output else None) or "text"
     color = options.output is None and fmt == "text" and sys.stdout.isatty()
@@ -183,11 +205,29 @@ def report_findings(
     return exit_code_for((f.severity for f in filtered.kept), options.fail_on)
 
 
+def artifact_root_for(snapshot, base: Path):
+    """SARIF locations relative to `base` (a folder holding the scanned local package)."""
+    from sgl_scan.reports.model import ArtifactRoot
+
+    m = snapshot.manifest
+    if m.source_kind != "local":
+        raise ConfigError(f"--sarif-root needs a local source (--path); snapshot {m.id} was read from {m.source_kind}")
+    package = Path(m.root).resolve()
+    folder = base.expanduser().resolve()
+    try:
+        relative = package.relative_to(folder)
+    except ValueError:
+        raise ConfigError(f"--sarif-root {base}: the scanned package {package} is not inside it") from None
+    return ArtifactRoot(folder.as_uri().rstrip("/") + "/", relative.as_posix() if str(relative) != "." else "")
+
+
 @click.command("scan")
 @source_options
 @finding_options
+@click.option("--sarif-root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="SARIF: make locations relative to this folder (your repository root) so code scanning can place them.")
 @click.pass_context
-def command(ctx: click.Context, **kwargs) -> None:
+def command(ctx: click.Context, sarif_root: Path | None = None, **kwargs) -> None:
     """Scan an SGLang tree: inventory (SGL1xx) and checks (SGL2xx dispatch, SGL3xx d2t).
 
     Exit status: 0 clean, 1 findings at or above --fail-on, 2 usage or configuration error,
@@ -206,9 +246,11 @@ def command(ctx: click.Context, **kwargs) -> None:
     prepared = prepare(options)  # usage errors before any download or parse
     source = source_or_latest(pop_source_params(kwargs))
     snapshot = obtain_snapshot(source)
+    require_speculative_files(snapshot)
+    anchor = artifact_root_for(snapshot, sarif_root) if sarif_root is not None else None
     bar = Progress("analysing")  # a cold full-scope scan reads thousands of files: say so on a TTY
     try:
         analysis = analyze(snapshot, progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total))
     finally:
         bar.done()
-    ctx.exit(report_findings(snapshot, analysis, options, prepared))
+    ctx.exit(report_findings(snapshot, analysis, options, prepared, artifact_root=anchor))

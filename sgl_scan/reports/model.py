@@ -19,6 +19,20 @@ class RuleDoc:
 
 
 @dataclass(frozen=True)
+class ArtifactRoot:
+    """Where SARIF locations are anchored when the user's folder is known: `base_uri` (a file URI
+    ending in "/": the repository root in `check`, `--sarif-root` in `scan`) and the package folder
+    relative to it (`python/sglang`), which replaces the snapshot's `sglang/` in every uri."""
+
+    base_uri: str
+    package: str  # POSIX, relative to base_uri, no trailing slash ("" when the package is the base)
+
+    def uri(self, snapshot_path: str) -> str:
+        rest = snapshot_path[len("sglang/"):] if snapshot_path.startswith("sglang/") else snapshot_path
+        return f"{self.package}/{rest}" if self.package else rest
+
+
+@dataclass(frozen=True)
 class Report:
     manifest: Manifest
     inventory: SpecInventory
@@ -29,3 +43,4 @@ class Report:
     sources: dict | None = None  # path -> list of source lines, for excerpts (filled by the CLI from the snapshot)
     config: str | None = None  # the settings file the run used (found upwards or named by --config)
     review: bool = False  # a review run (`check`): the text report puts findings first, the inventory in one line
+    artifact_root: ArtifactRoot | None = None  # SARIF: uris relative to the repository (check) or --sarif-root

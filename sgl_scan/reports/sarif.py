@@ -1,9 +1,14 @@
 """SARIF 2.1.0 for code scanning (GitHub and other SARIF viewers).
 
 Each rule that ran is listed once in `tool.driver.rules` with its documentation; result levels come
-from severity; `partialFingerprints` carry the finding's line-independent fingerprint; paths are
-relative to the snapshot root (`uriBaseId` SNAPSHOTROOT); parse errors and skipped files are
-tool execution notifications.
+from severity; `partialFingerprints` carry the finding's fingerprint (its statement and neighbours,
+never its line); parse errors and skipped files are tool execution notifications.
+
+Locations: with an `ArtifactRoot` (`check`: the repository root; `scan --sarif-root DIR`) every uri is
+relative to that folder (`python/sglang/srt/...`, `uriBaseId` SRCROOT, its file URI in
+`originalUriBaseIds`), which is what code scanning needs. Otherwise uris are relative to the snapshot
+tree root (`sglang/srt/...`, `uriBaseId` SNAPSHOTROOT), whose file URI (the folder holding the
+package) is given when the snapshot was read from a local `sglang` folder.
 """
 
 from __future__ import annotations
@@ -14,26 +19,28 @@ from typing import Iterable, Mapping, Sequence
 
 from sgl_scan.analyzer.model import Location, ParseError
 from sgl_scan.reports.common import describe_source, json_document, loc_key, sorted_findings, source_line
-from sgl_scan.reports.model import Report, RuleDoc
+from sgl_scan.reports.model import ArtifactRoot, Report, RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
 ROOT_ID = "SNAPSHOTROOT"
+SRCROOT_ID = "SRCROOT"
 FINGERPRINT_KEY = "sglScanFingerprint/v1"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def render(report: Report, *, color: bool = False) -> str:
     del color
+    anchor = _Anchor(report.artifact_root)
     run = _run(
         report.tool_version,
         report.rules,
         [(f, None) for f in sorted_findings(report.findings)],
         report.sources,
-        _notifications(report.parse_errors, report.manifest, report.inventory.unread),
-        _root(report.manifest),
+        _notifications(report.parse_errors, report.manifest, anchor, report.inventory.unread),
+        _root(report.manifest, report.artifact_root),
         {
             "snapshotId": report.manifest.id,
             "sglangVersion": report.manifest.sglang_version,
@@ -46,7 +53,25 @@ def render(report: Report, *, color: bool = False) -> str:
             **({"config": report.config} if report.config else {}),
         },
     )
+    if report.artifact_root is not None:
+        run["originalUriBaseIds"] = {SRCROOT_ID: run["originalUriBaseIds"][ROOT_ID]}
+        for result in run["results"]:
+            for location in result["locations"]:
+                anchor.place(location["physicalLocation"]["artifactLocation"])
     return _dump(run)
+
+
+class _Anchor:
+    """Rewrites a snapshot-relative artifact location for a declared root (or leaves it)."""
+
+    def __init__(self, root: ArtifactRoot | None):
+        self.root = root
+
+    def place(self, artifact: dict) -> dict:
+        if self.root is not None and artifact.get("uriBaseId") == ROOT_ID:
+            artifact["uri"] = self.root.uri(artifact["uri"])
+            artifact["uriBaseId"] = SRCROOT_ID
+        return artifact
 
 
 def render_diff(diff, *, color: bool = False) -> str:
@@ -168,7 +193,8 @@ def _physical(path: str, line: int, column: int, end_line: int | None, end_colum
     return {"artifactLocation": {"uri": path, "uriBaseId": ROOT_ID}, "region": region}
 
 
-def _notifications(parse_errors: Sequence[ParseError], manifest: Manifest, unread: Sequence = ()) -> list[dict]:
+def _notifications(parse_errors: Sequence[ParseError], manifest: Manifest, anchor: "_Anchor",
+                   unread: Sequence = ()) -> list[dict]:
     out = []
     for item in unread:  # already in location order
         loc = item.location
@@ -184,22 +210,30 @@ def _notifications(parse_errors: Sequence[ParseError], manifest: Manifest, unrea
             "level": "error",
             "message": {"text": f"not analysed: {err.message}"},
             "descriptor": {"id": "parse-error"},
-            "locations": [{"physicalLocation": _physical(loc.path, loc.line, loc.column, None, None)}],
+            "locations": [{"physicalLocation": _placed(_physical(loc.path, loc.line, loc.column, None, None), anchor)}],
         })
     for skipped in sorted(manifest.skipped, key=lambda s: s.path):
         out.append({
             "level": "note",
             "message": {"text": f"skipped: {skipped.reason}"},
             "descriptor": {"id": "skipped-file"},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": skipped.path, "uriBaseId": ROOT_ID}}}],
+            "locations": [{"physicalLocation": {"artifactLocation": anchor.place({"uri": skipped.path, "uriBaseId": ROOT_ID})}}],
         })
     return out
 
 
-def _root(manifest: Manifest) -> dict:
-    """The SNAPSHOTROOT base: a file URI where the tree is a local folder, else a description only."""
+def _placed(physical: dict, anchor: "_Anchor") -> dict:
+    anchor.place(physical["artifactLocation"])
+    return physical
+
+
+def _root(manifest: Manifest, declared: ArtifactRoot | None = None) -> dict:
+    """The base of every uri: the declared root, or SNAPSHOTROOT — the folder holding `sglang/` as a
+    file URI where the tree is a local folder named `sglang`, else a description only."""
+    if declared is not None:
+        return {"uri": declared.base_uri, "description": {"text": "the repository root (uris as code scanning reads them)"}}
     description = {"text": f"the snapshot tree root ({describe_source(manifest)})"}
     root = PurePosixPath(manifest.root)
-    if manifest.source_kind == "local" and root.is_absolute():
-        return {"uri": root.as_uri().rstrip("/") + "/", "description": description}
+    if manifest.source_kind == "local" and root.is_absolute() and root.name == "sglang":
+        return {"uri": root.parent.as_uri().rstrip("/") + "/", "description": description}
     return {"description": description}

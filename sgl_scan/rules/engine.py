@@ -14,6 +14,7 @@ from sgl_scan.analyzer.model import Analysis
 from sgl_scan.errors import SglScanError
 from sgl_scan.rules.base import RuleSet
 from sgl_scan.rules.finding import Finding
+from sgl_scan.rules.identity import SourceLines, identify
 from sgl_scan.rules.registry import load_rules
 
 
@@ -25,8 +26,11 @@ def sort_key(finding: Finding) -> tuple:
     return (finding.path, finding.line, finding.column, finding.rule_id, finding.message)
 
 
-def run_rules(analysis: Analysis, rules: RuleSet | None = None) -> tuple[Finding, ...]:
-    """All findings of `rules` (default: every rule) on `analysis`, sorted by path and line."""
+def run_rules(analysis: Analysis, rules: RuleSet | None = None, *, source_lines: SourceLines | None = None) -> tuple[Finding, ...]:
+    """All findings of `rules` (default: every rule) on `analysis`, sorted by path and line.
+
+    With `source_lines` (path -> the snapshot file's lines, read by the caller) fingerprints include
+    each statement's neighbours (`rules/identity.py`); without, repeats are numbered in line order."""
     ruleset = rules if rules is not None else load_rules()
     findings: list[Finding] = []
     for rule in ruleset.rules:
@@ -36,6 +40,8 @@ def run_rules(analysis: Analysis, rules: RuleSet | None = None) -> tuple[Finding
             raise
         except Exception as exc:
             raise RuleError(f"rule {rule.id} ({rule.name}) failed: {type(exc).__name__}: {exc}") from exc
+    if source_lines is not None:
+        return identify(sorted(findings, key=sort_key), source_lines)
     return unique_fingerprints(sorted(findings, key=sort_key))
 
 
@@ -49,6 +55,8 @@ def unique_fingerprints(findings: list[Finding]) -> tuple[Finding, ...]:
         seen[base] += 1
         if n:
             again = hashlib.sha256(f"{base}#{n}".encode()).hexdigest()[:20]
-            finding = dataclasses.replace(finding, fingerprint=again)
+            finding = dataclasses.replace(finding, fingerprint=again, group=base)
+        else:
+            finding = dataclasses.replace(finding, group=base)
         result.append(finding)
     return tuple(result)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from sgl_scan.rules.baseline import Baseline
+from sgl_scan.rules.baseline import Baseline, KnownFindings
 from sgl_scan.rules.finding import Finding
 from sgl_scan.rules.selection import Selection
 from sgl_scan.rules.suppression import LineSuppressions, is_suppressed
@@ -21,9 +21,10 @@ class FilterOptions:
     suppressions: Mapping[str, LineSuppressions] = field(default_factory=dict)  # path -> line -> ids
     baseline: Baseline | None = None
     changed_lines: Mapping[str, frozenset[int]] | None = None  # path -> changed lines; None = all
-    # With changed_lines: fingerprints of the findings at the diff base. A finding absent there was
-    # created by the change and is kept even on an unchanged line (None: changed lines only).
-    previous: frozenset[str] | None = None
+    # With changed_lines: the findings at the diff base (or just their fingerprints). A finding they
+    # do not account for was created by the change and is kept even on an unchanged line (None:
+    # changed lines only).
+    previous: KnownFindings | frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,20 +56,36 @@ def touches_changed_lines(finding: Finding, changed: Mapping[str, frozenset[int]
 
 def apply_filters(findings: Iterable[Finding], options: FilterOptions) -> Filtered:
     kept, deselected, unchanged, suppressed, baselined = [], [], [], [], []
-    for finding in findings:
+    findings = list(findings)
+    selected = [i for i, f in enumerate(findings) if options.selection.allows(f.rule_id)]
+    # Known findings are matched against every selected finding at once (one assignment), before
+    # any is set aside as unchanged or suppressed, so an old finding always claims its own entry.
+    in_baseline = _matched(options.baseline, findings, selected)
+    previous = options.previous
+    if isinstance(previous, frozenset):
+        previous = KnownFindings(tuple((fp, fp) for fp in previous))
+    at_base = _matched(previous, findings, selected) if previous is not None else None
+    for i, finding in enumerate(findings):
         if not options.selection.allows(finding.rule_id):
             deselected.append(finding)
         elif (
             options.changed_lines is not None
             and not touches_changed_lines(finding, options.changed_lines)
-            and (options.previous is None or finding.fingerprint in options.previous)
+            and (at_base is None or i in at_base)
         ):
             unchanged.append(finding)
         elif is_suppressed(finding.rule_id, finding.line, options.suppressions.get(finding.path),
                                finding.end_line):
             suppressed.append(finding)
-        elif options.baseline is not None and finding in options.baseline:
+        elif i in in_baseline:
             baselined.append(finding)
         else:
             kept.append(finding)
     return Filtered(tuple(kept), tuple(deselected), tuple(unchanged), tuple(suppressed), tuple(baselined))
+
+
+def _matched(known: KnownFindings | None, findings: list[Finding], selected: list[int]) -> set[int]:
+    """Indices (into `findings`) of the selected findings that `known` accounts for."""
+    if known is None:
+        return set()
+    return {selected[j] for j in known.match([findings[i] for i in selected])}

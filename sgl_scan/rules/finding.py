@@ -22,3 +22,6 @@ class Finding:
     data: Mapping[str, Any] = field(default_factory=dict)
     hint: str | None = None
     fingerprint: str | None = None  # stable across line moves (baselines, SARIF partialFingerprints)
+    # The line-free identity shared by identical statements (rule, path, symbol); `fingerprint` adds
+    # the statement's neighbours, so a new copy never takes an old one's fingerprint (rules/identity.py).
+    group: str | None = field(default=None, compare=False)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from sgl_scan.errors import SnapshotError
+from sgl_scan.errors import ConfigError, SnapshotError
 from sgl_scan.paths import sgl_scan_home
 from sgl_scan.snapshots import scope as scopes
 from sgl_scan.snapshots.manifest import GitState, Snapshot, SkippedFile
@@ -92,17 +92,66 @@ def open_repo(spec: str):
     with _locked(cache.with_suffix(".lock")):
         try:
             if cache.exists():
-                repo = git.Repo(cache)
-                repo.git.remote("set-url", "origin", clean)  # drops a credential an older clone stored
-                repo.git.fetch("--prune", "--tags", "origin", "+refs/heads/*:refs/heads/*", env=env)
+                try:
+                    repo = git.Repo(cache)
+                    repo.git.remote("set-url", "origin", clean)  # drops a credential an older clone stored
+                    # forced updates: a branch rewound or a tag moved upstream (git tag -f) is followed
+                    repo.git.fetch("--prune", "--force", "origin", *FETCH_REFSPECS, env=env)
+                except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+                    log.warning("the cached clone of %s could not be updated (%s); cloning it again",
+                                redact_url(spec), _last_line(exc, spec))
+                    repo = _reclone(clean, cache, env)
             else:
                 log.info("cloning %s", redact_url(spec))
                 repo = git.Repo.clone_from(clean, cache, bare=True, env=env)
         except git.GitCommandError as exc:
-            message = (exc.stderr or str(exc)).strip().splitlines()
-            detail = redact_url(message[-1]) if message else "git failed"
-            raise SnapshotError(f"cannot fetch {redact_url(spec)}: {detail.replace(spec, redact_url(spec))}") from exc
+            raise SnapshotError(f"cannot fetch {redact_url(spec)}: {_last_line(exc, spec)}") from exc
     return repo, redact_url(spec)
+
+
+FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+
+
+def _last_line(exc: Exception, spec: str) -> str:
+    message = (getattr(exc, "stderr", None) or str(exc)).strip().splitlines()
+    detail = redact_url(message[-1].strip(" '")) if message else "git failed"
+    return detail.replace(spec, redact_url(spec))
+
+
+def _reclone(url: str, cache: Path, env: dict):
+    """Replace the cached bare clone (ours, under the store) with a fresh one; the old one stays
+    until the new clone is complete."""
+    import shutil
+    import tempfile
+
+    import git
+
+    fresh = Path(tempfile.mkdtemp(prefix=cache.name + ".new-", dir=cache.parent))
+    try:
+        git.Repo.clone_from(url, fresh / "repo.git", bare=True, env=env)  # `url` holds no credential
+        retired = cache.with_name(cache.name + ".old")
+        shutil.rmtree(retired, ignore_errors=True)
+        cache.rename(retired)
+        (fresh / "repo.git").rename(cache)
+        shutil.rmtree(retired, ignore_errors=True)
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)
+    return git.Repo(cache)
+
+
+def branch_of(repo, rev: str) -> str | None:
+    """The branch `rev` names, as git resolves it: a name that is both a tag and a branch is the
+    tag (git's order: refs/tags before refs/heads), so no branch is recorded next to the tag's
+    commit; `refs/heads/NAME` asks for the branch."""
+    heads = {h.name for h in getattr(repo, "heads", [])}
+    if rev.startswith("refs/heads/") and rev[len("refs/heads/"):] in heads:
+        return rev[len("refs/heads/"):]
+    if rev == "HEAD" or rev not in heads:
+        return None
+    if rev in {t.name for t in repo.tags}:
+        log.warning("--rev %s is both a tag and a branch; using the tag (pass refs/heads/%s for the branch)", rev, rev)
+        return None
+    return rev
 
 
 def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress | None = None) -> Snapshot:
@@ -120,15 +169,26 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
         raise SnapshotError(f"unknown revision {rev!r} in {shown}") from exc
     tree = commit.tree
     package = None
+    submodules = []
     for layout in LAYOUTS:
         try:
             candidate = tree / layout if layout else tree
-            candidate / "srt"
+            if candidate.type != "tree":
+                submodules.append(layout)
+                continue
+            srt = candidate / "srt"
         except KeyError:
+            continue
+        if srt.type != "tree":
+            submodules.append(f"{layout}/srt" if layout else "srt")
             continue
         package, prefix = candidate, layout
         break
     if package is None:
+        if submodules:
+            # the argument names the wrong repository: a usage error, fixed by naming the submodule's
+            raise ConfigError(f"{submodules[0]}/ in {shown} @ {rev} is a git submodule (its files are in another "
+                              "repository); pull that repository with --git")
         raise SnapshotError(f"no SGLang package (srt/) at python/sglang, sglang or the top of {shown} @ {rev}")
     blobs, skipped = {}, []
     for name in scopes.VERSION_FILES:
@@ -140,6 +200,10 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
         if item.type != "blob" or not item.path.endswith(".py"):
             continue
         rel = item.path[len(prefix) + 1:] if prefix else item.path
+        readable = scopes.utf8_name(rel)
+        if readable is not None:  # not UTF-8: recorded under a readable stand-in
+            skipped.append(SkippedFile(readable, scopes.NOT_UTF8))
+            continue
         if item.mode not in REGULAR_MODES:
             skipped.append(SkippedFile(rel, "not a regular file"))
             continue
@@ -156,7 +220,7 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
     def read(rel: str) -> bytes:
         return blobs[rel].data_stream.read()
 
-    branch = rev if rev != "HEAD" and rev in [h.name for h in getattr(repo, "heads", [])] else None
+    branch = branch_of(repo, rev)
     if branch is None and rev == "HEAD" and not repo.bare:
         branch = None if repo.head.is_detached else repo.active_branch.name
     with store.stage() as stage:

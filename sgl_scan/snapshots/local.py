@@ -6,8 +6,9 @@ snapshot is returned, so a repeated scan copies nothing. Content decides, not mt
 edit whose mtime was restored (`cp -p`, `rsync -t`, `tar x`) is a new snapshot.
 
 The package folder (the one holding `srt/`) is found at the folder itself, or under `sglang/`,
-`python/sglang/` or `tree/sglang/`. Only regular files are read; symlinks and unreadable or
-over-limit files are recorded as skipped. When the folder is inside a git work tree, its commit,
+`python/sglang/` or `tree/sglang/`. Only regular files are read; a symlinked scope root (`srt/`,
+`srt/speculative/`, ...) is followed unless it loops; other symlinks and unreadable or over-limit
+files are recorded as skipped. When the folder is inside a git work tree, its commit,
 branch, dirty state and `git diff HEAD` are recorded (gitpython).
 """
 
@@ -45,27 +46,70 @@ def find_package(folder: Path) -> Path:
     )
 
 
+def _loops(link: Path, package: Path) -> bool:
+    """Whether following `link` would lead back to (or above) the package: a loop."""
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return True
+    home = package.resolve()
+    return target == home or target in home.parents
+
+
 def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
-    """Regular `*.py` files under `srt/` plus the version files, by package-relative path."""
+    """Regular `*.py` files under `srt/` plus the version files, by package-relative path.
+
+    A scope root (`srt/`, or a folder a scope names, `scopes.SCOPE_ROOTS`) that is a symlink to a
+    folder is followed, unless it leads back into the package (a loop); every other symlink is
+    recorded as skipped, never silently dropped."""
     files: dict[str, Path] = {}
     skipped: list[SkippedFile] = []
     for name in scopes.VERSION_FILES:
         path = package / name
         if path.is_file() and not path.is_symlink():
             files[name] = path
-    for dirpath, dirnames, filenames in os.walk(package / "srt", onerror=lambda exc: skipped.append(
-            SkippedFile(os.path.relpath(exc.filename, package), f"unreadable folder: {exc.strerror}"))):
-        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-        for filename in filenames:
-            if not filename.endswith(".py"):
-                continue
-            full = os.path.join(dirpath, filename)
-            rel = os.path.relpath(full, package).replace(os.sep, "/")
-            if os.path.islink(full) or not os.path.isfile(full):
-                skipped.append(SkippedFile(rel, "not a regular file"))
-                continue
-            files[rel] = Path(full)
-    return files, skipped
+
+    def unreadable(exc: OSError) -> None:
+        skipped.append(SkippedFile(os.path.relpath(exc.filename, package).replace(os.sep, "/"), f"unreadable folder: {exc.strerror}"))
+
+    tops = ["srt"]
+    while tops:
+        top = tops.pop(0)
+        if os.path.islink(package / top) and _loops(package / top, package):
+            skipped.append(SkippedFile(top, "symlink to a folder holding the package (a loop), not followed"))
+            continue
+        for dirpath, dirnames, filenames in os.walk(package / top, onerror=unreadable):
+            kept = []
+            for d in sorted(dirnames):
+                if d == "__pycache__":
+                    continue
+                full = os.path.join(dirpath, d)
+                if os.path.islink(full):
+                    rel = os.path.relpath(full, package).replace(os.sep, "/")
+                    rel = scopes.utf8_name(rel) or rel
+                    if rel in scopes.SCOPE_ROOTS:
+                        tops.append(rel)  # walked on its own, as a scope root
+                    else:
+                        skipped.append(SkippedFile(rel, "symlink, not followed"))
+                    continue
+                kept.append(d)
+            dirnames[:] = kept
+            for filename in filenames:
+                full = os.path.join(dirpath, filename)
+                rel = os.path.relpath(full, package).replace(os.sep, "/")
+                if not filename.endswith(".py"):
+                    if os.path.islink(full) and not os.path.exists(full):
+                        skipped.append(SkippedFile(scopes.utf8_name(rel) or rel, "symlink, not followed"))
+                    continue
+                shown = scopes.utf8_name(rel)
+                if shown is not None:
+                    skipped.append(SkippedFile(shown, scopes.NOT_UTF8))
+                    continue
+                if os.path.islink(full) or not os.path.isfile(full):
+                    skipped.append(SkippedFile(rel, "not a regular file"))
+                    continue
+                files[rel] = Path(full)
+    return files, sorted(skipped, key=lambda s: s.path)
 
 
 def git_state(folder: Path) -> tuple[GitState | None, str | None]:

@@ -37,6 +37,10 @@ SPEC_FILES = ("srt/server_args.py",)
 MODELS = "srt/models/"
 MODEL_NAME_WORDS = ("eagle", "dflash")
 
+# Folders a scope reads from: followed even when they are symlinks (unless they loop), locally and
+# over SSH. Any other symlink is recorded as skipped.
+SCOPE_ROOTS = ("srt", "srt/speculative", "srt/arg_groups", "srt/managers", "srt/models")
+
 VOCAB_PATTERN = r"(^|[^A-Za-z0-9])(d2t|t2d)([^A-Za-z0-9]|$)"
 SPEC_ALGO_LITERALS = ("SpeculativeAlgorithm", "spec_algo", "speculative_algo")
 SPEC_ALGO_PATTERN = "|".join(SPEC_ALGO_LITERALS)
@@ -74,6 +78,19 @@ def qualifier(scope: str) -> str:
 def summary(scope: str, files: int | None = None) -> dict:
     """The statement as JSON fields: name, complete, files, note."""
     return {"name": scope, "complete": is_complete(scope), "files": files, "note": statement(scope, files)}
+
+
+NOT_UTF8 = "file name is not UTF-8"
+
+
+def utf8_name(path: str) -> str | None:
+    """None when `path` (decoded with surrogateescape) is valid UTF-8; else a readable stand-in
+    (undecodable bytes as U+FFFD) to record it as skipped under. Snapshots hold UTF-8 names only."""
+    try:
+        path.encode("utf-8")
+        return None
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def check_scope(scope: str | None) -> str:

@@ -86,12 +86,25 @@ if command -v git >/dev/null 2>&1 && g rev-parse --is-inside-work-tree >/dev/nul
   sec git-status; g status --porcelain --untracked-files=no 2>/dev/null | head -c 4096
   sec git-diff; g diff HEAD --no-color --no-ext-diff 2>/dev/null | head -c "$maxpatch"
 fi
+here=$(pwd -P)
+# a scope root that is a symlink is followed (find -H: the starting point only), unless it leads
+# back to the package or above it (a loop); every other symlink is listed as not followed
+loops() { t=$(cd -P -- "$1" 2>/dev/null && pwd -P) || return 1; case "$here/" in "$t"/*) return 0;; esac; return 1; }
+follow=; loop=
+for d in srt srt/speculative srt/arg_groups srt/managers srt/models; do
+  if [ -L "$d" ] && [ -d "$d" ]; then
+    if loops "$d"; then loop="$loop $d"; elif [ "$d" != srt ]; then follow="$follow $d"; fi
+  fi
+done
+case " $loop " in *" srt "*) fail "srt/ is a symlink to a folder holding the package (a loop)";; esac
 sec list
-find srt -type f -name '*.py' -printf "$FMT" 2>/dev/null
-sec odd; find srt -name '*.py' ! -type f ! -type d -print0 2>/dev/null
+find -H srt $follow -type f -name '*.py' -printf "$FMT" 2>/dev/null
+sec odd; find -H srt $follow -name '*.py' ! -type f ! -type d ! -type l -print0 2>/dev/null
+sec links; find -H srt $follow -type l \( -name '*.py' -o -xtype d -o -xtype l \) -print0 2>/dev/null
 if [ "$scope" != full ]; then
-  sec grep; find srt -type f -name '*.py' -exec grep -lZE -e "$pattern" -- {} + 2>/dev/null
+  sec grep; find -H srt $follow -type f -name '*.py' -exec grep -lZE -e "$pattern" -- {} + 2>/dev/null
 fi
+sec loops; for d in $loop; do printf '%s\0' "$d"; done
 sec version; find version.py _version.py -maxdepth 0 -type f -printf "$FMT" 2>/dev/null
 sec tar
 exec tar -cf - --null --no-recursion --hard-dereference -T -
@@ -348,9 +361,18 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
     root = sections["root"].decode("utf-8", "surrogateescape").rstrip("\n")
     how = sections.get("how", b"").decode(errors="replace")
     listing = parse_listing(sections.get("list", b"") + b"\0" + sections.get("version", b""))
+    undecodable = [p for p in listing if scopes.utf8_name(p) is not None]
+    for path in undecodable:
+        del listing[path]  # never requested; recorded as skipped
     hits = _names(sections.get("grep", b""))
     chosen = scopes.select(listing, scope, lambda path, pattern: path in hits)
-    skipped = [SkippedFile(p, "not a regular file") for p in sorted(_names(sections.get("odd", b"")))]
+    skipped = [SkippedFile(scopes.utf8_name(p) or p, "not a regular file") for p in _names(sections.get("odd", b""))]
+    skipped += [SkippedFile(scopes.utf8_name(p), scopes.NOT_UTF8) for p in undecodable]
+    for link in _names(sections.get("links", b"")) - set(scopes.SCOPE_ROOTS):
+        skipped.append(SkippedFile(scopes.utf8_name(link) or link, "not a regular file" if link.endswith(".py") else "symlink, not followed"))
+    for link in _names(sections.get("loops", b"")):
+        skipped.append(SkippedFile(link, "symlink to a folder holding the package (a loop), not followed"))
+    skipped.sort(key=lambda s: s.path)
     wanted_all = []
     for path in chosen:
         if listing[path].size > limits.max_file_size:

@@ -42,8 +42,8 @@ deleted file mode 100644
 """
 
 
-def test_parse_unified_diff_takes_new_side_lines():
-    assert parse_unified_diff(DIFF) == {"python/sglang/srt/a.py": {3, 11, 12, 13}}
+def test_parse_unified_diff_takes_new_side_lines_and_both_sides_of_a_deletion():
+    assert parse_unified_diff(DIFF, prefix="b/") == {"python/sglang/srt/a.py": {3, 11, 12, 13, 23, 24}}
 
 
 def test_changed_lines_since_a_base_include_commits_worktree_and_untracked(tmp_path):

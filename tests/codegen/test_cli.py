@@ -67,11 +67,11 @@ def test_writes_then_refuses_to_overwrite_without_force(capsys, home, tmp_path):
     assert code == 0, err
     assert "patch mode, base sglang.srt.speculative.dflash_worker.DFlashWorker" in out
     assert sorted(p.name for p in out_dir.iterdir()) == [
-        "README.md", "__init__.py", "ddtree.patch", "kernels.py", "tests", "tree.py", "worker.py",
+        ".sgl-scan-generated", "README.md", "__init__.py", "ddtree.patch", "kernels.py", "tests", "tree.py", "worker.py",
     ]
     (out_dir / "tree.py").write_text("# edited\n")
     code, _, err = _run(capsys, *args)
-    assert code == 2 and "exists and is not empty; pass --force" in err  # a usage error
+    assert code == 2 and "exists and is not empty; pass --force" in err
     assert (out_dir / "tree.py").read_text() == "# edited\n"
     code, _, err = _run(capsys, *args, "--force")
     assert code == 0, err
@@ -84,7 +84,7 @@ def test_refuses_an_output_folder_inside_the_snapshot(capsys, home):
     assert (folder / "tree").is_dir()
     for inside in (folder / "tree" / "ddtree_x", home / "snapshots" / "ddtree_y"):
         code, _, err = _run(capsys, "gen", "ddtree", "--snapshot", "latest", "--out", str(inside))
-        assert code == 2 and "overlaps the snapshot" in err
+        assert code == 2 and "refusing --out" in err and str(home / "snapshots") in err
         assert not inside.exists()
 
 
@@ -117,3 +117,34 @@ def test_installed_entry_point_generates_the_plugin(home, tmp_path):
     register = (out_dir / "register.py").read_text()
     assert "class DDTreeSpecAlgo(CustomSpecAlgo):" in register
     assert "SpeculativeAlgorithm.register(NAME, supports_overlap=True, spec_class=DDTreeSpecAlgo)(worker_factory)" in register
+
+
+def test_force_never_deletes_the_scanned_checkout(capsys, home, tmp_path):
+    """`--out` at the parent of the scanned `--path` (a typo away from the intended folder): the
+    checkout stays whole; so does a git repository and a folder of the user's own files."""
+    from tests.support.gitrepo import commit_all, copy_package, make_repo
+
+    checkout = tmp_path / "sglang_checkout"
+    repo = make_repo(checkout, {"README.md": "mine\n"})
+    copy_package(release_tree("0.5.11"), checkout / "python" / "sglang")
+    commit_all(repo, "add the tree")
+    tracked = repo.git.ls_files().splitlines()
+    source = checkout / "python" / "sglang"
+    for out_dir, said in [
+        (checkout / "python", f"it contains {source}"),
+        (source / "srt" / "ddtree_x", f"it is inside {source}"),
+    ]:
+        code, out, err = _run(capsys, "gen", "ddtree", "--path", str(source), "--out", str(out_dir), "--force")
+        assert (code, out) == (2, ""), err
+        assert f"refusing --out {out_dir}: {said}" in err and len(err.strip().splitlines()) == 1
+    other = make_repo(tmp_path / "ddtree_repo", {"keep.py": "x = 1\n"})
+    plain = tmp_path / "ddtree_plain"
+    (plain / "docs").mkdir(parents=True)
+    (plain / "docs" / "notes.md").write_text("mine\n")
+    for out_dir, said in [(tmp_path / "ddtree_repo", "it holds a git repository"),
+                          (plain, "it is not empty and sgl-scan did not generate it")]:
+        code, out, err = _run(capsys, "gen", "ddtree", "--snapshot", "latest", "--out", str(out_dir), "--force")
+        assert (code, out) == (2, ""), err
+        assert f"refusing --out {out_dir}: {said}" in err
+    assert repo.git.status("--porcelain") == "" and repo.git.ls_files().splitlines() == tracked
+    assert other.git.status("--porcelain") == "" and (plain / "docs" / "notes.md").read_text() == "mine\n"

@@ -192,7 +192,8 @@ def test_links_devices_and_fifos_in_the_remote_tree_are_skipped_not_followed(tmp
     assert paths == sorted(MINI_SPECULATIVE + ["sglang/srt/speculative/hardlinked.py"])
     skipped = {(s["path"], s["reason"]) for s in manifest["skipped"]}
     assert skipped == {(f"sglang/srt/speculative/{n}", "not a regular file")
-                       for n in ("link_out.py", "link_abs.py", "loop_a.py", "loop_b.py", "pipe.py", "null.py")}
+                       for n in ("link_out.py", "link_abs.py", "loop_a.py", "loop_b.py", "pipe.py", "null.py")} | {
+        (f"sglang/srt/speculative/{n}", "symlink, not followed") for n in ("linked_dir", "self")}  # recorded, not dropped
     tree = next((home / "snapshots").glob("*/tree"))
     assert not any(p.is_symlink() or not (p.is_file() or p.is_dir()) for p in tree.rglob("*"))
     assert "root:" not in "".join(p.read_text() for p in tree.rglob("*.py"))

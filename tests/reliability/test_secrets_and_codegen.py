@@ -79,6 +79,6 @@ def test_codegen_writes_all_or_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plugin"]  # no staging folder left behind
     with pytest.raises(CodegenError, match="--force"):
         write_tree({"a.py": "A = 3\n"}, out, force=False, protected=tmp_path / "snap")
-    with pytest.raises(CodegenError, match="overlaps the snapshot"):
+    with pytest.raises(CodegenError, match="refusing --out .*: it is inside .*snap"):
         write_tree({"a.py": "A = 3\n"}, tmp_path / "snap" / "tree" / "out", force=True, protected=tmp_path / "snap")
     assert {p.relative_to(out): p.read_text() for p in out.rglob("*.py")} == before

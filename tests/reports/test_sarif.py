@@ -62,10 +62,29 @@ def test_levels_fingerprints_and_paths_relative_to_the_snapshot_root():
 
 
 def test_a_local_tree_root_is_a_file_uri_ending_in_a_slash():
+    # the manifest's root is the package folder; uris start with sglang/, so the base is its parent
     report = fx.report(manifest=fx.manifest(source_kind="local", source={"path": "/srv/sglang/python"},
-                                            root="/srv/sglang/python"))
+                                            root="/srv/sglang/python/sglang"))
     base = sarif(report)["runs"][0]["originalUriBaseIds"]["SNAPSHOTROOT"]
     assert base["uri"] == "file:///srv/sglang/python/"
+    # a package folder under another name: sglang/... is not below any folder, so no uri is claimed
+    other = fx.report(manifest=fx.manifest(source_kind="local", source={"path": "/srv/pkg"}, root="/srv/pkg"))
+    assert "uri" not in sarif(other)["runs"][0]["originalUriBaseIds"]["SNAPSHOTROOT"]
+
+
+def test_a_declared_root_rewrites_every_location():
+    from sgl_scan.reports.model import ArtifactRoot
+
+    report = dataclasses.replace(fx.report(), artifact_root=ArtifactRoot("file:///work/my%20repo/", "python/sglang"))
+    document = sarif(report)
+    validate(document)
+    run = document["runs"][0]
+    assert run["originalUriBaseIds"] == {"SRCROOT": {"uri": "file:///work/my%20repo/", "description": {
+        "text": "the repository root (uris as code scanning reads them)"}}}
+    places = [loc["physicalLocation"]["artifactLocation"] for r in run["results"] for loc in r["locations"]]
+    places += [loc["physicalLocation"]["artifactLocation"] for n in run["invocations"][0]["toolExecutionNotifications"]
+               for loc in n["locations"]]
+    assert places and all(p["uriBaseId"] == "SRCROOT" and p["uri"].startswith("python/sglang/srt/") for p in places)
 
 
 def test_parse_errors_and_skipped_files_are_notifications():

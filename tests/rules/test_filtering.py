@@ -146,3 +146,56 @@ def test_suppression_counts_on_every_line_of_a_wrapped_statement_and_span():
     assert is_suppressed("SGL103", 6, found) and not is_suppressed("SGL103", 7, found)
     assert is_suppressed("SGL301", 3, found, end_line=5)  # a finding spanning 3-5
     assert not is_suppressed("SGL301", 3, found, end_line=4)
+
+
+def _copies(*lines):
+    """SGL103 findings for identical d2t statements at `lines` of a file whose text we control."""
+    from sgl_scan.analyzer.model import D2tSite
+
+    site = D2tSite("hot_token_use", loc(EAGLE3, 1), "W.f", "self.hot_token_id[i]")
+    sites = tuple(dataclasses.replace(site, location=loc(EAGLE3, n)) for n in lines)
+    return analysis(dataclasses.replace(inventory(), d2t_sites=sites))
+
+
+def _text(*statements_at):
+    """Source lines: distinct filler, with the statement text at the given lines."""
+    lines = [f"filler_{n} = {n}" for n in range(1, 60)]
+    for n in statements_at:
+        lines[n - 1] = "        x = self.hot_token_id[i]"
+    return lambda path: lines if path == EAGLE3 else None
+
+
+def _sgl103(findings):
+    return [f for f in findings if f.rule_id == "SGL103" and f.path == EAGLE3]
+
+
+def test_a_new_copy_above_a_baselined_statement_is_reported_and_the_old_one_stays_baselined(tmp_path):
+    before = _sgl103(run_rules(_copies(20), source_lines=_text(20)))
+    baseline = read_baseline(write_baseline(tmp_path / "b.json", before))
+    lines = list(_text(20)(EAGLE3))
+    lines[9:9] = ["    if other:", "        x = self.hot_token_id[i]", "        pass"]  # a copy added above, at line 11
+    after = _sgl103(run_rules(_copies(11, 23), source_lines=lambda p: lines))  # the old one moved down 3
+    result = apply_filters(after, FilterOptions(baseline=baseline))
+    assert [f.line for f in result.kept] == [11] and [f.line for f in result.baselined] == [23]
+    assert result.baselined[0].fingerprint == before[0].fingerprint
+
+
+def test_a_group_match_covers_an_edited_neighbour_but_never_a_surplus_copy(tmp_path):
+    before = _sgl103(run_rules(_copies(20), source_lines=_text(20)))
+    baseline = read_baseline(write_baseline(tmp_path / "b.json", before))
+    edited = _text(20)
+    lines = edited(EAGLE3)
+    lines[18] = "filler_19 = 'edited'"  # the line above the statement
+    moved = _sgl103(run_rules(_copies(20), source_lines=lambda p: lines))
+    assert moved[0].fingerprint != before[0].fingerprint
+    assert apply_filters(moved, FilterOptions(baseline=baseline)).kept == ()
+    two = _sgl103(run_rules(_copies(20, 40), source_lines=lambda p: [*lines[:39], "        x = self.hot_token_id[i]", *lines[40:]]))
+    assert len(apply_filters(two, FilterOptions(baseline=baseline)).kept) == 2  # which is new is unknown: both shown
+
+
+def test_a_baseline_written_before_groups_still_matches_a_single_statement(tmp_path):
+    legacy = _sgl103(run_rules(_copies(20)))  # no source text: the rule's own key, as older versions wrote
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"baseline_version": 1, "findings": [{"fingerprint": f.fingerprint} for f in legacy]}))
+    now = _sgl103(run_rules(_copies(20), source_lines=_text(20)))
+    assert apply_filters(now, FilterOptions(baseline=read_baseline(path))).kept == ()
