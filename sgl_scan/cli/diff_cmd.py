@@ -90,10 +90,7 @@ def _scan(ref: str, params: dict, prepared, name: str):
     is happening; piped, stderr only gets one line per side saying what its pull did.
     """
     from sgl_scan.analyzer.pipeline import analyze
-    from sgl_scan.cli.scan_cmd import read_sources
-    from sgl_scan.rules.engine import run_rules
-    from sgl_scan.rules.filtering import FilterOptions, apply_filters
-    from sgl_scan.rules.suppression import suppressions_in
+    from sgl_scan.cli.scan_cmd import kept_findings
     from sgl_scan.snapshots.progress import Progress
     from sgl_scan.snapshots.resolve import obtain_snapshot
 
@@ -104,12 +101,9 @@ def _scan(ref: str, params: dict, prepared, name: str):
         progress.update(f"parsing snapshot {snapshot.id}", force=True)
         analysis = analyze(snapshot, progress=lambda done, total: progress.update(f"parsing {done}/{total} files"))
         progress.update("running the rules", force=True)
-        findings = run_rules(analysis, prepared.rules)
+        kept = kept_findings(snapshot, analysis, prepared)
     finally:
         progress.done()
-    sources = read_sources(snapshot.tree, (f.path for f in findings))
-    suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
-    kept = apply_filters(findings, FilterOptions(selection=prepared.selection, suppressions=suppressions)).kept
     return snapshot, analysis, kept
 
 

@@ -95,14 +95,29 @@ def read_sources(tree: Path, paths) -> dict[str, list[str]]:
     return sources
 
 
+def source_reader(snapshot) -> tuple[dict[str, list[str]], Callable[[str], list[str] | None]]:
+    """(the lines read so far by path, a reader of one file's lines): the rules' fingerprints read the
+    statements' neighbours, and the suppression comments are looked up in the same lines."""
+    sources: dict[str, list[str]] = {}
+
+    def source_lines(path: str) -> list[str] | None:
+        if path not in sources:
+            sources.update(read_sources(snapshot.tree, [path]))
+        return sources.get(path)
+
+    return sources, source_lines
+
+
 def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
     """The rules' findings on a snapshot after --select/--ignore and suppression comments."""
     from sgl_scan.rules.engine import run_rules
     from sgl_scan.rules.filtering import FilterOptions, apply_filters
     from sgl_scan.rules.suppression import suppressions_in
 
-    findings = run_rules(analysis, prepared.rules)
-    sources = read_sources(snapshot.tree, (f.path for f in findings))
+    sources, source_lines = source_reader(snapshot)
+    findings = run_rules(analysis, prepared.rules, source_lines=source_lines)
+    for path in {f.path for f in findings}:
+        source_lines(path)
     suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
     return list(apply_filters(findings, FilterOptions(selection=prepared.selection, suppressions=suppressions)).kept)
 
@@ -152,13 +167,7 @@ def report_findings(
     from sgl_scan.rules.filtering import FilterOptions, apply_filters
     from sgl_scan.rules.suppression import suppressions_in
 
-    sources: dict[str, list[str]] = {}
-
-    def source_lines(path: str) -> list[str] | None:
-        if path not in sources:
-            sources.update(read_sources(snapshot.tree, [path]))
-        return sources.get(path)
-
+    sources, source_lines = source_reader(snapshot)
     findings = run_rules(analysis, prepared.rules, source_lines=source_lines)
     suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
     filtered = apply_filters(
