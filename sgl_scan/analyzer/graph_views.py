@@ -114,8 +114,9 @@ def dispatch_listing(inventory: SpecInventory, name: str) -> DispatchListing:
 def format_dispatch(listing: DispatchListing) -> Iterable[str]:
     """Text lines: a header with the algorithm's worker, then one line per site."""
     algo = listing.algorithm
-    workers = getattr(algo, "workers", ()) or ((algo.worker,) if algo.worker else ())
-    worker = ", ".join(workers) if workers else "no worker found"
+    workers = [f"{w.qualname} if {w.condition}" if w.condition else w.qualname for w in algo.workers] \
+        or ([algo.worker] if algo.worker else [])
+    worker = "; ".join(workers) if workers else "no worker found"
     where = f" (chosen at {algo.worker_location})" if algo.worker_location else ""
     yield f"{algo.name}: defined at {algo.location}; creates {worker}{where}"
     predicates = ", ".join(algo.predicates) or "none"
@@ -123,4 +124,5 @@ def format_dispatch(listing: DispatchListing) -> Iterable[str]:
     yield f"  {len(listing.sites)} site(s) branch on {algo.name}:"
     for site in listing.sites:
         creates = f" -> creates {site.worker}" if site.worker else ""
-        yield f"  {site.location.path}:{site.location.line}  {site.function}  [{site.via}: {site.detail}]{creates}"
+        side = ", negated: reaches it as one of all-but-these" if site.negated else ""
+        yield f"  {site.location.path}:{site.location.line}  {site.function}  [{site.via}: {site.detail}{side}]{creates}"

@@ -7,7 +7,7 @@ from typing import Any
 from sgl_scan.reports import serialize
 from sgl_scan.reports.diff import Change, InventoryDiff, Side
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def side(s: Side) -> dict[str, Any]:

@@ -156,7 +156,7 @@ def test_the_installed_entry_point_in_a_subprocess(tree):
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 1, run.stderr
     document = json.loads(run.stdout)
-    assert document["schema_version"] == 1
+    assert document["schema_version"] == 2
     assert [(f["rule_id"], f["path"], f["line"]) for f in document["findings"]] == [
         ("SGL302", MODEL, 182), ("SGL302", MODEL, 186), ("SGL302", MODEL, 186)
     ]

@@ -97,9 +97,10 @@ def test_0_4_6_literal_expectations():
     assert [(f.path, f.line, f.data["tensor"]) for f in by_rule(findings, "SGL302")] == [
         (model, 182, "d2t"), (model, 186, "d2t"), (model, 186, "t2d")
     ]
-    # server_args.py:317 `== "NEXTN"` (then rewritten to "EAGLE"), :321 `in ("EAGLE", "EAGLE3")`
+    # server_args.py:321 `in ("EAGLE", "EAGLE3")`; :317 `== "NEXTN"` is the alias resolver (rewritten to
+    # "EAGLE" right there), no branch a new algorithm skips (was reported before the flow facts)
     assert [(f.path, f.line, f.data["literals"]) for f in by_rule(findings, "SGL202")] == [
-        ("sglang/srt/server_args.py", 317, ["NEXTN"]), ("sglang/srt/server_args.py", 321, ["EAGLE", "EAGLE3"])
+        ("sglang/srt/server_args.py", 321, ["EAGLE", "EAGLE3"])
     ]
     for rule_id in ("SGL201", "SGL203", "SGL204", "SGL205", "SGL206", "SGL207", "SGL301"):
         assert by_rule(findings, rule_id) == [], rule_id
@@ -114,10 +115,15 @@ def test_0_5_23_literal_expectations():
     for f in by_rule(findings, "SGL202"):
         strings.setdefault((f.path, f.line), []).append(f.data["literals"])
     assert strings[("sglang/srt/speculative/spec_utils.py", 412)] == [["STANDALONE", "DFLASH", "DSPARK"]]
-    assert strings[("sglang/srt/arg_groups/kv_cache_hook.py", 608)] == [["EAGLE", "EAGLE3"]]
-    # `speculative_algorithm == "NEXTN" or speculative_algorithm == "EAGLE"`: two comparisons
-    assert sorted(strings[("sglang/srt/arg_groups/speculative_hook.py", 109)]) == [["EAGLE"], ["NEXTN"]]
-    assert strings[("sglang/srt/arg_groups/hisparse_hook.py", 116)] == [["NONE"]]  # after .upper()
+    # kv_cache_hook.py:608 `in ("EAGLE", "EAGLE3")` runs only after the assert allow-list at :590 refused
+    # every other algorithm; hisparse_hook.py:116 `.upper() != "NONE"` lets a new algorithm in: neither is
+    # a silent fall-through (both were reported before the flow facts)
+    assert ("sglang/srt/arg_groups/kv_cache_hook.py", 608) not in strings
+    assert ("sglang/srt/arg_groups/hisparse_hook.py", 116) not in strings
+    # `speculative_algorithm == "NEXTN" or speculative_algorithm == "EAGLE"`: one finding for the expression
+    assert strings[("sglang/srt/arg_groups/speculative_hook.py", 109)] == [["NEXTN", "EAGLE"]]
+    # speculative_hook.py:176 `not in (...)` then `raise`: a guard that refuses loudly
+    assert ("sglang/srt/arg_groups/speculative_hook.py", 176) not in strings
     # is_eagle() (l.102) also covers FROZEN_KV_MTP (with a FIXME saying so).
     assert [(f.path, f.line, f.data["extra"]) for f in by_rule(findings, "SGL207")] == [
         ("sglang/srt/speculative/spec_info.py", 102, ["FROZEN_KV_MTP"])
