@@ -147,3 +147,21 @@ def test_no_false_errors_in_released_code(release):
     version, _, findings, _ = release
     errors = [(f.rule_id, f.path, f.line) for f in findings if f.severity == "error" and f.rule_id != "SGL206"]
     assert errors == [], version
+
+
+@functools.lru_cache(maxsize=None)
+def _findings_only(version: str):
+    tree = release_tree(version)
+    package = tree / "sglang"
+    relative = [p.relative_to(package).as_posix() for p in package.rglob("*.py")]
+    paths = ["sglang/" + p for p in select_local(relative, "speculative", lambda p: (package / p).read_bytes())]
+    analysis = analyze_tree(tree, paths, snapshot_id=f"pypi-{version}", sglang_version=version,
+                            cache_dir=cache_root() / "facts-cache", jobs=2, progress=None)
+    return run_rules(analysis)
+
+
+@pytest.mark.parametrize("version", ["0.4.10", "0.5.3", "0.5.4", "0.5.8", "0.5.12", "0.5.20", "0.5.21", "0.5.22"])
+def test_no_sgl201_where_every_algorithm_has_a_worker(version):
+    """0.5.4 chooses EAGLE's worker through `WorkerClass = EAGLEWorkerV2 if self.enable_overlap else
+    EAGLEWorker` (managers/scheduler.py:564): it raised two false SGL201 errors before the flow facts."""
+    assert [(f.path, f.line) for f in _findings_only(version) if f.rule_id == "SGL201"] == []
