@@ -100,7 +100,7 @@ class Decision:
     column: int  # 1-based, in characters, of the whole test
     test: Cond
     context: Cond  # path condition of the statement holding the test
-    refuses: str | None  # "raise" | "assert" when one side of the test refuses loudly
+    refuses: str | None  # "raise" | "assert" | "return" (a rejection) when one side of the test refuses loudly
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ class FunctionFlow:
             return context
         if isinstance(statement, ast.If):
             test = self.condition(statement.test)
-            refuses = "raise" if _raises(statement.body) or _raises(statement.orelse) else None
+            refuses = _refusal(statement.body) or _refusal(statement.orelse)
             self._decide(statement.test, "if", context, refuses)
             after_body = self._walk(statement.body, conjoin((context, test)))
             after_else = self._walk(statement.orelse, conjoin((context, negate(test))))
@@ -312,9 +312,19 @@ def _single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
     return {name: values[0] for name, values in seen.items() if len(values) == 1 and isinstance(values[0], ast.expr)}
 
 
-def _raises(body: list[ast.stmt]) -> bool:
-    """A suite that ends by raising (possibly after logging)."""
-    return bool(body) and isinstance(body[-1], ast.Raise)
+def _refusal(body: list[ast.stmt]) -> str | None:
+    """How a suite refuses loudly: "raise" when it ends by raising (possibly after logging),
+    "return" when it ends by returning a rejection (`return False`, `return False, reason`)."""
+    if not body:
+        return None
+    last = body[-1]
+    if isinstance(last, ast.Raise):
+        return "raise"
+    if isinstance(last, ast.Return) and last.value is not None:
+        value = last.value.elts[0] if isinstance(last.value, ast.Tuple) and last.value.elts else last.value
+        if isinstance(value, ast.Constant) and value.value is False:
+            return "return"
+    return None
 
 
 def _boolean_leaves(node: ast.AST) -> Iterator[ast.AST]:

@@ -85,7 +85,7 @@ class DispatchSite:
     negated: bool = False  # the term is a complement (`!=`, `not in`, under `not`): its set is "all but ..."
     decision: str = "value"  # the test it sits in: "if" | "while" | "assert" | "ifexp" | "filter" | "value"
     decision_location: Location | None = None  # that whole test (several terms may share it)
-    refuses: str | None = None  # "raise" | "assert": one side of that test refuses loudly
+    refuses: str | None = None  # "raise" | "assert" | "return" (a rejection): one side of that test refuses loudly
     new_algorithm: str = "either"  # a new algorithm no literal names: "enters" | "skips" | "either" | "unreachable"
     resolves_alias: bool = False  # the test of an alias resolver: `if x == "NEXTN": x = "EAGLE"`
     guarded: bool = False  # an earlier guard (raise/assert/return/continue) keeps some algorithms from this test

@@ -19,8 +19,8 @@ class StringDispatch(Rule):
     select is skipped and nothing refuses. It is not reported where the answer for other
     algorithms is loud or deliberate (the analyzer's control-flow facts decide this):
 
-    - guards that refuse: `if algo not in (...): raise`, `assert algo in (...)`, or an `if` whose
-      other side raises;
+    - guards that refuse: `if algo not in (...): raise`, `assert algo in (...)`, an `if` whose
+      other side raises, or one that returns a rejection (`return False, reason`);
     - tests only reachable after such a guard (a new algorithm was already refused);
     - `!=` / `not in` tests, where a new algorithm *enters* the branch (`if algo != "NONE":`);
     - the alias resolver itself (`if algo == "NEXTN": algo = "EAGLE"`).

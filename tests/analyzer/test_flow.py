@@ -310,3 +310,24 @@ def test_0_5_6_spec_info_264_helper_factory_named_at_registration():
     inv = inventory_of_sources({SPEC: registry})
     assert _workers(inv, "EAGLE") == ("sglang.srt.speculative.eagle_worker.EAGLEWorker", [
         ("EAGLEWorkerV2", "enable_overlap", 20), ("EAGLEWorker", "not enable_overlap", 24)])
+
+
+def test_0_5_23_mooncake_conn_949_returning_a_rejection_is_a_refusal():
+    """`if spec.speculative_algorithm == "DFLASH" and <tp mismatch>: return False, "<reason>"`
+    (disaggregation/mooncake/conn.py:948): the peer is rejected with a reason, not silently defaulted."""
+    inv = _inventory("sglang/srt/disaggregation/mooncake/conn.py", '''
+        class MooncakeKVManager:
+            def _check_state_components(self, registration_info):
+                if (
+                    get_spec().speculative_algorithm == "DFLASH"
+                    and self.state_tp_size != self.attn_tp_size
+                ):
+                    return False, ("CP/TP-sharing DFLASH PD requires the same physical TP size")
+                if get_spec().speculative_algorithm == "DSPARK":
+                    return True, None
+                return True, None
+    ''')
+    (reject,) = _sites(inv, 5)
+    assert reject.refuses == "return" and reject.algorithms == ("DFLASH",)
+    (accept,) = _sites(inv, 9)
+    assert accept.refuses is None and accept.new_algorithm == "skips"

@@ -96,7 +96,7 @@ class DispatchTerm(At):
     decision_at: tuple[int, int] | None = None  # (line, column) of the whole test the term sits in
     test: tuple | None = None  # that test as a flow condition
     context: tuple = ("const", True)  # path condition of the statement holding the test
-    refuses: str | None = None  # "raise" | "assert": one side of the test refuses loudly
+    refuses: str | None = None  # "raise" | "assert" | "return" (`return False, reason`): a side refuses loudly
 
 
 @dataclass(frozen=True)
