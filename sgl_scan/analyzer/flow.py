@@ -95,12 +95,12 @@ def terms_in(cond: Cond) -> Iterator[tuple[int, int]]:
 class Decision:
     """The boolean test a dispatch term sits in."""
 
-    kind: str  # "if" | "while" | "assert" | "ifexp" | "filter" | "value"
+    kind: str  # "if" | "exit" (an `if` that only returns/continues) | "while" | "assert" | "ifexp" | "message" | "filter" | "value"
     line: int
     column: int  # 1-based, in characters, of the whole test
     test: Cond
     context: Cond  # path condition of the statement holding the test
-    refuses: str | None  # "raise" | "assert" | "return" (a rejection) when one side of the test refuses loudly
+    refuses: str | None  # "raise" | "assert" | "return" (`return False, reason`) when one side of the test refuses loudly
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,8 @@ class FunctionFlow:
         if isinstance(statement, ast.If):
             test = self.condition(statement.test)
             refuses = _refusal(statement.body) or _refusal(statement.orelse)
-            self._decide(statement.test, "if", context, refuses)
+            kind = "exit" if not statement.orelse and _bare_exit(statement.body) else "if"
+            self._decide(statement.test, kind, context, refuses)
             after_body = self._walk(statement.body, conjoin((context, test)))
             after_else = self._walk(statement.orelse, conjoin((context, negate(test))))
             if after_body == FALSE:
@@ -249,7 +250,7 @@ class FunctionFlow:
                         isinstance(parents.get(id(root)), ast.UnaryOp) and isinstance(parents[id(root)].op, ast.Not)):
                     root = parents[id(root)]
                 owner = parents.get(id(root))
-                kind = "ifexp" if isinstance(owner, ast.IfExp) and owner.test is root else \
+                kind = ("message" if _message(owner) else "ifexp") if isinstance(owner, ast.IfExp) and owner.test is root else \
                     "filter" if isinstance(owner, ast.comprehension) and root in owner.ifs else "value"
                 self._record(root, kind, context, None)
 
@@ -312,18 +313,37 @@ def _single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
     return {name: values[0] for name, values in seen.items() if len(values) == 1 and isinstance(values[0], ast.expr)}
 
 
+def _bare_exit(body: list[ast.stmt]) -> bool:
+    """A suite that only leaves: `return`, `return None`, `continue`, `break` (an exemption: the rest of
+    the function or loop body is for everything else)."""
+    if len(body) != 1:
+        return False
+    last = body[0]
+    if isinstance(last, ast.Return):
+        return last.value is None or (isinstance(last.value, ast.Constant) and last.value.value is None)
+    return isinstance(last, (ast.Continue, ast.Break))
+
+
+def _message(node: ast.IfExp) -> bool:
+    """`" (hint)" if x == "A" else ""`: a conditional expression that only picks message text."""
+    return all(isinstance(arm, ast.JoinedStr) or (isinstance(arm, ast.Constant) and isinstance(arm.value, str))
+               for arm in (node.body, node.orelse))
+
+
 def _refusal(body: list[ast.stmt]) -> str | None:
     """How a suite refuses loudly: "raise" when it ends by raising (possibly after logging),
-    "return" when it ends by returning a rejection (`return False`, `return False, reason`)."""
+    "assert" when it ends with an assert, "return" when it returns a rejection (`return False, reason`)."""
     if not body:
         return None
     last = body[-1]
     if isinstance(last, ast.Raise):
         return "raise"
-    if isinstance(last, ast.Return) and last.value is not None:
-        value = last.value.elts[0] if isinstance(last.value, ast.Tuple) and last.value.elts else last.value
-        if isinstance(value, ast.Constant) and value.value is False:
-            return "return"
+    if isinstance(last, ast.Assert):
+        return "assert"
+    value = last.value if isinstance(last, ast.Return) else None
+    if isinstance(value, ast.Tuple) and len(value.elts) >= 2 and isinstance(value.elts[0], ast.Constant) \
+            and value.elts[0].value is False:  # `return False, reason` (a bare `return False` is an answer)
+        return "return"
     return None
 
 

@@ -83,7 +83,8 @@ class DispatchSite:
     # control flow (analyzer/flow.py)
     negative: tuple[str, ...] = ()  # algorithms that reach the test's false side (else / past the branch)
     negated: bool = False  # the term is a complement (`!=`, `not in`, under `not`): its set is "all but ..."
-    decision: str = "value"  # the test it sits in: "if" | "while" | "assert" | "ifexp" | "filter" | "value"
+    decision: str = "value"  # the test it sits in: "if" | "exit" (an `if` that only returns/continues) | "while" |
+    # "assert" | "ifexp" | "message" (a conditional expression picking message text) | "filter" | "value"
     decision_location: Location | None = None  # that whole test (several terms may share it)
     refuses: str | None = None  # "raise" | "assert" | "return" (a rejection): one side of that test refuses loudly
     new_algorithm: str = "either"  # a new algorithm no literal names: "enters" | "skips" | "either" | "unreachable"

@@ -23,6 +23,8 @@ class StringDispatch(Rule):
       other side raises, or one that returns a rejection (`return False, reason`);
     - tests only reachable after such a guard (a new algorithm was already refused);
     - `!=` / `not in` tests, where a new algorithm *enters* the branch (`if algo != "NONE":`);
+    - exemptions (`if algo in ("NGRAM", None): return`: a new algorithm gets the checks that follow)
+      and conditional expressions that only pick message text;
     - the alias resolver itself (`if algo == "NEXTN": algo = "EAGLE"`).
 
     One finding per test expression (`algo == "NEXTN" or algo == "EAGLE"` is one).
@@ -127,9 +129,17 @@ def unified(cfg):
         cfg.spec = True
     if cfg.speculative_algorithm == "NEXTN":
         cfg.speculative_algorithm = "EAGLE"
+
+
+def validate_lora(cfg):  # 0.5.23 arg_groups/lora_hook.py:247-263
+    if cfg.speculative_algorithm in ["NGRAM", None]:
+        return
+    if cfg.speculative_algorithm not in ("EAGLE", "EAGLE3", "DFLASH", "DSPARK"):
+        promoted = " (promoted)" if cfg.speculative_algorithm == "FROZEN_KV_MTP" else ""
+        raise ValueError(f"LoRA is not compatible with {cfg.speculative_algorithm}{promoted}")
 """,
             },
-            note="guards, tests they dominate, != and the alias resolver are fine",
+            note="guards, tests they dominate, !=, exemptions, message text and the alias resolver are fine",
         ),
     )
 
@@ -162,7 +172,7 @@ def unified(cfg):
 
 def _silent(site) -> bool:
     """A new algorithm reaches this test, skips the branch its literals select, and nothing refuses."""
-    if site.negated or site.refuses or site.decision == "assert" or site.resolves_alias:
+    if site.negated or site.refuses or site.decision in ("assert", "exit", "message") or site.resolves_alias:
         return False
     if site.decision_location is None:  # no control-flow facts (outside a function body read)
         return True

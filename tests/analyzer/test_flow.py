@@ -331,3 +331,37 @@ def test_0_5_23_mooncake_conn_949_returning_a_rejection_is_a_refusal():
     assert reject.refuses == "return" and reject.algorithms == ("DFLASH",)
     (accept,) = _sites(inv, 9)
     assert accept.refuses is None and accept.new_algorithm == "skips"
+
+
+def test_0_5_23_lora_hook_247_exemption_and_message_text_are_not_branches_a_new_algorithm_skips():
+    """arg_groups/lora_hook.py:247 `if algo in ["NGRAM", None]: return` exempts NGRAM from the checks
+    below; :257 `" (…)" if algo == "FROZEN_KV_MTP" else ""` only picks message text inside a raise."""
+    inv = _inventory("sglang/srt/arg_groups/lora_hook.py", '''
+        def _validate_lora_speculative(server_args):
+            cfg = resolving_view(server_args)
+            if cfg.speculative_algorithm in ["NGRAM", None]:
+                return
+            lora_spec_algorithms = ("EAGLE", "EAGLE3", "DFLASH", "DSPARK")
+            if cfg.speculative_algorithm not in lora_spec_algorithms:
+                promoted = (
+                    " (promoted to FROZEN_KV_MTP, which does not support LoRA)"
+                    if cfg.speculative_algorithm == "FROZEN_KV_MTP"
+                    else ""
+                )
+                raise ValueError(f"LoRA is not compatible with {cfg.speculative_algorithm}{promoted}.")
+    ''')
+    (exempt,) = _sites(inv, 4)
+    assert exempt.decision == "exit" and exempt.algorithms == ("NGRAM",)
+    (message,) = _sites(inv, 10)
+    assert message.decision == "message" and message.algorithms == ("FROZEN_KV_MTP",)
+
+
+def test_0_5_23_validation_hook_124_branch_of_asserts_refuses():
+    inv = _inventory("sglang/srt/arg_groups/validation_hook.py", '''
+        def check_pipeline_parallel_compat(cfg):
+            assert cfg.disable_overlap_schedule, "Pipeline parallelism is not compatible with overlap schedule"
+            if cfg.speculative_algorithm == "DSPARK":
+                assert cfg.disaggregation_mode == "prefill", "Pipeline parallel DSPARK requires disaggregation-mode=prefill"
+    ''')
+    (site,) = _sites(inv, 4)
+    assert site.refuses == "assert" and site.decision == "if"
