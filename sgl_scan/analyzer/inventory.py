@@ -220,6 +220,18 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
     for path, term in recs.get(DispatchTerm, []):
         terms_by_path[path].append(term)
     truths = {path: _truths(terms, base, universe) for path, terms in terms_by_path.items()}
+    term_at = {(path, t.line, t.column): t for path, terms in terms_by_path.items() for t in terms}
+
+    def atoms(path: str, term: DispatchTerm) -> tuple:
+        keys = sorted({*terms_in(term.test), *terms_in(term.context)}) if term.test is not None else []
+        out = []
+        for line, column in keys:
+            other = term_at.get((path, line, column))
+            if other is None:
+                continue
+            values = other.values[:1] if other.via == "predicate" else tuple(sorted(base(other) or ()))
+            out.append((line, column, other.via, values, other.inverted))
+        return tuple(out)
 
     branches = recs.get(Branch, [])
     branch_of_term = _branch_workers(branches)
@@ -268,6 +280,8 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
             continue
         ref = branch_of_term.get((path, term))
         site = _site(path, term, algos, ref, truths.get(path, {}), universe)
+        if term.test is not None:
+            site = replace(site, test=term.test, context=term.context, atoms=atoms(path, term))
         if (path, term.line) in resolvers:
             site = replace(site, resolves_alias=True)
         dispatch.append(site)
@@ -284,6 +298,7 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         d2t_sites=tuple(sorted(d2t, key=lambda s: s.location)),
         plugin_base=plugin[1].qualname if plugin else None,
         plugin_base_predicates=plugin_preds,
+        plugin_base_true=tuple(sorted(plugin_true)),
         aliases=aliases,
     )
 

@@ -88,6 +88,12 @@ class DispatchSite:
     decision_location: Location | None = None  # that whole test (several terms may share it)
     refuses: str | None = None  # "raise" | "assert" | "return" (a rejection): one side of that test refuses loudly
     new_algorithm: str = "either"  # a new algorithm no literal names: "enters" | "skips" | "either" | "unreachable"
+    # the test and path condition themselves (analyzer/flow.py conditions), with what each of their
+    # terms reads: (line, column, via, values, inverted); values are the members a string or member test
+    # names (aliases resolved) or the predicate's name. `flow.side` evaluates them for any algorithm.
+    test: tuple | None = None
+    context: tuple = ("const", True)
+    atoms: tuple = ()
     resolves_alias: bool = False  # the test of an alias resolver: `if x == "NEXTN": x = "EAGLE"`
     guarded: bool = False  # an earlier guard (raise/assert/return/continue) keeps some algorithms from this test
 
@@ -138,6 +144,7 @@ class SpecInventory:
     d2t_sites: tuple[D2tSite, ...]
     plugin_base: str | None = None  # e.g. qualified name of CustomSpecAlgo where it exists
     plugin_base_predicates: tuple[str, ...] = ()
+    plugin_base_true: tuple[str, ...] = ()  # the plugin base's predicates that answer True (`return True`)
     aliases: Mapping[str, str] = field(default_factory=dict)  # accepted literal -> member ("NEXTN" -> "EAGLE")
 
 
