@@ -90,7 +90,8 @@ def test_baseline_round_trip_survives_a_line_move(tree, tmp_path):
     baseline = tmp_path / "baseline.json"
     first = scan("--path", str(tree), "--select", "SGL2,SGL3", "--fail-on", "warning", "--write-baseline", str(baseline))
     assert first.exit_code == 0, first.output
-    assert len(json.loads(baseline.read_text())["findings"]) == 5
+    # 3 SGL302 and SGL202 at server_args.py:321 (the NEXTN resolver at :317 is no dispatch since the flow facts)
+    assert len(json.loads(baseline.read_text())["findings"]) == 4
 
     text = (tree / MODEL).read_text()
     (tree / MODEL).write_text("# moved\n# down\n# three lines\n" + text.replace(
