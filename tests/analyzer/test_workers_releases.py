@@ -1,4 +1,4 @@
-"""Workers with the flags that pick them on real releases, against `tests/data/expected/workers.json`.
+"""Workers with the flags that pick them on real releases, against `tests/data/workers-expected.json`.
 
 The expectations were written by reading each release's worker choice (one to three releases of
 every form: the scheduler's if/elif chain (0.4.6, 0.5.3), its `WorkerClass = EAGLEWorkerV2 if
@@ -19,7 +19,7 @@ from sgl_scan.analyzer.pipeline import analyze_tree
 from sgl_scan.snapshots.scope import select_local
 from tests.support.releases import cache_root, release_tree
 
-EXPECTED = json.loads((Path(__file__).resolve().parents[1] / "data" / "expected" / "workers.json").read_text())
+EXPECTED = json.loads((Path(__file__).resolve().parents[1] / "data" / "workers-expected.json").read_text())
 VERSIONS = [v for v in EXPECTED if not v.startswith("_")]
 
 pytestmark = pytest.mark.slow
