@@ -273,12 +273,18 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
             algorithms.append(Algorithm(name, kinds[name], locations[name], preds, None, None, ()))
 
     resolvers = {(path, record.line) for path, record in recs.get(AliasAssign, [])}
+    sites_in = defaultdict(list)
+    for path, wsite in recs.get(WorkerSite, []):
+        sites_in[(path, wsite.function)].append(wsite)
     dispatch = []
     for path, term in recs.get(DispatchTerm, []):
         algos = selected(term)
         if algos is None:
             continue
         ref = branch_of_term.get((path, term))
+        if ref is None and term.decision == "if":  # `W = A if flag else B` then `W(...)` inside the branch
+            inside = [w for w in sites_in.get((path, term.function), ()) if term.test in _conjuncts(w.context)]
+            ref = WorkerRef(inside[-1].qualname, inside[-1]) if inside else None
         site = _site(path, term, algos, ref, truths.get(path, {}), universe)
         if term.test is not None:
             site = replace(site, test=term.test, context=term.context, atoms=atoms(path, term))
@@ -369,6 +375,10 @@ def _site(path: str, term: DispatchTerm, algos: tuple[str, ...], ref: WorkerRef 
                      refuses=term.refuses, new_algorithm=new, guarded=excluded or new == "unreachable")
     return DispatchSite(term.function, _loc(path, term), term.via, term.detail, algos, ref.qualname if ref else None,
                         negated=term.negated, **extra)
+
+
+def _conjuncts(cond) -> tuple:
+    return cond[1] if cond[0] == "and" else (cond,)
 
 
 def _branch_workers(branches) -> dict[tuple[str, DispatchTerm], WorkerRef]:

@@ -17,7 +17,8 @@ from sgl_scan.errors import ConfigError
 @click.option("--focus", help="Keep only the neighbourhood of an algorithm (EAGLE) or a symbol (qualified name or suffix).")
 @click.option("--depth", type=click.IntRange(min=0), default=1, show_default=True, help="Edges around --focus to keep.")
 @click.option("--dispatch", "dispatch", metavar="ALGO",
-              help="Instead of the graph, list every site that branches on ALGO, with file:line and the worker.")
+              help="Instead of the graph, list every site whose branch ALGO reaches, with file:line, the worker, and "
+                   "'negated' where it gets there as one of all-but-the-named algorithms.")
 @click.option("--like", "like", metavar="BASE",
               help="With --dispatch NEW: list every test where the new algorithm NEW takes another branch than BASE.")
 @click.option("--plugin", "plugin", type=click.Path(exists=True, dir_okay=False),

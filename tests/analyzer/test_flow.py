@@ -407,3 +407,20 @@ class DDTreeSpecAlgo(CustomSpecAlgo):
         assert "no predicate is_dflash_family" in str(exc)
     else:
         raise AssertionError("an unknown predicate must be refused")
+
+
+def test_0_5_4_scheduler_560_branch_creating_a_worker_through_a_class_variable_names_it():
+    inv = _inventory("sglang/srt/managers/scheduler.py", '''
+        class Scheduler:
+            def launch_draft_worker(self, gpu_id):
+                if self.spec_algorithm.is_eagle():
+                    from sglang.srt.speculative.eagle_worker import EAGLEWorker
+                    from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+
+                    WorkerClass = EAGLEWorkerV2 if self.enable_overlap else EAGLEWorker
+                    self.draft_worker = WorkerClass(gpu_id=gpu_id)
+                else:
+                    self.draft_worker = None
+    ''')
+    (site,) = _sites(inv, 4)
+    assert site.worker == "sglang.srt.speculative.eagle_worker.EAGLEWorker" and site.algorithms == ("EAGLE", "EAGLE3", "FROZEN_KV_MTP")
