@@ -125,8 +125,9 @@ def format_dispatch(listing: DispatchListing, scope_note: str | None = None) -> 
     `scope_note` says what the count covers ("in the speculative scope; run with --scope full for all").
     """
     algo = listing.algorithm
-    workers = getattr(algo, "workers", ()) or ((algo.worker,) if algo.worker else ())
-    worker = ", ".join(workers) if workers else "no worker found"
+    workers = [f"{w.qualname} if {w.condition}" if w.condition else w.qualname for w in algo.workers] \
+        or ([algo.worker] if algo.worker else [])
+    worker = "; ".join(workers) if workers else "no worker found"
     where = f" (chosen at {algo.worker_location})" if algo.worker_location else ""
     yield f"{algo.name}: defined at {algo.location}; creates {worker}{where}"
     predicates = ", ".join(algo.predicates) or "none"
@@ -134,4 +135,123 @@ def format_dispatch(listing: DispatchListing, scope_note: str | None = None) -> 
     yield f"  {len(listing.sites)} site(s) branch on {algo.name}" + (f" {scope_note}" if scope_note else "") + ":"
     for site in listing.sites:
         creates = f" -> creates {site.worker}" if site.worker else ""
-        yield f"  {site.location.path}:{site.location.line}  {site.function}  [{site.via}: {site.detail}]{creates}"
+        side = ", negated: reaches it as one of all-but-these" if site.negated else ""
+        yield f"  {site.location.path}:{site.location.line}  {site.function}  [{site.via}: {site.detail}{side}]{creates}"
+
+
+# -- a new algorithm like an existing one --------------------------------------------------------------
+@dataclass(frozen=True)
+class LikeSite:
+    site: DispatchSite
+    base_side: str  # "true" | "false" | "either" | "unreachable"
+    new_side: str
+
+
+@dataclass(frozen=True)
+class LikeListing:
+    name: str
+    base: Algorithm
+    claims: tuple[str, ...]  # predicates true for the new algorithm
+    sites: tuple[LikeSite, ...]  # where it takes another side than the base algorithm
+    unknown: int  # sites whose test the analyzer could not read for it
+    behind_guards: int  # tests the base algorithm reaches but the new one never does (an earlier guard refused it)
+
+
+def _side_name(true_side: bool, false_side: bool) -> str:
+    return "either" if true_side and false_side else "true" if true_side else "false" if false_side else "unreachable"
+
+
+def like_listing(inventory: SpecInventory, name: str, base: str, claims: Iterable[str], *,
+                 strict: bool = True) -> LikeListing:
+    """Every dispatch site where a new algorithm `name`, for which exactly the predicates `claims` are
+    true and which no string or member test names, takes another side than algorithm `base`.
+    `strict`: refuse claims that name no predicate of the snapshot (else they are dropped: a plugin
+    file may define predicates this release does not have)."""
+    from sgl_scan.analyzer.flow import side
+
+    algo = next((a for a in inventory.algorithms if a.name.upper() == base.upper()), None)
+    if algo is None:
+        known = ", ".join(a.name for a in inventory.algorithms) or "none found"
+        raise FocusError(f"no speculative algorithm {base!r} in this snapshot (algorithms: {known})")
+    claimed = tuple(dict.fromkeys(claims))
+    table = {p.name: set(p.members) for p in inventory.predicates}
+    unknown_claims = [c for c in claimed if c not in table and c not in inventory.plugin_base_predicates]
+    if not strict:
+        claimed = tuple(c for c in claimed if c not in unknown_claims)
+    elif unknown_claims:
+        raise FocusError(f"no predicate {', '.join(unknown_claims)} in this snapshot "
+                         f"(predicates: {', '.join(sorted(table)) or 'none found'})")
+    out, unknown, behind = [], 0, 0
+    for site in sorted(inventory.dispatch_sites, key=lambda s: (s.location.path, s.location.line, s.location.column)):
+        if site.test is None:
+            unknown += 1
+            continue
+        base_truth, new_truth = {}, {}
+        for line, column, via, values, inverted in site.atoms:
+            if via == "predicate":
+                known = values[0] in table
+                base_truth[(line, column)] = ((algo.name in table[values[0]]) != inverted) if known else None
+                new_truth[(line, column)] = (values[0] in claimed) != inverted
+            else:
+                base_truth[(line, column)] = (algo.name in values) != inverted
+                new_truth[(line, column)] = inverted  # a new name equals no literal and no member
+        base_side = _side_name(*side(site.test, site.context, base_truth))
+        new_side = _side_name(*side(site.test, site.context, new_truth))
+        if base_side != new_side and new_side == "unreachable":
+            behind += 1
+        elif base_side != new_side:
+            out.append(LikeSite(site, base_side, new_side))
+    return LikeListing(name.upper(), algo, claimed, _one_per_test(out), unknown, behind)
+
+
+def _one_per_test(sites: list[LikeSite]) -> tuple[LikeSite, ...]:
+    seen, out = set(), []
+    for like in sites:
+        key = (like.site.location.path, like.site.decision_location or like.site.location)
+        if key not in seen:
+            seen.add(key)
+            out.append(like)
+    return tuple(out)
+
+
+def format_like(listing: LikeListing) -> Iterable[str]:
+    base = listing.base.name
+    claims = ", ".join(listing.claims) or "none"
+    yield f"{listing.name} like {base}: predicates true for {listing.name}: {claims}"
+    yield f"  {len(listing.sites)} test(s) where {listing.name} takes another branch than {base}:"
+    for like in listing.sites:
+        site = like.site
+        yield (f"  {site.location.path}:{site.location.line}  {site.function}  [{site.via}: {site.detail}]  "
+               f"{base}: {like.base_side} side; {listing.name}: {like.new_side} side")
+    if listing.behind_guards:
+        yield (f"  ({listing.behind_guards} further test(s) {base} reaches are never reached by {listing.name}: "
+               "an earlier guard above refuses it)")
+    if listing.unknown:
+        yield f"  ({listing.unknown} site(s) outside any function body read are not compared)"
+
+
+def plugin_claims(source: str, inherited: Iterable[str] = ()) -> tuple[str, ...]:
+    """Predicates a plugin algorithm class answers True: `def is_x(self): return True` (or returning
+    another claimed predicate) on the classes of one plugin file, plus those it inherits as True from
+    the plugin base (`inherited`) and does not override."""
+    import ast
+
+    from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
+
+    tree = ast.parse(source)
+    bodies = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and PREDICATE_NAME.match(item.name):
+                    returns = [s for s in item.body if isinstance(s, ast.Return)]
+                    if len(returns) == 1 and returns[0].value is not None:
+                        bodies[item.name] = returns[0].value
+    claimed: dict[str, None] = {name: None for name in inherited if name not in bodies}
+    for _ in range(len(bodies) + 1):
+        for name, value in bodies.items():
+            if isinstance(value, ast.Constant) and value.value is True:
+                claimed.setdefault(name, None)
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in claimed:
+                claimed.setdefault(name, None)
+    return tuple(claimed)

@@ -12,6 +12,7 @@ hooks, the `--speculative-algorithm` definition and d2t sites.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
 from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
@@ -31,7 +32,9 @@ from sgl_scan.analyzer.extractors.records import (
     UnreadRecord,
     WorkerFactory,
     WorkerRef,
+    WorkerSite,
 )
+from sgl_scan.analyzer.flow import FALSE, TRUE, evaluate, flags_text, side, terms_in
 from sgl_scan.analyzer.model import (
     Algorithm,
     AlgorithmClass,
@@ -42,7 +45,10 @@ from sgl_scan.analyzer.model import (
     Predicate,
     SpecInventory,
     Unread,
+    WorkerChoice,
 )
+
+NEW = "\x00new"  # a new algorithm no literal and no member test names (its predicates are unknown)
 
 ALGORITHM_CLASS = "SpeculativeAlgorithm"
 
@@ -203,31 +209,65 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
     aliases = _aliases(recs, reg_by_name, algo, set(universe))
 
     # -- workers and dispatch -------------------------------------------------------------------
-    def selected(term: DispatchTerm) -> tuple[str, ...] | None:
+    def base(term: DispatchTerm) -> set[str] | None:
+        """The algorithms the term's comparison or predicate names (before `!=`/`not in`/`not`)."""
         if term.via == "predicate":
-            if term.values[0] not in table:
-                return None
-            chosen = set(table[term.values[0]])
-        else:
-            chosen = {aliases.get(v.upper(), v.upper()) if term.via == "string" else v for v in term.values}
-            chosen &= set(universe)
+            return set(table[term.values[0]]) if term.values[0] in table else None
+        chosen = {aliases.get(v.upper(), v.upper()) if term.via == "string" else v for v in term.values}
+        return chosen & set(universe)
+
+    def selected(term: DispatchTerm) -> tuple[str, ...] | None:
+        chosen = base(term)
+        if chosen is None:
+            return None
         if term.negated:
             chosen = set(universe) - chosen
         return _ordered(chosen, universe)
 
+    terms_by_path: dict[str, list[DispatchTerm]] = defaultdict(list)
+    for path, term in recs.get(DispatchTerm, []):
+        terms_by_path[path].append(term)
+    truths = {path: _truths(terms, base, universe) for path, terms in terms_by_path.items()}
+    term_at = {(path, t.line, t.column): t for path, terms in terms_by_path.items() for t in terms}
+
+    def atoms(path: str, term: DispatchTerm) -> tuple:
+        keys = sorted({*terms_in(term.test), *terms_in(term.context)}) if term.test is not None else []
+        out = []
+        for line, column in keys:
+            other = term_at.get((path, line, column))
+            if other is None:
+                continue
+            values = other.values[:1] if other.via == "predicate" else tuple(sorted(base(other) or ()))
+            out.append((line, column, other.via, values, other.inverted))
+        return tuple(out)
+
     branches = recs.get(Branch, [])
-    worker_of, branch_of_term = _workers(algo, branches, selected, universe)
+    branch_of_term = _branch_workers(branches)
+    worker_of = _workers(algo, recs.get(WorkerSite, []), truths, universe)
+    sites_of = defaultdict(list)
+    for path, site in recs.get(WorkerSite, []):
+        sites_of[site.function].append((path, site))
     factories = {f.qualname: (p, f) for p, f in recs.get(WorkerFactory, [])}
     for name, (path, reg) in reg_by_name.items():
         if name in worker_of or reg.worker is None:
             continue
         if reg.worker in factories:
             fpath, factory = factories[reg.worker]
-            if factory.fallthrough is not None:
-                worker_of[name] = (factory.fallthrough, fpath, factory.workers)
+            if factory.fallthrough is None:
+                continue
+            flowed = [(p, s) for p, s in sites_of.get(reg.worker, []) if p == fpath]
+            if flowed:
+                choices = [(s, evaluate(s.context, {}), p) for p, s in flowed]
+                worker_of[name] = _choices(choices)
+            else:
+                refs = [(WorkerSite(**vars(r.at), qualname=r.qualname, function=reg.worker, context=TRUE), TRUE, fpath)
+                        for r in factory.workers]
+                default = next(c for c in refs if c[0].qualname == factory.fallthrough.qualname
+                               and c[0].line == factory.fallthrough.at.line)
+                worker_of[name] = (default, [(c[0], None, c[2]) for c in refs])
         elif reg.worker.rpartition(".")[2].endswith("Worker"):
-            ref = WorkerRef(reg.worker, At(reg.line, reg.column, reg.end_line))
-            worker_of[name] = (ref, path, (ref,))
+            site = WorkerSite(reg.line, reg.column, reg.end_line, qualname=reg.worker, function=reg.function, context=TRUE)
+            worker_of[name] = ((site, TRUE, path), [(site, None, path)])
         if name not in worker_of:
             unread.append(Unread("worker", name, _loc(path, reg),
                                  f"the worker that {reg.worker.rpartition('.')[2]} gives could not be read"))
@@ -237,13 +277,17 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         preds = tuple(p.name for p in predicates if name in p.members)
         found = worker_of.get(name)
         if found:
-            ref, path, candidates = found
-            workers = tuple(dict.fromkeys(c.qualname for c in candidates))
-            algorithms.append(Algorithm(name, kinds[name], locations[name], preds, ref.qualname, _loc(path, ref.at), workers))
+            (ref, _cond, path), choices = found
+            workers = tuple(dict.fromkeys(WorkerChoice(s.qualname, text, _loc(p, s)) for s, text, p in choices))
+            algorithms.append(Algorithm(name, kinds[name], locations[name], preds, ref.qualname, _loc(path, ref), workers))
         else:
             algorithms.append(Algorithm(name, kinds[name], locations[name], preds, None, None, ()))
 
     unread_predicates = {u.name for u in unread if u.what == "predicate"}
+    resolvers = {(path, record.line) for path, record in recs.get(AliasAssign, [])}
+    sites_in = defaultdict(list)
+    for path, wsite in recs.get(WorkerSite, []):
+        sites_in[(path, wsite.function)].append(wsite)
     dispatch = []
     for path, term in recs.get(DispatchTerm, []):
         algos = selected(term)
@@ -253,9 +297,15 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
                                      _loc(path, term), f"which algorithms reach it is unknown: {term.values[0]}() could not be read"))
             continue
         ref = branch_of_term.get((path, term))
-        dispatch.append(DispatchSite(term.function, _loc(path, term), term.via, term.detail, algos,
-                                     ref.qualname if ref else None,
-                                     tuple(term.values) if term.via == "string" else ()))
+        if ref is None and term.decision == "if":  # `W = A if flag else B` then `W(...)` inside the branch
+            inside = [w for w in sites_in.get((path, term.function), ()) if term.test in _conjuncts(w.context)]
+            ref = WorkerRef(inside[-1].qualname, inside[-1]) if inside else None
+        site = _site(path, term, algos, ref, truths.get(path, {}), universe)
+        if term.test is not None:
+            site = replace(site, test=term.test, context=term.context, atoms=atoms(path, term))
+        if (path, term.line) in resolvers:
+            site = replace(site, resolves_alias=True)
+        dispatch.append(site)
 
     for path, record in recs.get(UnreadRecord, []):
         if record.what != "registration" or not _is_algorithm_call(record, algo):
@@ -275,6 +325,7 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         d2t_sites=tuple(sorted(d2t, key=lambda s: s.location)),
         plugin_base=plugin[1].qualname if plugin else None,
         plugin_base_predicates=plugin_preds,
+        plugin_base_true=tuple(sorted(plugin_true)),
         aliases=aliases,
         unread=tuple(sorted(unread, key=lambda u: (u.location, u.what, u.name))),
     )
@@ -341,40 +392,99 @@ def _aliases(recs, reg_by_name, algo, known: set[str]) -> dict[str, str]:
     return dict(sorted(resolved.items()))
 
 
-def _workers(algo, branches, selected, universe):
-    """Worker per algorithm from if/elif branches: the algorithm class's own first, then the rest.
+def _truths(terms: list[DispatchTerm], base, universe: list[str]) -> dict[str, dict[tuple[int, int], bool | None]]:
+    """Per algorithm (and NEW), the value of each term of one file: its comparison or predicate,
+    with `!=`/`not in` applied (`not` around it is part of the flow condition)."""
+    out: dict[str, dict[tuple[int, int], bool | None]] = {name: {} for name in [*universe, NEW]}
+    for term in terms:
+        chosen = base(term)
+        for name in universe:
+            out[name][(term.line, term.column)] = None if chosen is None else (name in chosen) != term.inverted
+        out[NEW][(term.line, term.column)] = None if term.via == "predicate" else term.inverted
+    return out
 
-    Within one function, branches are taken in source order; a pure branch (only positive tests,
-    `or`-ed) claims the algorithms it selects and gives them its fall-through worker; a conditional
-    one (`is_eagle() and flag`) only adds candidates. Claimed algorithms ignore later branches.
-    """
-    by_function: dict[tuple[int, str, str], list[tuple[str, Branch]]] = defaultdict(list)
-    branch_of_term: dict[tuple[str, DispatchTerm], WorkerRef] = {}
+
+def _site(path: str, term: DispatchTerm, algos: tuple[str, ...], ref: WorkerRef | None, truth, universe) -> DispatchSite:
+    """A dispatch site with the algorithms that reach each side of its test (analyzer/flow.py)."""
+    extra = {}
+    if term.test is not None:
+        positive, negative, excluded = [], [], False
+        for name in universe:
+            true_side, false_side = side(term.test, term.context, truth[name])
+            if true_side:
+                positive.append(name)
+            if false_side:
+                negative.append(name)
+            excluded = excluded or evaluate(term.context, truth[name]) == FALSE
+        new_true, new_false = side(term.test, term.context, truth[NEW])
+        new = "either" if new_true and new_false else "enters" if new_true else "skips" if new_false else "unreachable"
+        line, column = term.decision_at or (term.line, term.column)
+        algos = tuple(positive)
+        extra = dict(negative=tuple(negative), decision=term.decision, decision_location=Location(path, line, column),
+                     refuses=term.refuses, new_algorithm=new, guarded=excluded or new == "unreachable")
+    return DispatchSite(term.function, _loc(path, term), term.via, term.detail, algos, ref.qualname if ref else None,
+                        tuple(term.values) if term.via == "string" else (), negated=term.negated, **extra)
+
+
+def _conjuncts(cond) -> tuple:
+    return cond[1] if cond[0] == "and" else (cond,)
+
+
+def _branch_workers(branches) -> dict[tuple[str, DispatchTerm], WorkerRef]:
+    """The worker the branch a term controls creates (its fall-through), for the dispatch sites."""
+    out: dict[tuple[str, DispatchTerm], WorkerRef] = {}
     for path, branch in branches:
-        own = algo is not None and branch.owner_class == algo.qualname
-        by_function[(0 if own else 1, path, branch.function)].append((path, branch))
         ref = branch.fallthrough or branch.workers[0]
         for term in branch.terms:
-            branch_of_term[(path, term)] = ref
-    worker_of: dict[str, tuple[WorkerRef, str, tuple[WorkerRef, ...]]] = {}
+            out[(path, term)] = ref
+    return out
+
+
+def _workers(algo, worker_sites, truths, universe):
+    """Workers per algorithm from the worker sites of functions that test the algorithm.
+
+    Functions are read in order (the algorithm class's own `create_worker` first, then by path); the
+    first in which an algorithm reaches a worker gives all its workers there, each with what is left
+    of its path condition once the algorithm's tests are decided (the flags that pick it). Sites
+    whose path condition tests no algorithm (`if flag: W(...)`) are no dispatch.
+    """
+    by_function: dict[tuple[int, str, str], list[tuple[str, WorkerSite]]] = defaultdict(list)
+    for path, site in worker_sites:
+        if not any(True for _ in terms_in(site.context)):
+            continue
+        own = algo is not None and site.owner_class == algo.qualname
+        by_function[(0 if own else 1, path, site.function)].append((path, site))
+    worker_of: dict[str, tuple] = {}
     for key in sorted(by_function):
-        claimed: set[str] = set()
-        candidates: dict[str, list[WorkerRef]] = defaultdict(list)
-        result: dict[str, tuple[WorkerRef, str]] = {}
-        for path, branch in sorted(by_function[key], key=lambda pair: pair[1].line):
-            chosen: set[str] = set()
-            for term in branch.terms:
-                if not term.negated:
-                    chosen |= set(selected(term) or ())
-            for name in _ordered(chosen - claimed, universe):
-                candidates[name].extend(branch.workers)
-                if branch.pure and branch.fallthrough is not None:
-                    result[name] = (branch.fallthrough, path)
-                    claimed.add(name)
-        for name, (ref, path) in result.items():
-            if name not in worker_of:
-                worker_of[name] = (ref, path, tuple(candidates[name]))
-    return worker_of, branch_of_term
+        sites = sorted(by_function[key], key=lambda pair: (pair[1].line, pair[1].column))
+        for name in universe:
+            if name in worker_of:
+                continue
+            truth = truths.get(key[1], {}).get(name, {})
+            reached = [(site, evaluate(site.context, truth), path) for path, site in sites]
+            reached = [r for r in reached if r[1] != FALSE and not any(True for _ in terms_in(r[1]))]
+            if reached:
+                worker_of[name] = _choices(reached)
+    return worker_of
+
+
+def _choices(reached):
+    """(the flags-off default, every choice with its condition text) from (site, residual, path)."""
+    default = next((r for r in reached if _flags_off(r[1])), reached[-1])
+    return default, [(site, flags_text(cond), path) for site, cond, path in reached]
+
+
+def _flags_off(cond) -> bool:
+    """Whether a residual condition holds when every flag test is false."""
+    op = cond[0]
+    if op == "const":
+        return cond[1]
+    if op in ("flag", "term"):
+        return False
+    if op == "not":
+        return not _flags_off(cond[1])
+    values = [_flags_off(part) for part in cond[1]]
+    return all(values) if op == "and" else any(values)
 
 
 def _options(recs) -> tuple[ChoiceHook | None, list[ChoiceHook]]:

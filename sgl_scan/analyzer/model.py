@@ -42,6 +42,15 @@ class Predicate:
 
 
 @dataclass(frozen=True)
+class WorkerChoice:
+    """A worker class an algorithm may get, and the flags that pick it."""
+
+    qualname: str
+    condition: str | None  # source text of the flag tests that choose it (None: unconditional)
+    location: Location
+
+
+@dataclass(frozen=True)
 class Algorithm:
     """A speculative algorithm: an enum member or one registered at import time."""
 
@@ -49,9 +58,9 @@ class Algorithm:
     kind: str  # "enum" | "registered"
     location: Location
     predicates: tuple[str, ...]  # predicates true for it
-    worker: str | None  # qualified name of the worker class it creates, if any dispatch path does
+    worker: str | None  # the worker class it creates with every flag test false (the default), if any path does
     worker_location: Location | None = None  # where that worker is chosen (create_worker, factory, branch)
-    workers: tuple[str, ...] = ()  # every worker any dispatch path may give it (overlap/V2 variants), in order
+    workers: tuple[WorkerChoice, ...] = ()  # every worker it may get, with the flags that pick it, in source order
 
 
 @dataclass(frozen=True)
@@ -69,9 +78,25 @@ class DispatchSite:
     location: Location
     via: str  # "predicate" | "string" | "member" (== SpeculativeAlgorithm.X)
     detail: str  # predicate name, or the literal(s)/member compared against
-    algorithms: tuple[str, ...]  # algorithms the branch selects
+    algorithms: tuple[str, ...]  # algorithms that reach the test's true side (the branch it controls runs)
     worker: str | None = None  # worker class the branch creates, if any
     literals: tuple[str, ...] = ()  # via "string": the literals exactly (detail joins them with ", ")
+    # control flow (analyzer/flow.py)
+    negative: tuple[str, ...] = ()  # algorithms that reach the test's false side (else / past the branch)
+    negated: bool = False  # the term is a complement (`!=`, `not in`, under `not`): its set is "all but ..."
+    decision: str = "value"  # the test it sits in: "if" | "exit" (an `if` that only returns/continues) | "while" |
+    # "assert" | "ifexp" | "message" (a conditional expression picking message text) | "filter" | "value"
+    decision_location: Location | None = None  # that whole test (several terms may share it)
+    refuses: str | None = None  # "raise" | "assert" | "return" (a rejection): one side of that test refuses loudly
+    new_algorithm: str = "either"  # a new algorithm no literal names: "enters" | "skips" | "either" | "unreachable"
+    # the test and path condition themselves (analyzer/flow.py conditions), with what each of their
+    # terms reads: (line, column, via, values, inverted); values are the members a string or member test
+    # names (aliases resolved) or the predicate's name. `flow.side` evaluates them for any algorithm.
+    test: tuple | None = None
+    context: tuple = ("const", True)
+    atoms: tuple = ()
+    resolves_alias: bool = False  # the test of an alias resolver: `if x == "NEXTN": x = "EAGLE"`
+    guarded: bool = False  # an earlier guard (raise/assert/return/continue) keeps some algorithms from this test
 
 
 @dataclass(frozen=True)
@@ -139,6 +164,7 @@ class SpecInventory:
     d2t_sites: tuple[D2tSite, ...]
     plugin_base: str | None = None  # e.g. qualified name of CustomSpecAlgo where it exists
     plugin_base_predicates: tuple[str, ...] = ()
+    plugin_base_true: tuple[str, ...] = ()  # the plugin base's predicates that answer True (`return True`)
     aliases: Mapping[str, str] = field(default_factory=dict)  # accepted literal -> member ("NEXTN" -> "EAGLE")
     unread: tuple[Unread, ...] = ()  # what could not be read, in location order
 

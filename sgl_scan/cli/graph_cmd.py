@@ -18,17 +18,27 @@ from sgl_scan.reports.common import visible, visible_lines
 @click.option("--focus", help="Keep only the neighbourhood of an algorithm (EAGLE) or a symbol (qualified name or suffix).")
 @click.option("--depth", type=click.IntRange(min=0), default=1, show_default=True, help="Edges around --focus to keep.")
 @click.option("--dispatch", "dispatch", metavar="ALGO",
-              help="Instead of the graph, list the sites that branch on ALGO, with file:line and the worker "
-                   "(in the files the scope takes; --scope full for the whole srt/ tree).")
+              help="Instead of the graph, list every site whose branch ALGO reaches, with file:line, the worker, and "
+                   "'negated' where it gets there as one of all-but-the-named algorithms (in the files the scope "
+                   "takes; --scope full for the whole srt/ tree).")
+@click.option("--like", "like", metavar="BASE",
+              help="With --dispatch NEW: list every test where the new algorithm NEW takes another branch than BASE.")
+@click.option("--plugin", "plugin", type=click.Path(exists=True, dir_okay=False),
+              help="With --like: the plugin file whose algorithm class says which predicates NEW answers True.")
+@click.option("--claims", "claims", metavar="PREDICATES",
+              help="With --like: the predicates true for NEW, comma-separated (e.g. is_dflash,is_dflash_family).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to FILE instead of stdout.")
-def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, output: str | None, **kwargs) -> None:
+def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, like: str | None, plugin: str | None,
+            claims: str | None, output: str | None, **kwargs) -> None:
     """Export the call/dispatch graph of an SGLang tree (the files the scope takes). Examples:
 
     \b
       sgl-scan graph --pip sglang==0.5.23 --dispatch DFLASH
       sgl-scan graph --path ~/sglang/python --focus EAGLE --depth 2 --format dot -o eagle.dot
+      sgl-scan graph --pip sglang==0.5.23 --dispatch DDTREE --like DFLASH --claims is_dflash,is_dflash_family
     """
-    from sgl_scan.analyzer.graph_views import FocusError, dispatch_listing, focus as focus_on, format_dispatch, render
+    from sgl_scan.analyzer.graph_views import (FocusError, dispatch_listing, focus as focus_on, format_dispatch, format_like,
+                                               like_listing, plugin_claims, render)
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.snapshots.progress import Progress
     from sgl_scan.snapshots import scope as scopes
@@ -37,6 +47,22 @@ def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, outpu
     source = source_or_latest(pop_source_params(kwargs))
     if dispatch and focus:
         raise click.UsageError("--dispatch and --focus do not combine")
+    if (plugin or claims) and not like:
+        raise click.UsageError("--plugin and --claims go with --like")
+    if like and not dispatch:
+        raise click.UsageError("--like needs --dispatch NEW (the new algorithm's name)")
+    if like and bool(plugin) == bool(claims):
+        raise click.UsageError("--like needs exactly one of --plugin FILE or --claims PREDICATES")
+    claimed: tuple[str, ...] = ()
+    plugin_source = None
+    if claims:
+        claimed = tuple(c.strip() for c in claims.split(",") if c.strip())
+    elif plugin:
+        try:
+            plugin_source = Path(plugin).read_text(encoding="utf-8")
+            compile(plugin_source, plugin, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST: syntax only
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError) as exc:
+            raise click.BadParameter(f"cannot read {plugin}: {exc}", param_hint="--plugin") from None
     snapshot = obtain_snapshot(source)
     bar = Progress("analysing")
     try:
@@ -45,7 +71,13 @@ def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, outpu
         bar.done()
     m = snapshot.manifest
     try:
-        if dispatch:
+        if like:
+            if plugin_source is not None:
+                claimed = plugin_claims(plugin_source, analysis.inventory.plugin_base_true)
+            listing = like_listing(analysis.inventory, dispatch, like, claimed, strict=plugin_source is None)
+            text = "\n".join(visible(line) for line in format_like(listing)) + "\n"
+            text += f"  ({scopes.statement(m.scope, len(m.files))})\n"
+        elif dispatch:
             listing = dispatch_listing(analysis.inventory, dispatch)
             text = "\n".join(visible(line) for line in format_dispatch(listing, scopes.qualifier(m.scope))) + "\n"
             text += f"  ({scopes.statement(m.scope, len(m.files))})\n"

@@ -177,6 +177,19 @@ def d2t_by_kind(inventory: SpecInventory) -> list[tuple[str, list]]:
     return sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
 
 
+def worker_choice(choice) -> str:
+    """`EAGLEWorkerV2 if enable_overlap` (or the bare class when no flag picks it)."""
+    name = short_name(choice.qualname)
+    return f"{name} if {choice.condition}" if choice.condition else name
+
+
+def conditional_workers(algorithm) -> tuple[str, ...]:
+    """Every worker an algorithm may get with its flags, when flags choose between several."""
+    if not any(w.condition for w in algorithm.workers):
+        return ()
+    return tuple(worker_choice(w) for w in algorithm.workers)
+
+
 def short_name(qualname: str | None) -> str:
     """The last component of a dotted name (`sglang.srt...EAGLEWorker` -> `EAGLEWorker`)."""
     if not qualname:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence, TypeVar
 
 from sgl_scan.analyzer.model import Analysis, Location, SpecInventory
-from sgl_scan.reports.common import describe_source, git_label, loc_key, short_name, sorted_findings
+from sgl_scan.reports.common import describe_source, git_label, loc_key, short_name, sorted_findings, worker_choice
 from sgl_scan.reports.model import RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
@@ -370,6 +370,7 @@ class _Tracker:
             details = (
                 _value_delta("kind", old.kind, new.kind)
                 + _value_delta("worker", short_name(old.worker) or None, short_name(new.worker) or None)
+                + _set_delta("workers", [worker_choice(w) for w in old.workers], [worker_choice(w) for w in new.workers])
                 + _set_delta("predicates", old.predicates, new.predicates)
             )
             out += self._classify("algorithm", old.name, old.location, new.location, details)

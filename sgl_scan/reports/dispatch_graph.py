@@ -72,7 +72,7 @@ def dispatch_view(inventory: SpecInventory, max_other: int = MAX_OTHER_FUNCTIONS
         for site in sites:
             worker = f"wk:{site.worker}"
             g.add_node(worker, layer=2, group=0, label=short_name(site.worker), kind="worker", title=site.worker)
-            _add_edge(g, node, worker, "creates", strong=True)
+            _add_edge(g, node, worker, _creates_label(inventory, site), strong=True)
             for alg in site.algorithms:
                 if alg in worker_of:
                     strong = worker_of[alg] is None or worker_of[alg] in branch_workers
@@ -94,22 +94,32 @@ def dispatch_view(inventory: SpecInventory, max_other: int = MAX_OTHER_FUNCTIONS
                 if alg in worker_of:
                     _add_edge(g, f"alg:{alg}", node, site.detail, strong=False)
 
-    # An algorithm whose worker no drawn branch leads to: draw the place that chooses it.
+    # A worker (the default or one chosen by flags) no drawn branch leads to: draw the place that chooses it,
+    # the edge labelled with the flags that pick it.
     for a in inventory.algorithms:
-        if not a.worker:
-            continue
-        worker = f"wk:{a.worker}"
-        alg = f"alg:{a.name}"
-        if g.has_node(worker) and any(g.has_edge(mid, worker) for mid in g.successors(alg)):
-            continue
-        g.add_node(worker, layer=2, group=0, label=short_name(a.worker), kind="worker", title=a.worker)
-        where = a.worker_location or a.location
-        mid = f"at:{where.path}:{where.line}"
-        g.add_node(mid, layer=1, group=0, label=f"{where.path.rsplit('/', 1)[-1]}:{where.line}", kind="branch",
-                   title=f"{a.name}: worker chosen at {where}", anchor=str(where))
-        _add_edge(g, alg, mid, "worker", strong=True)
-        _add_edge(g, mid, worker, "creates", strong=True)
+        choices = [(w.qualname, w.location, w.condition) for w in a.workers]
+        if a.worker and a.worker not in {w.qualname for w in a.workers}:
+            choices.append((a.worker, a.worker_location or a.location, None))
+        for qualname, where, condition in choices:
+            worker = f"wk:{qualname}"
+            alg = f"alg:{a.name}"
+            if g.has_node(worker) and any(g.has_edge(mid, worker) for mid in g.successors(alg)):
+                continue
+            g.add_node(worker, layer=2, group=0, label=short_name(qualname), kind="worker", title=qualname)
+            mid = f"at:{where.path}:{where.line}"
+            g.add_node(mid, layer=1, group=0, label=f"{where.path.rsplit('/', 1)[-1]}:{where.line}", kind="branch",
+                       title=f"{a.name}: worker chosen at {where}",
+                       anchor=str(where) if qualname == a.worker else None)  # the default's place has a table row
+            _add_edge(g, alg, mid, "worker", strong=qualname == a.worker)
+            _add_edge(g, mid, worker, f"creates if {condition}" if condition else "creates", strong=qualname == a.worker)
     return g, GraphNote(functions_total=len(per_function), functions_drawn=len(choosing) + len(others))
+
+
+def _creates_label(inventory: SpecInventory, site) -> str:
+    """`creates` or `creates if <flags>` for a branch's worker, from the algorithms that reach it."""
+    conditions = {w.condition for a in inventory.algorithms if a.name in site.algorithms
+                  for w in a.workers if w.qualname == site.worker and w.condition}
+    return "creates if " + " / ".join(sorted(conditions)) if conditions else "creates"
 
 
 def _add_edge(g: nx.DiGraph, u: str, v: str, label: str, *, strong: bool) -> None:

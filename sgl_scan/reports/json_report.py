@@ -11,7 +11,7 @@ from sgl_scan.snapshots import scope as scopes
 
 # Bump on any change that could break a reader (removed or renamed field, changed meaning);
 # adding a field is not a break.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def to_document(report: Report) -> dict:

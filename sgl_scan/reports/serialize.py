@@ -50,6 +50,7 @@ def algorithm(alg: Algorithm) -> dict[str, Any]:
         "predicates": list(alg.predicates),
         "worker": alg.worker,
         "worker_location": location(alg.worker_location),
+        "workers": [{"class": w.qualname, "condition": w.condition, "location": location(w.location)} for w in alg.workers],
     }
 
 
@@ -65,6 +66,13 @@ def dispatch_site(site: DispatchSite) -> dict[str, Any]:
         "algorithms": list(site.algorithms),
         "worker": site.worker,
         "location": location(site.location),
+        "negative": list(site.negative),
+        "negated": site.negated,
+        "decision": site.decision,
+        "decision_location": location(site.decision_location),
+        "refuses": site.refuses,
+        "new_algorithm": site.new_algorithm,
+        "guarded": site.guarded,
     }
 
 

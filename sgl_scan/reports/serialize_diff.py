@@ -8,7 +8,7 @@ from sgl_scan.reports import serialize
 from sgl_scan.reports.diff import Change, InventoryDiff, Side
 from sgl_scan.snapshots import scope as scopes
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def side(s: Side) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from sgl_scan.reports.common import (
     plural,
     severity_counts,
     short_name,
+    conditional_workers,
     source_line,
     visible,
 )
@@ -143,6 +144,11 @@ def _algorithms(out: _Out, report: Report) -> None:
         for a in inv.algorithms
     ]
     out.table(("ALGORITHM", "KIND", "WORKER", "DEFINED AT", "WORKER CHOSEN AT"), rows)
+    chosen = [(a.name, conditional_workers(a)) for a in inv.algorithms if conditional_workers(a)]
+    if chosen:
+        out.add("  Workers chosen by flags (WORKER above: every flag test false):")
+        for name, choices in chosen:
+            out.add(f"    {name}: " + "; ".join(choices))
 
     matrix = algorithm_matrix(inv)
     if not matrix:

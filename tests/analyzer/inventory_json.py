@@ -20,7 +20,8 @@ def inventory_json(inv) -> dict:
     return {
         "algorithm_class": {"qualname": cls.qualname, "at": _at(cls.location), "form": cls.form} if cls else None,
         "algorithms": [{"name": a.name, "kind": a.kind, "at": _at(a.location), "predicates": list(a.predicates),
-                        "worker": a.worker, "worker_at": _at(a.worker_location), "workers": list(a.workers)}
+                        "worker": a.worker, "worker_at": _at(a.worker_location),
+                        "workers": [{"class": w.qualname, "condition": w.condition, "at": _at(w.location)} for w in a.workers]}
                        for a in inv.algorithms],
         "predicates": {p.name: {"at": _at(p.location), "members": list(p.members)} for p in inv.predicates},
         "algorithm_option": _hook(inv.algorithm_option) if inv.algorithm_option else None,

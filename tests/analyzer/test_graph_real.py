@@ -93,3 +93,40 @@ def test_graph_cli_dispatch_and_focus(analysis, sglang_0_5_23, tmp_path, monkeyp
         main(["graph", "--path", str(sglang_0_5_23 / "sglang"), "--scope", "full", "--dispatch", "DDTREE"])
     assert exited.value.code == 2
     assert "no speculative algorithm 'DDTREE'" in capsys.readouterr().err
+
+
+def test_graph_cli_like_and_negated_sides(analysis, sglang_0_5_23, tmp_path, monkeypatch):
+    """`graph --dispatch NEW --like BASE`: the tests where a new algorithm claiming DFLASH's family
+    predicates goes another way than DFLASH (read from the 0.5.23 source); and `--dispatch` shows on
+    which side an algorithm reaches a test (issue 18, case 2: overlap_utils.py:447 raises for DFLASH)."""
+    from sgl_scan.cli import cli
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "facts").symlink_to(cache_root() / "facts-cache")
+    monkeypatch.setenv("SGL_SCAN_HOME", str(home))
+    runner = CliRunner()
+    base = ["graph", "--path", str(sglang_0_5_23 / "sglang"), "--scope", "full"]
+    result = runner.invoke(cli, [*base, "--dispatch", "DDTREE", "--like", "DFLASH",
+                                 "--claims", "is_dflash,is_dflash_family,is_some,is_speculative"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "DDTREE like DFLASH: predicates true for DDTREE: is_dflash, is_dflash_family, is_some, is_speculative"
+
+    def line(at):
+        return next(x for x in lines if x.startswith(f"  sglang/srt/{at}  "))
+
+    # `in ("STANDALONE", "DFLASH", "DSPARK"): return False`: DFLASH returns, DDTREE goes on
+    assert line("speculative/spec_utils.py:412").endswith("DFLASH: true side; DDTREE: false side")
+    # `not in ("EAGLE", "EAGLE3", "DFLASH", "DSPARK"): raise`: the raise is for DDTREE only
+    assert line("arg_groups/speculative_hook.py:176").endswith("DFLASH: false side; DDTREE: true side")
+    # is_dflash() tests: DDTREE claims it, so they are no difference
+    assert not any("[predicate: is_dflash]" in x for x in lines)
+    assert "further test(s) DFLASH reaches are never reached by DDTREE" in result.output
+
+    dflash = runner.invoke(cli, [*base, "--dispatch", "DFLASH"]).output
+    eagle = runner.invoke(cli, [*base, "--dispatch", "EAGLE"]).output
+    at_447 = "sglang/srt/managers/overlap_utils.py:447  "
+    assert f"{at_447}sglang.srt.managers.overlap_utils.FutureMap.make_staged_spec_input  [predicate: is_eagle, negated" \
+        in dflash and at_447 not in eagle
+    assert runner.invoke(cli, [*base, "--dispatch", "DDTREE", "--like", "DFLASH"]).exit_code == 2  # no claims

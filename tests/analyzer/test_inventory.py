@@ -126,8 +126,9 @@ def test_enum_form_with_plugin_registry():
     # the conditional first branch only adds a candidate; DFLASH is claimed by the pure `is_dflash()` branch
     # and so skips the later `is_dflash_family()` branch, which gives DSPARK its worker
     assert algos["DFLASH"].worker == "sglang.srt.speculative.dflash_worker.DFlashWorker"
-    assert algos["DFLASH"].workers == ("sglang.srt.speculative.fast_worker.FastWorker",
-                                       "sglang.srt.speculative.dflash_worker.DFlashWorker")
+    assert [(w.qualname, w.condition) for w in algos["DFLASH"].workers] == [
+        ("sglang.srt.speculative.fast_worker.FastWorker", "server_args.fast"),
+        ("sglang.srt.speculative.dflash_worker.DFlashWorker", "not server_args.fast")]
     assert algos["DSPARK"].worker == "sglang.srt.speculative.dspark_worker.DSparkWorker"
     assert algos["DSPARK"].worker_location.line == 54
     assert algos["EAGLE"].worker == "sglang.srt.speculative.eagle_worker.EAGLEWorker"

@@ -90,7 +90,8 @@ def test_baseline_round_trip_survives_a_line_move(tree, tmp_path):
     baseline = tmp_path / "baseline.json"
     first = scan("--path", str(tree), "--select", "SGL2,SGL3", "--fail-on", "warning", "--write-baseline", str(baseline))
     assert first.exit_code == 0, first.output
-    assert len(json.loads(baseline.read_text())["findings"]) == 5
+    # 3 SGL302 and SGL202 at server_args.py:321 (the NEXTN resolver at :317 is no dispatch since the flow facts)
+    assert len(json.loads(baseline.read_text())["findings"]) == 4
 
     text = (tree / MODEL).read_text()
     (tree / MODEL).write_text("# moved\n# down\n# three lines\n" + text.replace(
@@ -156,7 +157,7 @@ def test_the_installed_entry_point_in_a_subprocess(tree):
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 1, run.stderr
     document = json.loads(run.stdout)
-    assert document["schema_version"] == 1
+    assert document["schema_version"] == 2
     assert [(f["rule_id"], f["path"], f["line"]) for f in document["findings"]] == [
         ("SGL302", MODEL, 182), ("SGL302", MODEL, 186), ("SGL302", MODEL, 186)
     ]

@@ -34,7 +34,7 @@ def run(snapshot, capsys, **options):
 def test_json_report_with_suppression_and_threshold(snapshot, capsys):
     code, out = run(snapshot, capsys)
     document = json.loads(out.out)
-    assert document["schema_version"] == 1
+    assert document["schema_version"] == 2
     rows = [(f["rule_id"], f["path"], f["line"]) for f in document["findings"]]
     assert ("SGL302", EAGLE3, 182) not in rows  # suppressed by the comment on its line
     assert ("SGL103", EAGLE3, 182) in rows  # the comment names SGL302 only

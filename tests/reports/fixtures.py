@@ -11,6 +11,7 @@ import networkx as nx
 
 from sgl_scan import __version__
 from sgl_scan.analyzer.model import (
+    WorkerChoice,
     Algorithm,
     AlgorithmClass,
     Analysis,
@@ -104,6 +105,11 @@ def inventory() -> SpecInventory:
             predicates=tuple(p for p, members in preds.items() if name in members),
             worker=workers.get(name),
             worker_location=Location(SPEC, 200 + 3 * i) if name in workers else None,
+            workers=(
+                WorkerChoice(f"{W}.multi_layer_eagle_worker_v2.MultiLayerEagleWorkerV2",
+                             "server_args.enable_multi_layer_eagle", Location(SPEC, 196)),
+                WorkerChoice(workers[name], "not server_args.enable_multi_layer_eagle", Location(SPEC, 200 + 3 * i)),
+            ) if name in ("EAGLE", "EAGLE3") else (),
         )
         for i, name in enumerate(names)
     )

@@ -119,3 +119,14 @@ def test_module_level_sites_in_different_files_are_not_matched():
     a = dataclasses.replace(inv, dispatch_sites=(a_site,))
     statuses = sorted(c.status for c in _diff(dataclasses.replace(inv, dispatch_sites=(b_site,)), a_inv=a).changes)
     assert statuses == ["added", "removed"]
+
+
+def test_workers_chosen_by_flags_change():
+    """A new flag-chosen worker (0.5.7 -> 0.5.8: `create_worker` gains the multi-layer branches)."""
+    inv = fx.inventory()
+    eagle = next(a for a in inv.algorithms if a.name == "EAGLE")
+    extra = dataclasses.replace(eagle.workers[0], qualname="pkg.ThirdWorker", condition="flag_c")
+    algorithms = tuple(dataclasses.replace(a, workers=a.workers + (extra,)) if a.name == "EAGLE" else a
+                       for a in inv.algorithms)
+    [change] = _diff(dataclasses.replace(inv, algorithms=algorithms)).changes
+    assert (change.category, change.key, change.details) == ("algorithm", "EAGLE", ("workers +ThirdWorker if flag_c",))

@@ -28,7 +28,7 @@ def _keys(value, out=None) -> set[str]:
 
 def test_report_document_is_versioned_and_complete():
     doc = json.loads(render(fx.report(), "json"))
-    assert doc["schema_version"] == SCHEMA_VERSION == 1
+    assert doc["schema_version"] == SCHEMA_VERSION == 2
     assert doc["kind"] == "sgl-scan/report"
     assert doc["summary"] == {"findings": {"error": 1, "warning": 1, "info": 1}, "total": 3, "parse_errors": 1}
     assert [a["name"] for a in doc["inventory"]["algorithms"]] == ["DFLASH", "EAGLE", "EAGLE3", "STANDALONE", "NGRAM", "NONE"]
@@ -51,7 +51,7 @@ def test_every_field_name_is_documented():
 
 def test_diff_document():
     doc = json.loads(render_diff(sample_diff(), "json"))
-    assert doc["kind"] == "sgl-scan/diff" and doc["schema_version"] == 1
+    assert doc["kind"] == "sgl-scan/diff" and doc["schema_version"] == 2
     assert doc["summary"]["new_findings"] == 1 and doc["summary"]["resolved_findings"] == 1
     moved = [c for c in doc["changes"] if c["status"] == "moved"]
     assert {c["category"] for c in moved} == {"choice_hook", "d2t_site"}

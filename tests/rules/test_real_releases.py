@@ -97,12 +97,13 @@ def test_0_4_6_literal_expectations():
     assert [(f.path, f.line, f.data["tensor"]) for f in by_rule(findings, "SGL302")] == [
         (model, 182, "d2t"), (model, 186, "d2t"), (model, 186, "t2d")
     ]
-    # server_args.py:317 `== "NEXTN"` (then rewritten to "EAGLE"), :321 `in ("EAGLE", "EAGLE3")`;
+    # server_args.py:321 `in ("EAGLE", "EAGLE3")`; :317 `== "NEXTN"` is the alias resolver (rewritten to
+    # "EAGLE" right there), no branch a new algorithm skips (was reported before the flow facts);
     # model_runner.py:881 `if self.server_args.speculative_algorithm == "EAGLE":` (the FlashInfer plan
     # stream), read since the default scope takes every srt/ file that names the algorithm
     assert [(f.path, f.line, f.data["literals"]) for f in by_rule(findings, "SGL202")] == [
         ("sglang/srt/model_executor/model_runner.py", 881, ["EAGLE"]),
-        ("sglang/srt/server_args.py", 317, ["NEXTN"]), ("sglang/srt/server_args.py", 321, ["EAGLE", "EAGLE3"]),
+        ("sglang/srt/server_args.py", 321, ["EAGLE", "EAGLE3"]),
     ]
     for rule_id in ("SGL201", "SGL203", "SGL204", "SGL205", "SGL206", "SGL207", "SGL301"):
         assert by_rule(findings, rule_id) == [], rule_id
@@ -117,10 +118,15 @@ def test_0_5_23_literal_expectations():
     for f in by_rule(findings, "SGL202"):
         strings.setdefault((f.path, f.line), []).append(f.data["literals"])
     assert strings[("sglang/srt/speculative/spec_utils.py", 412)] == [["STANDALONE", "DFLASH", "DSPARK"]]
-    assert strings[("sglang/srt/arg_groups/kv_cache_hook.py", 608)] == [["EAGLE", "EAGLE3"]]
-    # `speculative_algorithm == "NEXTN" or speculative_algorithm == "EAGLE"`: two comparisons
-    assert sorted(strings[("sglang/srt/arg_groups/speculative_hook.py", 109)]) == [["EAGLE"], ["NEXTN"]]
-    assert strings[("sglang/srt/arg_groups/hisparse_hook.py", 116)] == [["NONE"]]  # after .upper()
+    # kv_cache_hook.py:608 `in ("EAGLE", "EAGLE3")` runs only after the assert allow-list at :590 refused
+    # every other algorithm; hisparse_hook.py:116 `.upper() != "NONE"` lets a new algorithm in: neither is
+    # a silent fall-through (both were reported before the flow facts)
+    assert ("sglang/srt/arg_groups/kv_cache_hook.py", 608) not in strings
+    assert ("sglang/srt/arg_groups/hisparse_hook.py", 116) not in strings
+    # `speculative_algorithm == "NEXTN" or speculative_algorithm == "EAGLE"`: one finding for the expression
+    assert strings[("sglang/srt/arg_groups/speculative_hook.py", 109)] == [["NEXTN", "EAGLE"]]
+    # speculative_hook.py:176 `not in (...)` then `raise`: a guard that refuses loudly
+    assert ("sglang/srt/arg_groups/speculative_hook.py", 176) not in strings
     # is_eagle() (l.102) also covers FROZEN_KV_MTP (with a FIXME saying so).
     assert [(f.path, f.line, f.data["extra"]) for f in by_rule(findings, "SGL207")] == [
         ("sglang/srt/speculative/spec_info.py", 102, ["FROZEN_KV_MTP"])
@@ -149,3 +155,21 @@ def test_no_false_errors_in_released_code(release):
     version, _, findings, _ = release
     errors = [(f.rule_id, f.path, f.line) for f in findings if f.severity == "error" and f.rule_id != "SGL206"]
     assert errors == [], version
+
+
+@functools.lru_cache(maxsize=None)
+def _findings_only(version: str):
+    tree = release_tree(version)
+    package = tree / "sglang"
+    relative = [p.relative_to(package).as_posix() for p in package.rglob("*.py")]
+    paths = ["sglang/" + p for p in select_local(relative, "speculative", lambda p: (package / p).read_bytes())]
+    analysis = analyze_tree(tree, paths, snapshot_id=f"pypi-{version}", sglang_version=version,
+                            cache_dir=cache_root() / "facts-cache", jobs=2, progress=None)
+    return run_rules(analysis)
+
+
+@pytest.mark.parametrize("version", ["0.4.10", "0.5.3", "0.5.4", "0.5.8", "0.5.12", "0.5.20", "0.5.21", "0.5.22"])
+def test_no_sgl201_where_every_algorithm_has_a_worker(version):
+    """0.5.4 chooses EAGLE's worker through `WorkerClass = EAGLEWorkerV2 if self.enable_overlap else
+    EAGLEWorker` (managers/scheduler.py:564): it raised two false SGL201 errors before the flow facts."""
+    assert [(f.path, f.line) for f in _findings_only(version) if f.rule_id == "SGL201"] == []

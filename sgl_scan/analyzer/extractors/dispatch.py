@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 
 from sgl_scan.analyzer.extractors._ast import (
     Resolver,
@@ -30,7 +31,8 @@ from sgl_scan.analyzer.extractors._ast import (
 )
 from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, Trigger
 from sgl_scan.analyzer.extractors._scoped import hit_lines
-from sgl_scan.analyzer.extractors.records import AliasAssign, Branch, DispatchTerm
+from sgl_scan.analyzer.extractors.records import AliasAssign, Branch, DispatchTerm, WorkerSite
+from sgl_scan.analyzer.flow import FunctionFlow
 
 PREDICATE_NAME = re.compile(r"^(is|supports|has|need|carries)_\w+$")
 _RECEIVER = re.compile(r"(?i)spec|algo")
@@ -52,6 +54,9 @@ class _Walker(ScopedWalker):
         self.term_of: dict[int, DispatchTerm] = {}
         self.aliases: list[set[str]] = [set()]
         self.predicate_defs: list[bool] = []
+        self.defs: list[ast.AST] = []  # enclosing function nodes
+        self.flows: dict[int, tuple[ast.AST | None, str, str | None]] = {}  # functions holding terms
+        self.term_nodes: dict[int, ast.AST] = {}
 
     def _in_algo_class(self) -> str | None:
         name = self.class_name
@@ -60,12 +65,16 @@ class _Walker(ScopedWalker):
     def enter(self, node: ast.AST) -> None:
         t = type(node)
         if t in _FUNCTIONS:
+            self.defs.append(node)
             self.aliases.append(set())
             lines = statement_lines(_strip_docstring(node.body))
             single_return = len(lines) == 1 and any(isinstance(s, ast.Return) for s in lines[0])
             self.predicate_defs.append(bool(self._in_algo_class()) and len(node.args.args) == 1 and single_return)
         elif t is ast.Assign:
-            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and self._spec_subject(node.value):
+            value = node.value
+            if isinstance(value, ast.IfExp) and (self._spec_subject(value.body) or self._spec_subject(value.orelse)):
+                value = value.body if self._spec_subject(value.body) else value.orelse  # `x.upper() if x else None`
+            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and self._spec_subject(value):
                 self.aliases[-1].add(node.targets[0].id)
         elif t is ast.UnaryOp:
             if isinstance(node.op, ast.Not):
@@ -81,6 +90,7 @@ class _Walker(ScopedWalker):
     def leave(self, node: ast.AST) -> None:
         t = type(node)
         if t in _FUNCTIONS:
+            self.defs.pop()
             self.aliases.pop()
             self.predicate_defs.pop()
         elif t is ast.If:
@@ -89,8 +99,7 @@ class _Walker(ScopedWalker):
     # -- what counts as "the algorithm" ---------------------------------------------------------
     def _spec_subject(self, node: ast.AST) -> bool:
         """Something named *speculative_algorithm*/*spec_algorithm*, its `.upper()`, or a local alias."""
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("upper", "lower"):
-            node = node.func.value
+        node = _unwrap_spelling(node)
         name = last_name(node)
         if name is None:
             return False
@@ -140,22 +149,27 @@ class _Walker(ScopedWalker):
                 continue  # `"EAGLE" in spec_algorithm` is a substring test, not dispatch
             members = self._members(other)
             if members is not None and not self._is_predicate_self(subject):
-                self._term(node, "member", ", ".join(members), members, negated, subject, self._in_algo_class())
+                self._term(node, "member", ", ".join(members), members, negated, subject, self._in_algo_class(),
+                           isinstance(op, _NEGATIVE))
                 return
             if self._spec_subject(subject):
-                literals = string_values(other)
+                literals = _literals(other)
                 if literals:
-                    self._term(node, "string", ", ".join(literals), literals, negated, subject, None)
+                    self._term(node, "string", ", ".join(literals), literals, negated, subject, None,
+                               isinstance(op, _NEGATIVE))
                     return
 
     def _is_predicate_self(self, subject: ast.AST) -> bool:
         return isinstance(subject, ast.Name) and subject.id == "self" and bool(self.predicate_defs and self.predicate_defs[-1])
 
-    def _term(self, node, via, detail, values, negated, subject, owner) -> None:
+    def _term(self, node, via, detail, values, negated, subject, owner, inverted=False) -> None:
         term = DispatchTerm(**vars(self.r.at(node)), function=self.function, via=via, detail=detail, values=tuple(values),
-                            negated=negated, subject=self.r.text(subject), owner_class=owner)
+                            negated=negated, subject=self.r.text(subject), owner_class=owner, inverted=inverted)
         self.terms.append(term)
         self.term_of[id(node)] = term
+        self.term_nodes[id(node)] = node
+        owner_node = self.defs[-1] if self.defs else None
+        self.flows.setdefault(id(owner_node), (owner_node, self.function, self._in_algo_class()))
 
     # -- branches -----------------------------------------------------------------------------------
     def _branch(self, node: ast.If) -> None:
@@ -202,6 +216,35 @@ class _Walker(ScopedWalker):
         return None
 
 
+def _unwrap_spelling(node: ast.AST) -> ast.AST:
+    """The algorithm string behind `x.upper()`, `str(x).upper()`, `(x or "").upper()`, `str(x)`."""
+    for _ in range(4):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("upper", "lower") \
+                and not node.args:
+            node = node.func.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and len(node.args) == 1:
+            node = node.args[0]
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) == 2 \
+                and string_value(node.values[1]) is not None:
+            node = node.values[0]
+        else:
+            break
+    return node
+
+
+def _literals(node: ast.AST) -> tuple[str, ...] | None:
+    """String literals compared with the algorithm; a tuple may also hold `None` (`("EAGLE", None)`)."""
+    found = string_values(node)
+    if found is not None:
+        return found
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        values = [e for e in node.elts if not (isinstance(e, ast.Constant) and e.value is None)]
+        if values and len(values) < len(node.elts):
+            return string_values(type(node)(elts=values)) if isinstance(node, (ast.Tuple, ast.List)) else \
+                string_values(ast.Tuple(elts=values))
+    return None
+
+
 def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
     lines = statement_lines(body)
     if lines and len(lines[0]) == 1 and isinstance(lines[0][0], ast.Expr) and string_value(lines[0][0].value) is not None:
@@ -211,7 +254,7 @@ def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
 
 class DispatchExtractor:
     name = "spec_dispatch"
-    version = 2  # 2: read from the stdlib ast
+    version = 6  # 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
     parser = "ast"
     trigger = Trigger(
         *(prefix + _CALL for prefix in ("spec", "Spec", "SPEC", "algo", "Algo")),
@@ -227,7 +270,73 @@ class DispatchExtractor:
         aliases = sorted(set(_ALIAS_DEF.findall(context.text)))
         pattern = _HITS if not aliases else Trigger(*(p.pattern for p in _HITS.parts),
                                                     *(rf"\b{re.escape(alias)}\b" for alias in aliases))
-        walker = _Walker(Resolver(tree, source, context.module), hit_lines(context.text, pattern))
+        resolver = Resolver(tree, source, context.module)
+        walker = _Walker(resolver, hit_lines(context.text, pattern))
         for statement in tree.body:
             walker.walk(statement)
-        return tuple(walker.terms) + tuple(sorted(walker.out, key=lambda r: (r.line, r.column, type(r).__name__)))
+        terms, sites = _with_flow(walker, resolver, tree)
+        return tuple(terms) + tuple(sorted([*walker.out, *sites], key=lambda r: (r.line, r.column, type(r).__name__)))
+
+
+_FACTORY_NAME = re.compile(r"(?i)worker|factory")
+
+
+def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[list[DispatchTerm], list[WorkerSite]]:
+    """The terms with their decisions and path conditions, and the workers each function with terms
+    (or each module-level worker factory) creates, with theirs (analyzer/flow.py)."""
+    owners = dict(walker.flows)
+    prefix = f"{resolver.module_name}."
+    for statement in tree.body:
+        if isinstance(statement, _FUNCTIONS) and _FACTORY_NAME.search(statement.name) and id(statement) not in owners:
+            owners[id(statement)] = (statement, prefix + statement.name, None)
+    keys = {key: ("term", term.line, term.column) for key, term in walker.term_of.items()}
+    decisions = {}
+    sites: list[WorkerSite] = []
+    for node, function, owner_class in owners.values():
+        body = node.body if node is not None else tree.body
+        flow = FunctionFlow(body, lambda n: keys.get(id(n)), resolver.text,
+                            lambda n: resolver.at(n).column, lambda n: resolver.worker_ref(n) is not None)
+        decisions.update(flow.decisions)
+        for use in flow.workers:
+            ref = resolver.worker_ref(use.node)
+            sites.append(WorkerSite(**vars(ref.at), qualname=ref.qualname, function=function, context=use.context,
+                                    owner_class=owner_class))
+    node_of = {id(term): key for key, term in walker.term_of.items()}
+    terms = []
+    for term in walker.terms:
+        decision = decisions.get(node_of.get(id(term)))
+        if decision is None:
+            terms.append(term)
+            continue
+        own = ("term", term.line, term.column)
+        negated = term.inverted != _under_not(decision.test, own)
+        terms.append(replace(term, negated=negated, decision=decision.kind, decision_at=(decision.line, decision.column),
+                             test=decision.test, context=decision.context, refuses=decision.refuses))
+    renamed = {id(old): new for old, new in zip(walker.terms, terms)}
+    walker.out = [replace(r, terms=tuple(renamed.get(id(t), t) for t in r.terms)) if isinstance(r, Branch) else r
+                  for r in walker.out]
+    return terms, sites
+
+
+def _under_not(cond: tuple, key: tuple) -> bool:
+    """Whether `key` occurs in `cond` under an odd number of `not`s (False when absent)."""
+    op = cond[0]
+    if cond == key:
+        return False
+    if op == "not":
+        return not _under_not(cond[1], key) if _occurs(cond[1], key) else False
+    if op in ("and", "or"):
+        for part in cond[1]:
+            if _occurs(part, key):
+                return _under_not(part, key)
+    return False
+
+
+def _occurs(cond: tuple, key: tuple) -> bool:
+    if cond == key:
+        return True
+    if cond[0] == "not":
+        return _occurs(cond[1], key)
+    if cond[0] in ("and", "or"):
+        return any(_occurs(part, key) for part in cond[1])
+    return False

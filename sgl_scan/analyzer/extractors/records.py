@@ -89,9 +89,16 @@ class DispatchTerm(At):
     via: str  # "predicate" | "string" | "member"
     detail: str  # predicate name | the literal(s) | the member(s), comma-separated
     values: tuple[str, ...]  # predicate name, literals, or member names
-    negated: bool  # `!=`, `not in`, `not x.is_y()`
+    negated: bool  # the test's truth is a complement: `!=`, `not in`, `not x.is_y()`, `not (x.is_y() or ...)`
     subject: str  # the receiver / compared expression as written
     owner_class: str | None = None  # qualified class when the test is `self.is_x()` inside an algo class
+    # control flow (analyzer/flow.py); absent where the term is outside any function body read
+    inverted: bool = False  # the comparison itself is negative (`!=`, `not in`, `is not`)
+    decision: str = "value"  # "if" | "while" | "assert" | "ifexp" | "filter" | "value"
+    decision_at: tuple[int, int] | None = None  # (line, column) of the whole test the term sits in
+    test: tuple | None = None  # that test as a flow condition
+    context: tuple = ("const", True)  # path condition of the statement holding the test
+    refuses: str | None = None  # "raise" | "assert" | "return" (`return False, reason`): a side refuses loudly
 
 
 @dataclass(frozen=True)
@@ -103,6 +110,17 @@ class Branch(At):
     pure: bool  # the test is only (an `or` of) positive dispatch terms
     workers: tuple[WorkerRef, ...]  # every worker the branch body may create, in order
     fallthrough: WorkerRef | None  # the worker of its last top-level statement that creates one
+    owner_class: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkerSite(At):
+    """A worker class a function creates or returns, with the path condition that gets there
+    (analyzer/flow.py): dispatch terms of the same file and flags."""
+
+    qualname: str
+    function: str
+    context: tuple
     owner_class: str | None = None
 
 

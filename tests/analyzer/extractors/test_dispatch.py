@@ -146,3 +146,30 @@ def test_old_mac_line_endings_keep_sites_and_lines():
     source = 'import os\r\rdef pick(server_args):\r    if server_args.speculative_algorithm == "EAGLE":\r        return 1\r'
     found = records(source, EX, "sglang/srt/server_args.py")
     assert [(t.line, t.column) for t in found if isinstance(t, DispatchTerm)] == [(4, 8)]
+
+
+def test_spellings_of_the_algorithm_string_and_tuples_holding_none():
+    """0.5.23 arg_groups/kv_cache_hook.py:154 (a conditional-expression alias), lora_hook.py:247 and
+    model_config.py:1052 (tuples holding None), `str(x).upper()` and `(x or "").upper()`."""
+    found = records('''
+        def handle(cfg):
+            algo = (
+                cfg.speculative_algorithm.upper()
+                if cfg.speculative_algorithm is not None
+                else None
+            )
+            if algo in ("DFLASH", "DSPARK"):
+                pass
+            if cfg.speculative_algorithm in ["NGRAM", None]:
+                return
+            if str(cfg.speculative_algorithm).upper() == "EAGLE":
+                pass
+            if (cfg.speculative_algorithm or "").upper() != "NONE":
+                pass
+    ''', EX, "sglang/srt/arg_groups/kv_cache_hook.py")
+    assert terms(found) == [
+        (8, "string", ("DFLASH", "DSPARK"), False, "algo"),
+        (10, "string", ("NGRAM",), False, "cfg.speculative_algorithm"),
+        (12, "string", ("EAGLE",), False, "str(cfg.speculative_algorithm).upper()"),
+        (14, "string", ("NONE",), True, '(cfg.speculative_algorithm or "").upper()'),
+    ]

@@ -1,0 +1,434 @@
+"""Facts that depend on control flow: which algorithms reach which side of a test, under which flags.
+
+This is the one place that reasons about control flow (STYLE.md, "Facts that depend on control
+flow"). It has two halves, one per stage:
+
+* **Per file** (`FunctionFlow`, run by the dispatch extractor on the stdlib `ast` it already has):
+  for each function that tests the active algorithm, the *path condition* of every statement
+  (the conjunction of the tests that must hold to get there: enclosing `if`/`elif`/`else` arms,
+  earlier `if C: return/raise/continue/break` exits, `assert C`), the *decision* every dispatch
+  term sits in (the whole boolean test around it: `not (a or b)` is one decision), whether that
+  decision refuses loudly on one side (`raise`, `assert`), and the worker classes the function
+  creates with their path conditions (including `W = A if flag else B; W(...)`).
+* **Across files** (`evaluate`, `side`, `flags_text`, used by `build_inventory`): the same
+  conditions evaluated for one algorithm, once every dispatch term's truth for it is known. What is
+  left after the algorithm's terms are replaced is a condition on flags (`enable_overlap`); an
+  algorithm reaches a statement unless its condition is false.
+
+Conditions are small frozen tuples, so they travel in the per-file facts cache:
+  ("term", line, column)   a dispatch term of the same file (its `DispatchTerm` position)
+  ("flag", text)           any other test, by its normalised source text
+  ("const", bool) ("not", C) ("and", (C, ...)) ("or", (C, ...))
+
+Not a general abstract interpreter: only the shapes SGLang writes (docs/sglang-forms.md), each
+with a test taken from a real release (tests/analyzer/test_flow.py).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Mapping, Optional
+
+Cond = tuple
+TRUE: Cond = ("const", True)
+FALSE: Cond = ("const", False)
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+# -- building conditions ----------------------------------------------------------------------------
+def negate(cond: Cond) -> Cond:
+    if cond[0] == "const":
+        return ("const", not cond[1])
+    if cond[0] == "not":
+        return cond[1]
+    return ("not", cond)
+
+
+def conjoin(parts: Iterable[Cond]) -> Cond:
+    out: list[Cond] = []
+    for part in parts:
+        if part == FALSE:
+            return FALSE
+        if part == TRUE:
+            continue
+        for piece in (part[1] if part[0] == "and" else (part,)):
+            if piece not in out:
+                out.append(piece)
+    if not out:
+        return TRUE
+    return out[0] if len(out) == 1 else ("and", tuple(out))
+
+
+def disjoin(parts: Iterable[Cond]) -> Cond:
+    out: list[Cond] = []
+    for part in parts:
+        if part == TRUE:
+            return TRUE
+        if part == FALSE:
+            continue
+        for piece in (part[1] if part[0] == "or" else (part,)):
+            if piece not in out:
+                out.append(piece)
+    if not out:
+        return FALSE
+    return out[0] if len(out) == 1 else ("or", tuple(out))
+
+
+def terms_in(cond: Cond) -> Iterator[tuple[int, int]]:
+    """(line, column) of every dispatch term a condition reads."""
+    op = cond[0]
+    if op == "term":
+        yield (cond[1], cond[2])
+    elif op == "not":
+        yield from terms_in(cond[1])
+    elif op in ("and", "or"):
+        for part in cond[1]:
+            yield from terms_in(part)
+
+
+# -- per file: one function's flow ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Decision:
+    """The boolean test a dispatch term sits in."""
+
+    kind: str  # "if" | "exit" (an `if` that only returns/continues) | "while" | "assert" | "ifexp" | "message" | "filter" | "value"
+    line: int
+    column: int  # 1-based, in characters, of the whole test
+    test: Cond
+    context: Cond  # path condition of the statement holding the test
+    refuses: str | None  # "raise" | "assert" | "return" (`return False, reason`) when one side of the test refuses loudly
+
+
+@dataclass(frozen=True)
+class WorkerUse:
+    """A worker class a function creates or returns, and the path condition that gets there."""
+
+    node: ast.AST  # the class reference (for its position and name)
+    context: Cond
+
+
+class FunctionFlow:
+    """Path conditions, decisions and worker uses of one function body (or a module body).
+
+    `term_key(node)` gives ("term", line, column) for an `ast` node that is a dispatch term, else
+    None; `text(node)` its normalised source; `worker(node)` is truthy for a reference to a
+    `…Worker` class (a name, attribute or call of one).
+    """
+
+    def __init__(self, body: list[ast.stmt], term_key: Callable[[ast.AST], Optional[Cond]],
+                 text: Callable[[ast.AST], str], column: Callable[[ast.AST], int],
+                 worker: Callable[[ast.AST], bool]) -> None:
+        self.term_key, self.text, self.column, self.is_worker = term_key, text, column, worker
+        self.decisions: dict[int, Decision] = {}  # id(term node) -> its decision
+        self.workers: list[WorkerUse] = []
+        self._locals = _single_assignments(body)
+        self._classes: dict[str, list[tuple[ast.AST, Cond]]] = {}
+        self._substituting: set[str] = set()
+        self._walk(body, TRUE)
+
+    # conditions ------------------------------------------------------------------------------
+    def condition(self, node: ast.AST) -> Cond:
+        key = self.term_key(node)
+        if key is not None:
+            return key
+        if isinstance(node, ast.BoolOp):
+            parts = [self.condition(v) for v in node.values]
+            return conjoin(parts) if isinstance(node.op, ast.And) else disjoin(parts)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return negate(self.condition(node.operand))
+        if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, type(None))):
+            return ("const", bool(node.value))
+        if isinstance(node, ast.Name) and node.id in self._locals and node.id not in self._substituting:
+            value = self._locals[node.id]
+            if self._has_term(value):  # `is_eagle = algo.is_eagle()`; a flag-only local stays as written
+                self._substituting.add(node.id)
+                try:
+                    return self.condition(value)
+                finally:
+                    self._substituting.discard(node.id)
+        return ("flag", self.text(node))
+
+    def _has_term(self, node: ast.AST) -> bool:
+        return any(self.term_key(n) is not None for n in _walk_expr(node))
+
+    # statements ------------------------------------------------------------------------------
+    def _walk(self, body: list[ast.stmt], context: Cond) -> Cond:
+        """Walk a suite under `context`; return the condition that holds after it (FALSE: never)."""
+        for statement in body:
+            if context == FALSE:
+                break
+            context = self._statement(statement, context)
+        return context
+
+    def _statement(self, statement: ast.stmt, context: Cond) -> Cond:
+        if isinstance(statement, _SCOPES):
+            return context
+        if isinstance(statement, ast.If):
+            test = self.condition(statement.test)
+            refuses = _refusal(statement.body) or _refusal(statement.orelse)
+            kind = "exit" if not statement.orelse and _bare_exit(statement.body) else "if"
+            self._decide(statement.test, kind, context, refuses)
+            after_body = self._walk(statement.body, conjoin((context, test)))
+            after_else = self._walk(statement.orelse, conjoin((context, negate(test))))
+            if after_body == FALSE:
+                return after_else
+            if after_else == FALSE:
+                return after_body
+            return context  # both arms go on: nothing learned
+        if isinstance(statement, ast.Assert):
+            self._decide(statement.test, "assert", context, "assert")
+            self._uses(statement, context)
+            return conjoin((context, self.condition(statement.test)))
+        if isinstance(statement, ast.While):
+            self._decide(statement.test, "while", context, None)
+            self._walk(statement.body, conjoin((context, self.condition(statement.test))))
+            self._walk(statement.orelse, context)
+            return context
+        if isinstance(statement, (ast.For, ast.AsyncFor)):
+            self._expressions((statement.target, statement.iter), context)
+            self._walk(statement.body, context)
+            self._walk(statement.orelse, context)
+            return context
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            self._expressions([item.context_expr for item in statement.items], context)
+            return self._walk(statement.body, context)
+        if isinstance(statement, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            after = self._walk(statement.body, context)
+            for handler in statement.handlers:
+                self._walk(handler.body, context)
+            self._walk(statement.orelse, after)
+            self._walk(statement.finalbody, context)
+            return context if after == FALSE and statement.handlers else after
+        if hasattr(statement, "body"):  # match and anything newer: read its parts under the same context
+            for part in ast.iter_child_nodes(statement):
+                if isinstance(part, ast.stmt):
+                    self._statement(part, context)
+            return context
+        self._expressions([statement], context)
+        self._uses(statement, context)
+        if isinstance(statement, ast.Assign):
+            self._class_variable(statement, context)
+        if isinstance(statement, _EXITS):
+            return FALSE
+        return context
+
+    # decisions ----------------------------------------------------------------------------------
+    def _decide(self, test: ast.AST, kind: str, context: Cond, refuses: str | None) -> None:
+        self._record(test, kind, context, refuses)
+        self._expressions([test], context, skip_root=test)
+
+    def _record(self, root: ast.AST, kind: str, context: Cond, refuses: str | None) -> None:
+        keys = list(_boolean_leaves(root))
+        found = [leaf for leaf in keys if self.term_key(leaf) is not None]
+        if not found and not isinstance(root, ast.Name):
+            return
+        decision = Decision(kind, root.lineno, self.column(root), self.condition(root), context, refuses)
+        for leaf in found:
+            self.decisions[id(leaf)] = decision
+        if isinstance(root, ast.Name):  # `if is_eagle:` after `is_eagle = algo.is_eagle()`
+            value = self._locals.get(root.id)
+            for leaf in (_walk_expr(value) if value is not None else ()):
+                if self.term_key(leaf) is not None and id(leaf) not in self.decisions:
+                    self.decisions[id(leaf)] = decision
+
+    def _expressions(self, nodes: Iterable[ast.AST], context: Cond, skip_root: ast.AST | None = None) -> None:
+        """Record the decision of every term inside expressions not yet decided: the whole boolean
+        expression around it (climbing `and`/`or`/`not`), a `x if c else y` test or a filter."""
+        for node in nodes:
+            parents: dict[int, ast.AST] = {}
+            for current in _walk_expr(node):
+                for child in ast.iter_child_nodes(current):
+                    parents[id(child)] = current
+                if id(current) in self.decisions or self.term_key(current) is None:
+                    continue
+                root = current
+                while isinstance(parents.get(id(root)), ast.BoolOp) or (
+                        isinstance(parents.get(id(root)), ast.UnaryOp) and isinstance(parents[id(root)].op, ast.Not)):
+                    root = parents[id(root)]
+                owner = parents.get(id(root))
+                kind = ("message" if _message(owner) else "ifexp") if isinstance(owner, ast.IfExp) and owner.test is root else \
+                    "filter" if isinstance(owner, ast.comprehension) and root in owner.ifs else "value"
+                self._record(root, kind, context, None)
+
+    # workers ------------------------------------------------------------------------------------
+    def _uses(self, statement: ast.stmt, context: Cond) -> None:
+        for node in _own_nodes(statement):
+            if isinstance(node, ast.Return) and node.value is not None and not isinstance(node.value, ast.Call):
+                self._use(node.value, context)
+            elif isinstance(node, ast.Call):
+                if isinstance(node.func, ast.Name) and node.func.id in self._classes:
+                    for ref, cond in self._classes[node.func.id]:
+                        self.workers.append(WorkerUse(ref, conjoin((context, cond))))
+                else:
+                    self._use(node, context)
+
+    def _use(self, node: ast.AST, context: Cond) -> None:
+        if isinstance(node, ast.Name) and node.id in self._classes:
+            for ref, cond in self._classes[node.id]:
+                self.workers.append(WorkerUse(ref, conjoin((context, cond))))
+        elif self.is_worker(node):
+            self.workers.append(WorkerUse(node, context))
+
+    def _class_variable(self, statement: ast.Assign, context: Cond) -> None:
+        """`W = A if flag else B` / `W = A`: a variable holding a worker class, called later."""
+        if len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Name):
+            return
+        arms = list(_class_arms(statement.value, TRUE, self.condition))
+        if arms and all(self.is_worker(ref) and not isinstance(ref, ast.Call) for ref, _ in arms):
+            self._classes[statement.targets[0].id] = arms
+
+
+def _class_arms(node: ast.AST, cond: Cond, condition) -> Iterator[tuple[ast.AST, Cond]]:
+    if isinstance(node, ast.IfExp):
+        test = condition(node.test)
+        yield from _class_arms(node.body, conjoin((cond, test)), condition)
+        yield from _class_arms(node.orelse, conjoin((cond, negate(test))), condition)
+    else:
+        yield node, cond
+
+
+def _single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
+    """Local names assigned exactly once in a function (not counting nested definitions)."""
+    seen: dict[str, list[ast.AST]] = {}
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        seen.setdefault(name.id, []).append(node.value if target is name else node)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+            target = node.target
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    seen.setdefault(name.id, []).extend([node, node])
+        stack.extend(ast.iter_child_nodes(node))
+    return {name: values[0] for name, values in seen.items() if len(values) == 1 and isinstance(values[0], ast.expr)}
+
+
+def _bare_exit(body: list[ast.stmt]) -> bool:
+    """A suite that only leaves: `return`, `return None`, `continue`, `break` (an exemption: the rest of
+    the function or loop body is for everything else)."""
+    if len(body) != 1:
+        return False
+    last = body[0]
+    if isinstance(last, ast.Return):
+        return last.value is None or (isinstance(last.value, ast.Constant) and last.value.value is None)
+    return isinstance(last, (ast.Continue, ast.Break))
+
+
+def _message(node: ast.IfExp) -> bool:
+    """`" (hint)" if x == "A" else ""`: a conditional expression that only picks message text."""
+    return all(isinstance(arm, ast.JoinedStr) or (isinstance(arm, ast.Constant) and isinstance(arm.value, str))
+               for arm in (node.body, node.orelse))
+
+
+def _refusal(body: list[ast.stmt]) -> str | None:
+    """How a suite refuses loudly: "raise" when it ends by raising (possibly after logging),
+    "assert" when it ends with an assert, "return" when it returns a rejection (`return False, reason`)."""
+    if not body:
+        return None
+    last = body[-1]
+    if isinstance(last, ast.Raise):
+        return "raise"
+    if isinstance(last, ast.Assert):
+        return "assert"
+    value = last.value if isinstance(last, ast.Return) else None
+    if isinstance(value, ast.Tuple) and len(value.elts) >= 2 and isinstance(value.elts[0], ast.Constant) \
+            and value.elts[0].value is False:  # `return False, reason` (a bare `return False` is an answer)
+        return "return"
+    return None
+
+
+def _boolean_leaves(node: ast.AST) -> Iterator[ast.AST]:
+    if isinstance(node, ast.BoolOp):
+        for value in node.values:
+            yield from _boolean_leaves(value)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        yield from _boolean_leaves(node.operand)
+    else:
+        yield node
+
+
+def _walk_expr(node: ast.AST) -> Iterator[ast.AST]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not isinstance(current, _SCOPES):
+            stack.extend(ast.iter_child_nodes(current))
+
+
+def _own_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
+    """A simple statement and every node below it, not entering nested definitions."""
+    yield from _walk_expr(statement)
+
+
+# -- across files: evaluating conditions for one algorithm --------------------------------------------
+Truth = Mapping[tuple[int, int], Optional[bool]]  # term position -> its value for the algorithm (None: unknown)
+
+
+def evaluate(cond: Cond, truth: Truth) -> Cond:
+    """`cond` with every term replaced by its value for one algorithm and simplified.
+
+    The result is TRUE, FALSE, or what is left: a condition on flags (and on unknown terms)."""
+    op = cond[0]
+    if op == "term":
+        value = truth.get((cond[1], cond[2]))
+        return cond if value is None else ("const", value)
+    if op in ("flag", "const"):
+        return cond
+    if op == "not":
+        return negate(evaluate(cond[1], truth))
+    parts = [evaluate(part, truth) for part in cond[1]]
+    return conjoin(parts) if op == "and" else disjoin(parts)
+
+
+def side(test: Cond, context: Cond, truth: Truth) -> tuple[bool, bool]:
+    """(may the algorithm reach the test's true side, may it reach its false side)."""
+    reach = evaluate(context, truth)
+    if reach == FALSE:
+        return False, False
+    value = evaluate(test, truth)
+    return value != FALSE, value != TRUE
+
+
+_FLIPS = ((" is not ", " is "), (" is ", " is not "), (" != ", " == "), (" == ", " != "), (" not in ", " in "))
+
+
+def flags_text(cond: Cond, term_text: Callable[[Cond], str] | None = None) -> str | None:
+    """Source-like text of a residual condition (None when it is TRUE: unconditional)."""
+    if cond == TRUE:
+        return None
+
+    def render(c: Cond, outer: str) -> str:
+        op = c[0]
+        if op == "flag":
+            return c[1]
+        if op == "term":
+            return term_text(c) if term_text else f"<test at {c[1]}:{c[2]}>"
+        if op == "const":
+            return str(c[1])
+        if op == "not":
+            if c[1][0] == "flag":
+                for positive, negative in _FLIPS:
+                    head, found, tail = c[1][1].rpartition(positive)
+                    if found and head and not any(p in head for p, _ in _FLIPS):
+                        return f"{head}{negative}{tail}"
+            inner = render(c[1], "not")
+            return f"not {inner}"
+        joined = f" {op} ".join(render(part, op) for part in c[1])
+        return f"({joined})" if outer in ("and", "not") and op == "or" or outer == "not" else joined
+
+    return render(cond, "")
+
+
+__all__ = ["Cond", "Decision", "FALSE", "FunctionFlow", "TRUE", "WorkerUse", "conjoin", "disjoin", "evaluate",
+           "flags_text", "negate", "side", "terms_in"]
