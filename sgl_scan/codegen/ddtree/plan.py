@@ -7,6 +7,8 @@ facts.
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact
@@ -359,6 +361,9 @@ def _joined_sites(analysis: Analysis, mode: str, dflash: Algorithm, delegate: bo
     for site in inventory.dispatch_sites:
         if not _selects_dflash(site, discriminating):
             continue
+        # the plan keeps what codegen reads of a site; the flow layer's conditions (tree text such as
+        # `cfg.kv_cache_dtype not in ("nvfp4", ...)`) never travel towards the templates
+        site = dataclasses.replace(site, test=None, context=("const", True), atoms=())
         in_enum = _enum_method(analysis, site) if mode == "plugin" else None
         if in_enum and site.worker == dflash.worker:
             joined.append(JoinedSite(site, True, "the plugin's create_worker returns DDTreeWorker (worker_factory in register.py)"))
