@@ -109,15 +109,15 @@ def source_reader(snapshot) -> tuple[dict[str, list[str]], Callable[[str], list[
 
 
 def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
-    """The rules' findings on a snapshot after --select/--ignore and suppression comments."""
+    """The rules' findings on a snapshot after --select/--ignore and suppression comments, for
+    comparing two snapshots (`diff`, `fleet`): fingerprints without the neighbour lines, so a line
+    added beside an unchanged finding does not make it "resolved" and "new"."""
     from sgl_scan.rules.engine import run_rules
     from sgl_scan.rules.filtering import FilterOptions, apply_filters
     from sgl_scan.rules.suppression import suppressions_in
 
-    sources, source_lines = source_reader(snapshot)
-    findings = run_rules(analysis, prepared.rules, source_lines=source_lines)
-    for path in {f.path for f in findings}:
-        source_lines(path)
+    findings = run_rules(analysis, prepared.rules)
+    sources = read_sources(snapshot.tree, (f.path for f in findings))
     suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
     return list(apply_filters(findings, FilterOptions(selection=prepared.selection, suppressions=suppressions)).kept)
 

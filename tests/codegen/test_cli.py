@@ -136,7 +136,8 @@ def test_force_never_deletes_the_scanned_checkout(capsys, home, tmp_path):
     ]:
         code, out, err = _run(capsys, "gen", "ddtree", "--path", str(source), "--out", str(out_dir), "--force")
         assert (code, out) == (2, ""), err
-        assert f"refusing --out {out_dir}: {said}" in err and len(err.strip().splitlines()) == 1
+        lines = err.strip().splitlines()  # the pull's own line, then one error line
+        assert f"refusing --out {out_dir}: {said}" in lines[-1] and len(lines) == 2 and lines[0].startswith(("sgl-scan: pulled ", "sgl-scan: reused snapshot "))
     other = make_repo(tmp_path / "ddtree_repo", {"keep.py": "x = 1\n"})
     plain = tmp_path / "ddtree_plain"
     (plain / "docs").mkdir(parents=True)

@@ -72,7 +72,7 @@ def test_a_cache_that_cannot_be_fetched_is_cloned_again_saying_so(capsys, caplog
     url = f"file://{upstream}"
     assert _run(capsys, "snapshot", "pull", "--git", url)[0] == 0
     (cache,) = (tmp_path / "sgl-scan-home" / "git").glob("*.git")
-    git(cache, "config", "remote.origin.url", str(tmp_path / "gone"))  # the cached clone is broken
+    (cache / "HEAD").unlink()  # the cached clone is broken: no longer a repository git can open
     git(upstream, "commit", "-q", "--allow-empty", "-m", "newer")
     code, _, err = _run(capsys, "snapshot", "pull", "--git", url)
     assert code == 0, err
