@@ -115,3 +115,15 @@ def test_installed_entry_point_generates_the_plugin(home, tmp_path):
     register = (out_dir / "register.py").read_text()
     assert "class DDTreeSpecAlgo(CustomSpecAlgo):" in register
     assert "SpeculativeAlgorithm.register(NAME, supports_overlap=True, spec_class=DDTreeSpecAlgo)(worker_factory)" in register
+
+
+@pytest.mark.parametrize("version", ["0.5.12", "0.5.14"])
+def test_a_release_the_plan_cannot_wire_fails_in_one_line(capsys, home, tmp_path, version):
+    """0.5.12/0.5.14: the tree verify or the commit cannot be wired; gen used to write a worker that refuses to construct and exit 0."""
+    out_dir = tmp_path / "ddtree_x"
+    code, out, err = _run(capsys, "gen", "ddtree", "--path", str(release_tree(version)), "--out", str(out_dir))
+    assert code == 3 and out == "", err
+    assert err.count("\n") == 1 and f"DDTree cannot be wired to SGLang {version}: " in err
+    assert not out_dir.exists()
+    code, out, err = _run(capsys, "gen", "ddtree", "--snapshot", "latest", "--dry-run")
+    assert code == 3 and "cannot be wired" in out and err.count("\n") == 1 and "cannot be wired" in err

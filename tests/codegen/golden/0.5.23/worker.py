@@ -108,6 +108,65 @@ def resolve_topk(budget: int) -> int:
     return int(value) if value is not None else min(ddtree.DEFAULT_TOPK, budget)
 
 
+# Attention backends whose target-verify path reads the verify input's custom_mask. Others (fa3 on
+# Hopper, the default there, among them) run a causal verify and would check a linear block.
+MASK_BACKENDS = ("flashinfer", "triton")
+ATTENTION_SETTINGS = ("attention_backend", "prefill_attention_backend", "decode_attention_backend")
+
+
+def _settings(server_args):
+    """The resolved server arguments, read as the release reads them (sglang/srt/speculative/dflash_worker_v2.py:1325)."""
+    from sglang.srt.arg_groups.overrides import resolving_view
+
+    return resolving_view(server_args)
+
+
+def _cuda_graphs_on(settings) -> bool:
+    if getattr(settings, "disable_cuda_graph", False):
+        return False
+    decode = getattr(getattr(settings, "cuda_graph_config", None), "decode", None)  # per-phase graph settings, where the release has them
+    if decode is not None:
+        backend = getattr(decode, "backend", None)
+        return str(getattr(backend, "value", backend)).lower() != "disabled"
+    return True
+
+
+def ddtree_refusal(server_args, budget: int) -> str | None:
+    """One line naming why this server configuration cannot run DDTree exactly, or None.
+
+    Read from the server arguments alone, so the worker refuses before the base loads any model.
+    """
+    version = "SGLang 0.5.23"
+    server_args = _settings(server_args)
+    tp_size = int(getattr(server_args, "tp_size", 1) or 1)
+    if tp_size > 1:
+        return (
+            f"DDTree on {version} refuses tensor parallelism (tp_size={tp_size}): the draft logits come from the "
+            "local LM-head shard and per-node sampling is not synchronised across ranks; run with --tp-size 1"
+        )
+    if _cuda_graphs_on(server_args):
+        width = getattr(server_args, "speculative_num_draft_tokens", None)
+        if width is not None and budget + 1 != int(width):
+            return (
+                f"DDTree on {version}: CUDA graphs are captured for speculative_num_draft_tokens={width} tokens per "
+                f"request, but the tree verifies budget + 1 = {budget + 1}; set --speculative-num-draft-tokens "
+                f"{budget + 1} and disable CUDA graphs (--disable-cuda-graph)"
+            )
+        return (
+            f"DDTree on {version}: the release's verify CUDA graphs are captured with DFlash's causal block, "
+            "not the tree mask (replay would ignore it or assert); run with --disable-cuda-graph"
+        )
+    chosen = {name: getattr(server_args, name, None) for name in ATTENTION_SETTINGS}
+    wrong = {name: value for name, value in chosen.items() if value is not None and value not in MASK_BACKENDS}
+    if wrong or chosen["attention_backend"] is None and None in (chosen["prefill_attention_backend"], chosen["decode_attention_backend"]):
+        shown = ", ".join(f"{name}={value}" for name, value in (wrong or chosen).items())
+        return (
+            f"DDTree on {version} needs an attention backend that applies the tree mask in verify "
+            f"({' or '.join(MASK_BACKENDS)}); got {shown}: pass --attention-backend {MASK_BACKENDS[0]}"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class TreeBatch:
     """The trees of one decode step, padded to width W = budget + 1."""
@@ -167,6 +226,9 @@ class DDTreeWorker(DFlashWorkerV2):
     def __init__(self, server_args, gpu_id, nccl_port, target_worker):
         if ENGINE_GLUE_MISSING:
             raise RuntimeError("DDTree cannot run on SGLang 0.5.23: " + "; ".join(ENGINE_GLUE_MISSING))
+        refusal = ddtree_refusal(server_args, resolve_budget(server_args))
+        if refusal is not None:  # before the base loads any model
+            raise RuntimeError(refusal)
         super().__init__(server_args=server_args, gpu_id=gpu_id, nccl_port=nccl_port, target_worker=target_worker)
         absent = [name for name in ENGINE_ATTRIBUTES if not hasattr(self, name)]
         if absent:
