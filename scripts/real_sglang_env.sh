@@ -9,8 +9,8 @@
 # speculative modules, ServerArgs and the DFlash workers needs, each pinned as the wheel's own
 # METADATA pins it. torch is NOT installed here: the tests run with the suite's own python, whose
 # CPU torch comes from the `kernels` extra (an unpinned install would pull the CUDA torch and
-# gigabytes of nvidia wheels). torchvision is the one import stand-in (see
-# tests/support/real_sglang/torchvision_stand_in/README.md); none of sglang's own modules is stood in for.
+# gigabytes of nvidia wheels). torchvision and sgl_kernel are the only import stand-ins (see
+# tests/support/real_sglang/stand_ins/README.md); none of sglang's own modules is stood in for.
 # The site is complete only when its .complete marker exists; a failed build leaves no marker.
 set -euo pipefail
 V=${1:?usage: real_sglang_env.sh VERSION}

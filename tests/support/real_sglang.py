@@ -4,7 +4,7 @@
 holding the real `sglang==V` wheel installed with --no-deps plus the small packages importing its
 server arguments and speculative workers needs. It is never put on this process's path (sglang
 being importable changes other tests); `run_python` runs code in a subprocess with the suite's own
-python (its CPU torch) and `PYTHONPATH=<site>:<torchvision stand-in>:<extra>`.
+python (its CPU torch) and `PYTHONPATH=<extra>:<site>:<stand-ins>` (torchvision and sgl_kernel; see real_sglang/stand_ins/README.md).
 When the folder cannot be built (no package index, no disk), the calling test is skipped with the
 reason.
 """
@@ -24,7 +24,7 @@ from tests.support.releases import cache_root
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "real_sglang_env.sh"
-STAND_IN = Path(__file__).with_name("real_sglang") / "torchvision_stand_in"
+STAND_IN = Path(__file__).with_name("real_sglang") / "stand_ins"
 BUILD_TIMEOUT_S = 1800
 
 

@@ -32,6 +32,8 @@ BUDGET = 10
 BLOCK = 7  # the DFlash block: the root and L = 6 draft positions
 WIDTH = BUDGET + 1
 _INHERITED = object()
+# Server arguments DDTree runs exactly under: one rank, no CUDA graphs, a backend that applies the mask.
+EXACT_ARGS = dict(tp_size=1, disable_cuda_graph=True, attention_backend="triton", speculative_num_draft_tokens=WIDTH, page_size=None)
 VERIFY_MODULE = "sglang.srt.speculative.dflash_info"
 VERIFY_NAME = "DFlashVerifyInput"
 VERIFY_FIELDS = ('draft_token', 'positions', 'draft_token_num', 'topk', 'custom_mask', 'capture_hidden_mode', 'num_tokens_per_batch')
@@ -260,8 +262,16 @@ def _next_token(seq):
     return (sum((i + 2) * t for i, t in enumerate(seq[-4:])) * 5 + len(seq)) % VOCAB
 
 
+def _args(**changes):
+    return SimpleNamespace(**{**EXACT_ARGS, **changes})
+
+
+def _default(name):
+    return _args() if name == "server_args" else f"<{name}>"
+
+
 def _worker(module, **given):
-    return module.DDTreeWorker(**{name: given.get(name, f"<{name}>") for name in INIT_PARAMS})
+    return module.DDTreeWorker(**{name: given.get(name, _default(name)) for name in INIT_PARAMS})
 
 
 def _sampling(**changes):
@@ -314,9 +324,25 @@ def _hand_trees(module, tokens, parents, committed):
 
 
 def test_constructor_forwards_every_parameter(worker_module):
-    worker = _worker(worker_module)
-    assert {**dict(zip(INIT_PARAMS, worker.init_args)), **worker.init_kwargs} == {name: f"<{name}>" for name in INIT_PARAMS}
+    given = {name: _default(name) for name in INIT_PARAMS}
+    worker = worker_module.DDTreeWorker(**given)
+    assert {**dict(zip(INIT_PARAMS, worker.init_args)), **worker.init_kwargs} == given
     assert (worker.ddtree_budget, worker.ddtree_topk) == (BUDGET, 3)
+
+
+@pytest.mark.parametrize(("changes", "reason"), [
+    ({"tp_size": 2}, "refuses tensor parallelism (tp_size=2)"),
+    ({"disable_cuda_graph": False}, "verify CUDA graphs are captured with DFlash's causal block"),
+    ({"disable_cuda_graph": False, "speculative_num_draft_tokens": 16}, "captured for speculative_num_draft_tokens=16 tokens per request"),
+    ({"attention_backend": "fa3"}, "needs an attention backend that applies the tree mask"),
+    ({"attention_backend": None}, "needs an attention backend that applies the tree mask"),
+    ({"decode_attention_backend": "fa3"}, "decode_attention_backend=fa3"),
+])
+def test_constructor_refuses_what_would_not_be_exact_before_the_base_runs(worker_module, changes, reason):
+    """A causal-only backend (fa3), CUDA graphs captured without the tree mask, and TP > 1 are refused in one line."""
+    with pytest.raises(RuntimeError, match=re.escape(reason)) as info:
+        _worker(worker_module, server_args=_args(**changes))
+    assert "\n" not in str(info.value)
 
 
 def test_constructor_refuses_missing_engine_glue(worker_module, monkeypatch):
@@ -453,12 +479,12 @@ def test_a_plain_greedy_batch_runs_a_tree(worker_module):
 def test_constructor_refuses_pages_larger_than_one_token(worker_module, monkeypatch):
     """The path-first window breaks page contiguity: server_args.page_size other than 1 is refused, naming it and its value."""
     with pytest.raises(RuntimeError, match=re.escape("server_args.page_size == 1, got 16")):
-        _worker(worker_module, server_args=SimpleNamespace(page_size=16))
-    assert _worker(worker_module, server_args=SimpleNamespace(page_size=1)).page_size == 1
+        _worker(worker_module, server_args=_args(page_size=16))
+    assert _worker(worker_module, server_args=_args(page_size=1)).page_size == 1
     # the value the base itself settles on is checked too (here: none given, the base picks 4)
     monkeypatch.setattr(_StubBase, "page_size_default", 4)
     with pytest.raises(RuntimeError, match=re.escape("== 1, got 4")):
-        _worker(worker_module, server_args=SimpleNamespace(page_size=None))
+        _worker(worker_module, server_args=_args(page_size=None))
 
 
 @pytest.mark.parametrize("name", BACKEND_GUARDS)

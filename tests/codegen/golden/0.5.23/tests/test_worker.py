@@ -32,6 +32,8 @@ BUDGET = 10
 BLOCK = 7  # the DFlash block: the root and L = 6 draft positions
 WIDTH = BUDGET + 1
 _INHERITED = object()
+# Server arguments DDTree runs exactly under: one rank, no CUDA graphs, a backend that applies the mask.
+EXACT_ARGS = dict(tp_size=1, disable_cuda_graph=True, attention_backend="triton", speculative_num_draft_tokens=WIDTH, page_size=None)
 VERIFY_MODULE = "sglang.srt.speculative.dflash_info"
 VERIFY_NAME = "DFlashVerifyInput"
 VERIFY_FIELDS = ('draft_token', 'positions', 'draft_token_num', 'topk', 'custom_mask', 'capture_hidden_mode', 'num_tokens_per_req', 'ragged_verify_layout', 'live_seq_lens_cpu', 'candidate_max_seq_len_upper_bound', 'kv_loc_plan', 'kv_loc_cols')
@@ -218,6 +220,7 @@ def worker_module(monkeypatch):
     setattr(_stub_module(monkeypatch, RESULT_MODULE), RESULT_NAME, _Result)
     setattr(_stub_module(monkeypatch, WINDOW_MODULE), "assign_extend_cache_locs_func", _window)
     setattr(_stub_module(monkeypatch, MOVER_MODULE), "move_accept_tokens_to_target_kvcache", _move)
+    setattr(_stub_module(monkeypatch, "sglang.srt.arg_groups.overrides"), "resolving_view", lambda server_args: server_args)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setenv("SGLANG_DDTREE_BUDGET", str(BUDGET))
     monkeypatch.setenv("SGLANG_DDTREE_TOPK", "3")
@@ -247,8 +250,16 @@ def _next_token(seq):
     return (sum((i + 2) * t for i, t in enumerate(seq[-4:])) * 5 + len(seq)) % VOCAB
 
 
+def _args(**changes):
+    return SimpleNamespace(**{**EXACT_ARGS, **changes})
+
+
+def _default(name):
+    return _args() if name == "server_args" else f"<{name}>"
+
+
 def _worker(module, **given):
-    return module.DDTreeWorker(**{name: given.get(name, f"<{name}>") for name in INIT_PARAMS})
+    return module.DDTreeWorker(**{name: given.get(name, _default(name)) for name in INIT_PARAMS})
 
 
 def _sampling(**changes):
@@ -302,9 +313,25 @@ def _hand_trees(module, tokens, parents, committed):
 
 
 def test_constructor_forwards_every_parameter(worker_module):
-    worker = _worker(worker_module)
-    assert {**dict(zip(INIT_PARAMS, worker.init_args)), **worker.init_kwargs} == {name: f"<{name}>" for name in INIT_PARAMS}
+    given = {name: _default(name) for name in INIT_PARAMS}
+    worker = worker_module.DDTreeWorker(**given)
+    assert {**dict(zip(INIT_PARAMS, worker.init_args)), **worker.init_kwargs} == given
     assert (worker.ddtree_budget, worker.ddtree_topk) == (BUDGET, 3)
+
+
+@pytest.mark.parametrize(("changes", "reason"), [
+    ({"tp_size": 2}, "refuses tensor parallelism (tp_size=2)"),
+    ({"disable_cuda_graph": False}, "verify CUDA graphs are captured with DFlash's causal block"),
+    ({"disable_cuda_graph": False, "speculative_num_draft_tokens": 16}, "captured for speculative_num_draft_tokens=16 tokens per request"),
+    ({"attention_backend": "fa3"}, "needs an attention backend that applies the tree mask"),
+    ({"attention_backend": None}, "needs an attention backend that applies the tree mask"),
+    ({"decode_attention_backend": "fa3"}, "decode_attention_backend=fa3"),
+])
+def test_constructor_refuses_what_would_not_be_exact_before_the_base_runs(worker_module, changes, reason):
+    """A causal-only backend (fa3), CUDA graphs captured without the tree mask, and TP > 1 are refused in one line."""
+    with pytest.raises(RuntimeError, match=re.escape(reason)) as info:
+        _worker(worker_module, server_args=_args(**changes))
+    assert "\n" not in str(info.value)
 
 
 def test_constructor_refuses_missing_engine_glue(worker_module, monkeypatch):

@@ -2,7 +2,7 @@
 
 from enum import Enum
 
-from torchvision import module_getattr
+from sgl_scan_stand_in import module_getattr
 
 
 class InterpolationMode(Enum):

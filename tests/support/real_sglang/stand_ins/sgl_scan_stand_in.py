@@ -1,9 +1,7 @@
-"""Import stand-in for torchvision in the real-SGLang CPU tests; see ../README.md. Not torchvision.
+"""Shared machinery of the import stand-ins in this folder (see README.md); used by their __init__ files.
 
-Any `torchvision.<sub>` module imports; every name taken from one is an `Unavailable` placeholder
-that raises when called (transformers imports `torchvision.io`, `transforms.v2.functional`, ... at
-module level once it sees a torchvision). `transforms.InterpolationMode` is a real enum, since
-modules build lookup tables from its members at import time.
+`install(package)` makes every `<package>.<sub>` module importable without files on disk; each name
+taken from one is an `Unavailable` placeholder that raises when called or used as data.
 """
 
 import importlib.abc
@@ -11,16 +9,13 @@ import importlib.machinery
 import sys
 import types
 
-__version__ = "0.0.0+sgl-scan-stand-in"
-STAND_IN = True
-
 
 class Unavailable:
     def __init__(self, name):
         self._name = name
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError(f"{self._name}: the sgl-scan torchvision stand-in has no image or video operations")
+        raise RuntimeError(f"{self._name}: an sgl-scan test import stand-in (tests/support/real_sglang/stand_ins); not the real package")
 
     def __getattr__(self, attr):
         if attr.startswith("__"):
@@ -28,7 +23,7 @@ class Unavailable:
         return Unavailable(f"{self._name}.{attr}")
 
     def __repr__(self):
-        return f"<torchvision stand-in {self._name}>"
+        return f"<import stand-in {self._name}>"
 
 
 def module_getattr(module_name):
@@ -41,11 +36,14 @@ def module_getattr(module_name):
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self, package):
+        self.package = package
+
     def find_spec(self, fullname, path=None, target=None):
-        if not fullname.startswith(__name__ + "."):
+        if not fullname.startswith(self.package + "."):
             return None
         if importlib.machinery.PathFinder.find_spec(fullname, path) is not None:
-            return None  # a real file of this stand-in (transforms/)
+            return None  # a real file of the stand-in
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec):
@@ -58,6 +56,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-if not any(isinstance(f, _Finder) for f in sys.meta_path):
-    sys.meta_path.append(_Finder())
-__getattr__ = module_getattr(__name__)
+def install(package):
+    if not any(isinstance(f, _Finder) and f.package == package for f in sys.meta_path):
+        sys.meta_path.append(_Finder(package))
+    return module_getattr(package)
