@@ -111,6 +111,7 @@ def resolve_budget(server_args) -> int:
 
 
 def resolve_topk(budget: int) -> int:
+    """Candidates per draft position: ${SGLANG_DDTREE_TOPK}, else the --topk given at generation, at most the budget."""
     value = os.environ.get(TOPK_ENV)
     return int(value) if value is not None else min(ddtree.DEFAULT_TOPK, budget)
 
@@ -372,7 +373,8 @@ class DDTreeWorker(DFlashWorker):
         bs = int(roots.shape[0])
         hidden = hidden.view(bs, -1, hidden.shape[-1])[:, 1:, :]
         lm_head = self.target_worker.model_runner.model.lm_head
-        draft_logits = torch.matmul(hidden.float(), lm_head.weight.float().t())
+        weight = lm_head.weight  # in the model's dtype: no fp32 copy of the whole head per step
+        draft_logits = torch.matmul(hidden.to(weight.dtype), weight.t())  # topk_logprobs' log-softmax runs in fp32 over these
         return draft_logits, roots, committed
 
     def ddtree_target_verify(self, batch, trees: TreeBatch, custom_mask: torch.Tensor, *args, **kwargs):
