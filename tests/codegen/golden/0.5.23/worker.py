@@ -77,13 +77,18 @@ class _DraftBlockDone(Exception):
 
 
 def path_first_order(accepted: torch.Tensor, counts: torch.Tensor, width: int) -> torch.Tensor:
-    """[B, W] permutation of window columns: the accepted path (root first), then the other nodes in index order."""
-    rows = []
-    for b in range(accepted.shape[0]):
-        path = [int(i) for i in accepted[b, : int(counts[b])].tolist()]
-        taken = set(path)
-        rows.append(path + [i for i in range(width) if i not in taken])
-    return torch.tensor(rows, dtype=torch.int64, device=accepted.device)
+    """[B, W] permutation of window columns: the accepted path (root first), then the other nodes in index order.
+
+    Batched tensor ops only (no per-request loop, no host sync).
+    """
+    batch = accepted.shape[0]
+    columns = torch.arange(width, device=accepted.device).expand(batch, width)
+    counts = counts.to(torch.int64).unsqueeze(1)
+    path = accepted[:, :width].to(torch.int64).clamp(min=0)
+    on_path = torch.zeros((batch, width), dtype=torch.int64, device=accepted.device)
+    on_path.scatter_add_(1, path, (columns < counts).to(torch.int64))
+    rest = torch.sort(torch.where(on_path > 0, columns + width, columns), dim=1, stable=True).indices
+    return torch.where(columns < counts, path, rest.gather(1, (columns - counts).clamp(min=0)))
 
 
 def _kernels():
@@ -455,11 +460,11 @@ class DDTreeWorker(DFlashWorkerV2):
             commit_lens=commit_lens,
         )
         verified.hidden_states = None
-        out_tokens = torch.zeros((bs, width), dtype=torch.int64, device=tokens.device)
-        for b in range(bs):
-            n = int(counts[b])
-            out_tokens[b, : n - 1] = tokens[b, 1:n]
-            out_tokens[b, n - 1] = bonus[b]
+        # the accepted path after the root, then the bonus token; batched (no per-request loop)
+        last = (counts.to(torch.int64) - 1).unsqueeze(1)
+        shifted = torch.cat([tokens[:, 1:], torch.zeros_like(tokens[:, :1])], dim=1).to(torch.int64)
+        out_tokens = torch.where(columns < last, shifted, torch.zeros_like(shifted))
+        out_tokens.scatter_(1, last, bonus.to(torch.int64).unsqueeze(1))
         publish = kwargs.get("on_publish")
         if publish is not None:
             publish(new_seq_lens)
