@@ -213,3 +213,14 @@ def test_the_generated_worker_tests_run_with_the_real_package_importable(real):
         print(json.dumps({"rc": int(rc), "passed": Outcomes.passed, "skipped": Outcomes.skipped}))
     ''')
     assert found["rc"] == 0 and found["skipped"] == 0 and found["passed"] >= 20, found
+
+
+def test_a_site_that_cannot_be_built_skips_with_the_reason(tmp_path, monkeypatch):
+    import tests.support.real_sglang as support
+
+    failing = tmp_path / "env.sh"
+    failing.write_text("echo 'ERROR: Could not find a version that satisfies the requirement sglang==9.9' >&2\nexit 1\n")
+    monkeypatch.setattr(support, "SCRIPT", failing)
+    monkeypatch.setenv("SGLSCAN_TEST_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(pytest.skip.Exception, match=r"real sglang==9\.9 environment could not be built by env\.sh: ERROR: Could not find"):
+        real_sglang_site("9.9")
