@@ -44,13 +44,28 @@ RESULT_NAME = "GenerationBatchResult"
 FORWARD_MODE_MODULE = "sglang.srt.model_executor.forward_batch_info"
 
 
-def _toy_target_logits(batch, spec):
-    """Logits of the toy target after each tree node, reading only what a verify forward reads."""
+# Backends whose verify applies the custom mask, as the toy target models them; any other backend
+# verifies causally over the window, as fa3 does.
+TOY_MASK_BACKENDS = ("flashinfer", "triton")
+
+
+def _toy_target_logits(batch, spec, honours_mask=True):
+    """Logits of the toy target after each tree node, reading only what a verify forward reads.
+
+    With `honours_mask` False it ignores the custom mask, as a causal-only backend does: node i sees
+    window columns 0..i whatever the tree.
+    """
     width = int(spec.draft_token_num)
     tokens = spec.draft_token.view(-1, width)
     positions = spec.positions.view(-1, width)
     mask = spec.custom_mask
     assert mask is not None and mask.dtype == torch.bool
+    if not honours_mask:
+        rows = []
+        for b, context in enumerate(batch.contexts):
+            for i in range(width):
+                rows.append(torch.nn.functional.one_hot(torch.tensor(_next_token(context + tokens[b, : i + 1].tolist())), VOCAB).float())
+        return torch.stack(rows)
     rows, offset = [], 0
     for b, context in enumerate(batch.contexts):
         keys = len(context) + width
@@ -147,8 +162,9 @@ class _StubTarget:
 
     backend_methods = ()  # methods its attention backend has
 
-    def __init__(self):
+    def __init__(self, attention_backend="triton"):
         self.calls = 0
+        self.attention_backend = attention_backend
         backend = SimpleNamespace(**{name: (lambda **kwargs: None) for name in self.backend_methods})
         self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=torch.eye(VOCAB))), attn_backend=backend)
 
@@ -158,7 +174,7 @@ class _StubTarget:
         batch = model_worker_batch
         spec = batch.spec_info
         assert batch.forward_mode == "TARGET_VERIFY"
-        logits = _toy_target_logits(batch, spec)
+        logits = _toy_target_logits(batch, spec, honours_mask=self.attention_backend in TOY_MASK_BACKENDS)
         width = int(spec.draft_token_num)
         assert batch.out_cache_loc.numel() == logits.shape[0]
         for row, slot in enumerate(batch.out_cache_loc.tolist()):
@@ -185,7 +201,7 @@ class _StubBase:
     def __init__(self, *args, **kwargs):
         self.init_args, self.init_kwargs = args, kwargs
         self.server_args = kwargs.get("server_args")
-        self.target_worker = _StubTarget()
+        self.target_worker = _StubTarget(getattr(self.server_args, "attention_backend", None))
         self.draft_model_runner = _StubRunner()
         self.page_size = getattr(self.server_args, "page_size", None) or self.page_size_default
         self.appended = []
@@ -413,7 +429,18 @@ def test_commit_keeps_exactly_the_accepted_path(worker_module):
 
 
 def test_decode_equals_greedy_decoding(worker_module):
-    worker = _worker(worker_module)
+    _decode_against_greedy(_worker(worker_module), exact=True)
+
+
+def test_a_causal_only_backend_would_break_losslessness_so_it_is_refused(worker_module, monkeypatch):
+    """fa3-like verify (mask ignored): the constructor refuses it; forced past the refusal, decoding diverges."""
+    with pytest.raises(RuntimeError, match="needs an attention backend that applies the tree mask"):
+        _worker(worker_module, server_args=_args(attention_backend="fa3"))
+    monkeypatch.setattr(worker_module, "ddtree_refusal", lambda server_args, budget: None)
+    _decode_against_greedy(_worker(worker_module, server_args=_args(attention_backend="fa3")), exact=False)
+
+
+def _decode_against_greedy(worker, exact):
     g = torch.Generator().manual_seed(3)
     prompts = [[1, 2, 3], [4, 5, 6, 7, 8]]
     greedy = []
@@ -437,6 +464,10 @@ def test_decode_equals_greedy_decoding(worker_module):
             tokens = _committed(batch, result, b)
             seqs[b] += tokens
             accepted_drafts += len(tokens) - 1
+    same = all(seq == greedy[b][: len(seq)] for b, seq in enumerate(seqs))
+    if not exact:
+        assert not same, "a target that ignores the tree mask still decoded greedily: the decode test could not fail"
+        return
     for b, seq in enumerate(seqs):
         assert seq == greedy[b][: len(seq)]
     assert accepted_drafts > 0
