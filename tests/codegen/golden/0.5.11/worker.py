@@ -337,8 +337,13 @@ class DDTreeWorker(DFlashWorker):
         temperatures = getattr(info, "temperatures", None)
         if temperatures is None:
             raise RuntimeError("DDTree: a batch that is not all greedy carries no sampling_info.temperatures")
-        rows = [ddtree.target_choice(target_logits[b], float(temperatures.view(-1)[b])) for b in range(target_logits.shape[0])]
-        return torch.stack(rows)
+        # batched over requests (no per-request loop or host sync): argmax where T = 0, else a sample at T
+        temps = temperatures.view(-1).to(target_logits.device, torch.float32)
+        greedy = torch.argmax(target_logits, dim=-1)
+        scale = torch.where(temps > 0, temps, torch.ones_like(temps)).view(-1, 1, 1)
+        probs = torch.softmax(target_logits.float() / scale, dim=-1)
+        sampled = torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1).view(greedy.shape)
+        return torch.where((temps > 0).view(-1, 1), sampled, greedy)
 
     def ddtree_draft_logits(self, batch):
         """Full-vocabulary draft logits [B, L, V], root (last bonus) tokens [B], committed lengths [B].
