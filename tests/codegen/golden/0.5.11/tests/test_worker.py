@@ -393,6 +393,17 @@ def test_draft_step_runs_the_release_block_and_stops_before_sampling(worker_modu
     assert batch.token_to_kv_pool_allocator.free_slots == free_before  # the block's own slots were given back
 
 
+def test_draft_logits_stay_in_the_lm_head_dtype(worker_module):
+    """No fp32 copy of the LM head per step: a bf16 head gives bf16 draft logits (the log-softmax is fp32 later)."""
+    worker = _worker(worker_module)
+    head = worker.target_worker.model_runner.model.lm_head
+    head.weight = head.weight.to(torch.bfloat16)
+    draft = torch.randn(2, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(1))
+    logits, _, _ = worker.ddtree_draft_logits(_batch([[1, 2, 3, 9], [4, 5, 6, 7, 8, 2]], draft))
+    assert logits.dtype == torch.bfloat16
+    assert torch.equal(logits, draft.to(torch.bfloat16))
+
+
 def test_commit_keeps_exactly_the_accepted_path(worker_module):
     """Hand-checked tree: root r, children a (1) and b (2), a's child c (3), b's child d (4); the target accepts b then d."""
     worker = _worker(worker_module)
