@@ -23,4 +23,9 @@ PY=${PYTHON:-python3}
 # build and gigabytes of nvidia-* wheels that CPU-only tests never use.
 .venv/bin/python -m pip install -q "torch==${SGLSCAN_TORCH_VERSION:-${SGL_SCAN_TORCH_VERSION:-2.13.0}}"
 .venv/bin/python -m pip install -q -e ".[test,kernels]"  # kernels: torch, triton, numpy
+# The real sglang wheels the codegen real-package tests import on CPU (tests/codegen/test_real_sglang.py),
+# each in its own cached site folder; a site that cannot be built makes those tests skip with the reason.
+for v in ${SGLSCAN_REAL_SGLANG_VERSIONS:-0.5.23 0.5.11}; do
+  PYTHON=.venv/bin/python scripts/real_sglang_env.sh "$v" >/dev/null || echo "test.sh: real sglang $v site not built; its tests will skip" >&2
+done
 exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${SGLSCAN_TEST_JOBS:-${SGL_SCAN_TEST_JOBS:-2}}" "$@"

@@ -41,6 +41,7 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
     from sgl_scan.paths import snapshots_dir
     from sgl_scan.codegen.ddtree.generate import describe_plan, generate_ddtree
     from sgl_scan.codegen.write import check_destination, write_tree
+    from sgl_scan.errors import CodegenError
     from sgl_scan.snapshots.resolve import obtain_snapshot
 
     if out is None and not dry_run:
@@ -57,9 +58,12 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
     analysis = analyze(snapshot)
     topk = topk if topk is not None else budget
     regenerate = f"sgl-scan gen ddtree --snapshot {snapshot.id} --budget {budget} --topk {topk} --mode {mode} --out <this folder> --force"
-    generated = generate_ddtree(analysis, snapshot.tree, package=package, budget=budget, topk=topk, mode=mode, regenerate=regenerate)
+    generated = generate_ddtree(analysis, snapshot.tree, package=package, budget=budget, topk=topk, mode=mode, regenerate=regenerate,
+                               allow_unwired=dry_run)
     if dry_run:
         click.echo(describe_plan(generated.plan, generated.patch), nl=False)
+        if generated.plan.unwired:
+            raise CodegenError(generated.plan.unwired)
         return
     target = write_tree(generated.files, out, force=force, protected=protected)
     click.echo(f"wrote {len(generated.files)} files to {target} ({generated.plan.mode} mode, base {generated.plan.base.qualname})")

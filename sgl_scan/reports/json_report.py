@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from sgl_scan.reports import serialize
 from sgl_scan.reports.common import json_document, loc_key, sorted_findings

@@ -13,7 +13,6 @@ package) is given when the snapshot was read from a local `sglang` folder.
 
 from __future__ import annotations
 
-import json
 from pathlib import PurePosixPath
 from typing import Iterable, Mapping, Sequence
 

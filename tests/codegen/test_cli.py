@@ -149,3 +149,17 @@ def test_force_never_deletes_the_scanned_checkout(capsys, home, tmp_path):
         assert f"refusing --out {out_dir}: {said}" in err
     assert repo.git.status("--porcelain") == "" and repo.git.ls_files().splitlines() == tracked
     assert other.git.status("--porcelain") == "" and (plain / "docs" / "notes.md").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("version", ["0.5.12", "0.5.14"])
+def test_a_release_the_plan_cannot_wire_fails_in_one_line(capsys, home, tmp_path, version):
+    """0.5.12/0.5.14: the tree verify or the commit cannot be wired; gen used to write a worker that refuses to construct and exit 0."""
+    out_dir = tmp_path / "ddtree_x"
+    code, out, err = _run(capsys, "gen", "ddtree", "--path", str(release_tree(version)), "--out", str(out_dir))
+    assert code == 3 and out == "", err
+    lines = err.strip().splitlines()  # the pull's own line, then one error line
+    assert len(lines) == 2 and f"DDTree cannot be wired to SGLang {version}: " in lines[-1]
+    assert not out_dir.exists()
+    code, out, err = _run(capsys, "gen", "ddtree", "--snapshot", "latest", "--dry-run")
+    assert code == 3 and "cannot be wired" in out and "cannot be wired" in err.strip().splitlines()[-1]
+    assert len([line for line in err.splitlines() if line.startswith("sgl-scan: error:")]) == 1

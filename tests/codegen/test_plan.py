@@ -25,17 +25,22 @@ def test_0_5_23_plugin_mode_on_the_v2_worker(release_0_5_23):
     assert plan.plugin.base_qualname == "sglang.srt.speculative.spec_registry.CustomSpecAlgo"
     assert str(plan.plugin.register.location) == f"{SPEC_INFO}:68"
     values = {p.name: p.value for p in plan.predicates}
-    # every is_*/supports_* of the enum (spec_info.py:93-166), answered as DFLASH does
+    # every predicate of the enum (spec_info.py:93-232), answered as DFLASH does: the is_*/supports_*
+    # ones and those the plugin base lacks (need_topk, carries_draft_hidden_states: SGL206)
     assert set(values) == {
         "is_some", "is_none", "is_speculative", "is_eagle", "is_eagle3", "is_frozen_kv_mtp", "is_dflash",
         "is_uno", "is_dspark", "is_dflash_family", "is_standalone", "is_ngram",
         "supports_target_verify_for_draft", "supports_prefill_shared_read_done", "supports_mixed_chunk",
-        "supports_ragged_verify", "supports_grammar_overlap",
+        "supports_ragged_verify", "supports_grammar_overlap", "has_draft_kv", "carries_draft_hidden_states", "need_topk",
     }
     assert {n for n, v in values.items() if v} == {
         "is_some", "is_speculative", "is_dflash", "is_dflash_family", "supports_target_verify_for_draft",
-        "supports_prefill_shared_read_done", "supports_mixed_chunk", "supports_grammar_overlap",
+        "supports_prefill_shared_read_done", "supports_mixed_chunk", "supports_grammar_overlap", "has_draft_kv",
     }
+    # the other methods an algorithm object has and CustomSpecAlgo lacks run the release's own code
+    assert [(d.name, str(d.location)) for d in plan.inherited] == [
+        ("create_future_map", f"{SPEC_INFO}:185"), ("get_platform_worker_cls", f"{SPEC_INFO}:303"),
+    ]
     assert plan.supports_overlap  # create_worker's DFLASH branch (spec_info.py:324) does not raise
     assert [d.name for d in plan.delegated] == ["build_disagg_draft_input", "handle_server_args"]
     sites = {str(j.site.location): j for j in plan.sites}

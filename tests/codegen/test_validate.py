@@ -66,7 +66,7 @@ def test_a_plugin_class_missing_a_predicate_is_refused(generated_0_5_23):
     register = generated_0_5_23[2].files["register.py"]
     trimmed = re.sub(r"\n    def is_uno\(self\) -> bool:[^\n]*\n        return False\n", "\n", register)
     assert trimmed != register
-    with pytest.raises(CodegenError, match=r"lacks predicates of SpeculativeAlgorithm: \['is_uno'\]"):
+    with pytest.raises(CodegenError, match=r"lacks methods of SpeculativeAlgorithm objects: \['is_uno'\]"):
         _validate(generated_0_5_23, **{"register.py": trimmed})
 
 

@@ -11,6 +11,7 @@ from sgl_scan.codegen.ddtree.patch import PatchResult, build_patch
 from sgl_scan.codegen.ddtree.plan import DDTreePlan, plan_ddtree
 from sgl_scan.codegen.ddtree.render import environment, render_ddtree
 from sgl_scan.codegen.ddtree.validate import validate_output
+from sgl_scan.errors import CodegenError
 
 
 @dataclass(frozen=True)
@@ -29,9 +30,16 @@ def generate_ddtree(
     topk: int,
     mode: str = "auto",
     regenerate: str = "sgl-scan gen ddtree",
+    allow_unwired: bool = False,
 ) -> Generated:
-    """Plan, render and validate the DDTree integration for the snapshot whose files are under `tree`."""
+    """Plan, render and validate the DDTree integration for the snapshot whose files are under `tree`.
+
+    Refuses (`CodegenError`, one line) a release the plan cannot wire, unless `allow_unwired`
+    (`--dry-run` shows such a plan, then fails).
+    """
     plan = plan_ddtree(analysis, budget=budget, topk=topk, mode=mode)
+    if plan.unwired and not allow_unwired:
+        raise CodegenError(plan.unwired)
     patch = build_patch(plan, analysis, tree, package) if plan.mode == "patch" else None
     files = render_ddtree(plan, package, patch, regenerate)
     validate_output(files, plan, analysis, tree, patch)

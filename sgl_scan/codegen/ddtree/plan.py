@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Algorithm, Analysis, DispatchSite, Location
-from sgl_scan.analyzer.query import Signature, find_class, find_method, method, resolve_class, signature
+from sgl_scan.analyzer.query import Signature, files_by_module, find_class, find_method, method, resolve_class, signature
 from sgl_scan.codegen.ddtree.engine import engine_glue
 from sgl_scan.codegen.ddtree.trust import check_plan
 from sgl_scan.errors import CodegenError
@@ -146,6 +146,8 @@ class DDTreePlan:
     overlap_reason: str
     algorithm_option: Location | None
     delegated: tuple[Signature, ...] = ()  # plugin mode: enum methods that branch on DFLASH, delegated to it
+    settings_view: tuple[str, Location] | None = None  # (qualified name, import site) of the release's resolved-settings view
+    inherited: tuple[Signature, ...] = ()  # plugin mode: enum methods the plugin base lacks, run as the release's own code
     verify: VerifyGlue | None = None
     engine: "EngineGlue | None" = None  # draft and commit glue (engine.py)
 
@@ -156,6 +158,16 @@ class DDTreePlan:
     @property
     def enum_module(self) -> str:
         return self.enum_qualname.rsplit(".", 1)[0]
+
+    @property
+    def unwired(self) -> str | None:
+        """One line naming why this release cannot run the generated worker, or None when it can."""
+        missing = list(self.verify.missing if self.verify else ("no verify glue planned",))
+        missing += list(self.engine.missing if self.engine else ("no draft/commit glue planned",))
+        if not missing:
+            return None
+        return (f"DDTree cannot be wired to SGLang {self.sglang_version or '(unknown version)'}: " + "; ".join(missing)
+                + " (nothing written; --dry-run shows the plan)")
 
     def helper(self, role: str) -> Helper | None:
         return next((h for h in self.helpers if h.role == role), None)
@@ -189,6 +201,7 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
     supports_overlap, overlap_reason = _overlap(analysis, dflash)
 
     verify = verify_glue(analysis, base)
+    delegated = _delegated(analysis, dflash) if chosen_mode == "plugin" else ()
     plan = DDTreePlan(
         snapshot_id=analysis.snapshot_id,
         sglang_version=analysis.sglang_version,
@@ -209,7 +222,9 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
         supports_overlap=supports_overlap,
         overlap_reason=overlap_reason,
         algorithm_option=inventory.algorithm_option.location if inventory.algorithm_option else None,
-        delegated=_delegated(analysis, dflash) if chosen_mode == "plugin" else (),
+        delegated=delegated,
+        settings_view=_settings_view(analysis, base),
+        inherited=_inherited(analysis, plugin, predicates, delegated) if chosen_mode == "plugin" else (),
         verify=verify,
         engine=engine_glue(analysis, base, verify),
     )
@@ -299,9 +314,11 @@ def _choose_mode(mode: str, plugin: PluginApi | None, version: str, enum: str) -
 
 
 def _predicate_choices(analysis: Analysis, enum_qualname: str) -> tuple[PredicateChoice, ...]:
+    """Every membership predicate of the enum (`is_*`, `supports_*`, and the others such as
+    `need_topk` or `carries_draft_hidden_states`), answered as for DFLASH."""
     choices = []
     for predicate in analysis.inventory.predicates:
-        if predicate.owner != enum_qualname or not predicate.name.startswith(("is_", "supports_")):
+        if predicate.owner != enum_qualname:
             continue
         choices.append(PredicateChoice(predicate.name, BASE_ALGORITHM in predicate.members, predicate.location))
     return tuple(choices)
@@ -347,6 +364,66 @@ def _delegated(analysis: Analysis, dflash: Algorithm) -> tuple[Signature, ...]:
         fn = method(hit[0], hit[1], name) if hit else None
         if fn is not None and "classmethod" not in fn.decorators and "staticmethod" not in fn.decorators:
             out.append(signature(hit[0], fn))
+    return tuple(out)
+
+
+def is_instance_method(fn: FunctionFact) -> bool:
+    return not {d.rsplit(".", 1)[-1] for d in fn.decorators} & {"classmethod", "staticmethod"}
+
+
+SETTINGS_VIEW = "resolving_view"  # releases that resolve server arguments lazily read them through this view
+
+
+def _settings_view(analysis: Analysis, base: BaseWorker) -> tuple[str, Location] | None:
+    """The function the release reads resolved server arguments through, as the base worker's module or the enum's imports it."""
+    modules = files_by_module(analysis)
+    enum = analysis.inventory.algorithm_class
+    for module in (base.module, enum.qualname.rpartition(".")[0] if enum else None):
+        facts = modules.get(module) if module else None
+        imp = next((i for i in facts.imports if i.bound == SETTINGS_VIEW), None) if facts else None
+        if imp is not None:
+            return imp.target, facts.location(imp)
+    return None
+
+
+NOT_PER_OBJECT = ("register", "from_string", "create_worker")  # class-level API, or the plugin's own worker choice
+
+
+def algorithm_methods(analysis: Analysis) -> tuple[str, ...]:
+    """Public instance methods of the enum: what SGLang may call on any algorithm object."""
+    enum = analysis.inventory.algorithm_class
+    hit = find_class(analysis, enum.qualname) if enum else None
+    if hit is None:
+        return ()
+    facts, cls = hit
+    names = []
+    for name in cls.methods:
+        fn = method(facts, cls, name)
+        if fn is None or name.startswith("_") or name in NOT_PER_OBJECT:
+            continue
+        if not is_instance_method(fn):
+            continue
+        names.append(name)
+    return tuple(names)
+
+
+def _inherited(analysis: Analysis, plugin: PluginApi | None, predicates: tuple[PredicateChoice, ...], delegated: tuple[Signature, ...]) -> tuple[Signature, ...]:
+    """Enum instance methods that neither the plugin base nor the plugin class defines otherwise.
+
+    SGLang calls them on whatever `from_string` returns (e.g. `create_future_map`,
+    `get_platform_worker_cls`: SGL206's gap); the plugin class runs the release's own
+    implementation on itself, whose predicates answer as DFLASH's.
+    """
+    if plugin is None:
+        return ()
+    hit = find_class(analysis, plugin.enum_qualname)
+    base = find_class(analysis, plugin.base_qualname)
+    covered = {p.name for p in predicates} | {d.name for d in delegated}
+    out = []
+    for name in algorithm_methods(analysis):
+        if name in covered or (base is not None and find_method(analysis, base[0], base[1], name) is not None):
+            continue
+        out.append(signature(hit[0], method(hit[0], hit[1], name)))
     return tuple(out)
 
 

@@ -102,7 +102,7 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
             "qualname": plan.base.qualname,
             "location": str(plan.base.location),
         },
-        "init": init,
+        "init": {**init.__dict__, "server_args": _server_args_param(plan)},
         "entry": {**entry.__dict__, "name": plan.base.entry.name, "location": str(plan.base.entry.location)},
         "init_params": init.text,
         "init_names": repr([p.name for p in plan.base.init.params if p.kind in ("positional", "kwonly")]),
@@ -110,6 +110,8 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
         "regenerate": regenerate,
         "out_hint": f"/path/to/{package}",
         "verify": _verify_context(plan),
+        "settings_view": {"module": plan.settings_view[0].rpartition(".")[0], "name": plan.settings_view[0].rpartition(".")[2],
+                          "location": str(plan.settings_view[1])} if plan.settings_view else None,
         "engine": _engine_context(plan),
     }
     context["attributes"] = tuple(dict.fromkeys(tuple(context["verify"]["attributes"]) + tuple(context["engine"]["attributes"])))
@@ -131,9 +133,20 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
                 "delegated": [
                     {"name": d.name, "location": str(d.location), "forward": forwarding(d)} for d in plan.delegated
                 ],
+                "inherited": [
+                    {"name": d.name, "location": str(d.location), "forward": forwarding(d)} for d in plan.inherited
+                ],
             }
         )
     return context
+
+
+def _server_args_param(plan: DDTreePlan) -> str:
+    """The constructor parameter holding the server arguments (the refusals read it before the base runs)."""
+    names = [p.name for p in plan.base.init.params if p.kind in ("posonly", "positional", "kwonly")]
+    if "server_args" not in names:
+        raise CodegenError(f"{plan.base.qualname}.__init__ ({plan.base.init.location}) takes no server_args parameter")
+    return "server_args"
 
 
 def _verify_context(plan: DDTreePlan) -> dict[str, object]:

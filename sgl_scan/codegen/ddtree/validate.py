@@ -24,7 +24,7 @@ import git
 from sgl_scan.analyzer.model import Analysis
 from sgl_scan.codegen.ddtree.patch import PatchResult
 from sgl_scan.analyzer.query import Signature, files_by_module, find_class, find_method, signature
-from sgl_scan.codegen.ddtree.plan import DDTreePlan
+from sgl_scan.codegen.ddtree.plan import DDTreePlan, algorithm_methods, is_instance_method
 from sgl_scan.errors import CodegenError
 
 
@@ -135,6 +135,10 @@ def check_sglang_names(path: str, module: ast.Module, analysis: Analysis) -> Non
             found = find_method(analysis, hit[0], hit[1], func.attr)
             if found is None:
                 raise CodegenError(f"generated {path} calls {func.value.id}.{func.attr}(), which the snapshot does not define")
+            if is_instance_method(found[1]):
+                if not call.args:
+                    raise CodegenError(f"generated {path} calls the instance method {func.value.id}.{func.attr}() on the class without an object")
+                call = ast.Call(func=call.func, args=call.args[1:], keywords=call.keywords)  # Class.method(obj, ...): obj is self
             _check_call(path, call, signature(*found), f"{imported[func.value.id]}.{func.attr}")
 
 
@@ -252,14 +256,16 @@ def _check_call(path: str, call: ast.Call, sig: Signature, what: str) -> None:
 
 
 def check_plugin_predicates(module: ast.Module, plan: DDTreePlan, analysis: Analysis) -> None:
-    required = {
-        p.name for p in analysis.inventory.predicates
-        if p.owner == plan.enum_qualname and p.name.startswith(("is_", "supports_"))
-    }
+    """The plugin class answers every predicate of the enum, and with its base has every method of an algorithm object."""
+    required = {p.name for p in analysis.inventory.predicates if p.owner == plan.enum_qualname}
+    base = find_class(analysis, plan.plugin.base_qualname) if plan.plugin else None
+    for name in algorithm_methods(analysis):
+        if base is None or find_method(analysis, base[0], base[1], name) is None:
+            required.add(name)
     for cls in (n for n in module.body if isinstance(n, ast.ClassDef)):
         defined = {f.name for f in cls.body if isinstance(f, ast.FunctionDef)}
         missing = sorted(required - defined)
         if missing:
-            raise CodegenError(f"generated register.py: {cls.name} lacks predicates of {plan.enum_name}: {missing}")
+            raise CodegenError(f"generated register.py: {cls.name} lacks methods of {plan.enum_name} objects: {missing}")
         return
     raise CodegenError("generated register.py defines no plugin class")

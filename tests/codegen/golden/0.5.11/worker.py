@@ -84,13 +84,18 @@ class _DraftBlockDone(Exception):
 
 
 def path_first_order(accepted: torch.Tensor, counts: torch.Tensor, width: int) -> torch.Tensor:
-    """[B, W] permutation of window columns: the accepted path (root first), then the other nodes in index order."""
-    rows = []
-    for b in range(accepted.shape[0]):
-        path = [int(i) for i in accepted[b, : int(counts[b])].tolist()]
-        taken = set(path)
-        rows.append(path + [i for i in range(width) if i not in taken])
-    return torch.tensor(rows, dtype=torch.int64, device=accepted.device)
+    """[B, W] permutation of window columns: the accepted path (root first), then the other nodes in index order.
+
+    Batched tensor ops only (no per-request loop, no host sync).
+    """
+    batch = accepted.shape[0]
+    columns = torch.arange(width, device=accepted.device).expand(batch, width)
+    counts = counts.to(torch.int64).unsqueeze(1)
+    path = accepted[:, :width].to(torch.int64).clamp(min=0)
+    on_path = torch.zeros((batch, width), dtype=torch.int64, device=accepted.device)
+    on_path.scatter_add_(1, path, (columns < counts).to(torch.int64))
+    rest = torch.sort(torch.where(on_path > 0, columns + width, columns), dim=1, stable=True).indices
+    return torch.where(columns < counts, path, rest.gather(1, (columns - counts).clamp(min=0)))
 
 
 def _kernels():
@@ -111,8 +116,66 @@ def resolve_budget(server_args) -> int:
 
 
 def resolve_topk(budget: int) -> int:
+    """Candidates per draft position: ${SGLANG_DDTREE_TOPK}, else the --topk given at generation, at most the budget."""
     value = os.environ.get(TOPK_ENV)
     return int(value) if value is not None else min(ddtree.DEFAULT_TOPK, budget)
+
+
+# Attention backends whose target-verify path reads the verify input's custom_mask. Others (fa3 on
+# Hopper, the default there, among them) run a causal verify and would check a linear block.
+MASK_BACKENDS = ("flashinfer", "triton")
+ATTENTION_SETTINGS = ("attention_backend", "prefill_attention_backend", "decode_attention_backend")
+
+
+def _settings(server_args):
+    """The server arguments (this release resolves them in place)."""
+    return server_args
+
+
+def _cuda_graphs_on(settings) -> bool:
+    if getattr(settings, "disable_cuda_graph", False):
+        return False
+    decode = getattr(getattr(settings, "cuda_graph_config", None), "decode", None)  # per-phase graph settings, where the release has them
+    if decode is not None:
+        backend = getattr(decode, "backend", None)
+        return str(getattr(backend, "value", backend)).lower() != "disabled"
+    return True
+
+
+def ddtree_refusal(server_args, budget: int) -> str | None:
+    """One line naming why this server configuration cannot run DDTree exactly, or None.
+
+    Read from the server arguments alone, so the worker refuses before the base loads any model.
+    """
+    version = "SGLang 0.5.11"
+    server_args = _settings(server_args)
+    tp_size = int(getattr(server_args, "tp_size", 1) or 1)
+    if tp_size > 1:
+        return (
+            f"DDTree on {version} refuses tensor parallelism (tp_size={tp_size}): the draft logits come from the "
+            "local LM-head shard and per-node sampling is not synchronised across ranks; run with --tp-size 1"
+        )
+    if _cuda_graphs_on(server_args):
+        width = getattr(server_args, "speculative_num_draft_tokens", None)
+        if width is not None and budget + 1 != int(width):
+            return (
+                f"DDTree on {version}: CUDA graphs are captured for speculative_num_draft_tokens={width} tokens per "
+                f"request, but the tree verifies budget + 1 = {budget + 1}; set --speculative-num-draft-tokens "
+                f"{budget + 1} and disable CUDA graphs (--disable-cuda-graph)"
+            )
+        return (
+            f"DDTree on {version}: the release's verify CUDA graphs are captured with DFlash's causal block, "
+            "not the tree mask (replay would ignore it or assert); run with --disable-cuda-graph"
+        )
+    chosen = {name: getattr(server_args, name, None) for name in ATTENTION_SETTINGS}
+    wrong = {name: value for name, value in chosen.items() if value is not None and value not in MASK_BACKENDS}
+    if wrong or chosen["attention_backend"] is None and None in (chosen["prefill_attention_backend"], chosen["decode_attention_backend"]):
+        shown = ", ".join(f"{name}={value}" for name, value in (wrong or chosen).items())
+        return (
+            f"DDTree on {version} needs an attention backend that applies the tree mask in verify "
+            f"({' or '.join(MASK_BACKENDS)}); got {shown}: pass --attention-backend {MASK_BACKENDS[0]}"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -174,6 +237,9 @@ class DDTreeWorker(DFlashWorker):
     def __init__(self, server_args, gpu_id, tp_rank, dp_rank, moe_ep_rank, attn_cp_rank, moe_dp_rank, nccl_port, target_worker):
         if ENGINE_GLUE_MISSING:
             raise RuntimeError("DDTree cannot run on SGLang 0.5.11: " + "; ".join(ENGINE_GLUE_MISSING))
+        refusal = ddtree_refusal(server_args, resolve_budget(server_args))
+        if refusal is not None:  # before the base loads any model
+            raise RuntimeError(refusal)
         page_size = getattr(server_args, "page_size", None)
         if page_size not in (None, 1):  # refused before the base loads any model
             raise RuntimeError(PAGE_REFUSAL.format(page_size))
@@ -271,8 +337,13 @@ class DDTreeWorker(DFlashWorker):
         temperatures = getattr(info, "temperatures", None)
         if temperatures is None:
             raise RuntimeError("DDTree: a batch that is not all greedy carries no sampling_info.temperatures")
-        rows = [ddtree.target_choice(target_logits[b], float(temperatures.view(-1)[b])) for b in range(target_logits.shape[0])]
-        return torch.stack(rows)
+        # batched over requests (no per-request loop or host sync): argmax where T = 0, else a sample at T
+        temps = temperatures.view(-1).to(target_logits.device, torch.float32)
+        greedy = torch.argmax(target_logits, dim=-1)
+        scale = torch.where(temps > 0, temps, torch.ones_like(temps)).view(-1, 1, 1)
+        probs = torch.softmax(target_logits.float() / scale, dim=-1)
+        sampled = torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1).view(greedy.shape)
+        return torch.where((temps > 0).view(-1, 1), sampled, greedy)
 
     def ddtree_draft_logits(self, batch):
         """Full-vocabulary draft logits [B, L, V], root (last bonus) tokens [B], committed lengths [B].
@@ -312,7 +383,8 @@ class DDTreeWorker(DFlashWorker):
         bs = int(roots.shape[0])
         hidden = hidden.view(bs, -1, hidden.shape[-1])[:, 1:, :]
         lm_head = self.target_worker.model_runner.model.lm_head
-        draft_logits = torch.matmul(hidden.float(), lm_head.weight.float().t())
+        weight = lm_head.weight  # in the model's dtype: no fp32 copy of the whole head per step
+        draft_logits = torch.matmul(hidden.to(weight.dtype), weight.t())  # topk_logprobs' log-softmax runs in fp32 over these
         return draft_logits, roots, committed
 
     def ddtree_target_verify(self, batch, trees: TreeBatch, custom_mask: torch.Tensor, *args, **kwargs):

@@ -70,11 +70,26 @@ class DDTreeSpecAlgo(CustomSpecAlgo):
     def supports_grammar_overlap(self) -> bool:  # sglang/srt/speculative/spec_info.py:166
         return True
 
+    def has_draft_kv(self) -> bool:  # sglang/srt/speculative/spec_info.py:174
+        return True
+
+    def carries_draft_hidden_states(self) -> bool:  # sglang/srt/speculative/spec_info.py:180
+        return False
+
+    def need_topk(self) -> bool:  # sglang/srt/speculative/spec_info.py:232
+        return False
+
     def build_disagg_draft_input(self, batch, last_tokens_tensor, future_map):  # sglang/srt/speculative/spec_info.py:202 branches on DFLASH
         return SpeculativeAlgorithm.DFLASH.build_disagg_draft_input(batch=batch, last_tokens_tensor=last_tokens_tensor, future_map=future_map)
 
     def handle_server_args(self, server_args):  # sglang/srt/speculative/spec_info.py:235 branches on DFLASH
         return SpeculativeAlgorithm.DFLASH.handle_server_args(server_args=server_args)
+
+    def create_future_map(self, device, req_to_token_pool, needs_cpu_seq_lens=True, needs_confidence_relay=False):  # sglang/srt/speculative/spec_info.py:185: CustomSpecAlgo lacks it; the release's own code, run on this object
+        return SpeculativeAlgorithm.create_future_map(self, device=device, req_to_token_pool=req_to_token_pool, needs_cpu_seq_lens=needs_cpu_seq_lens, needs_confidence_relay=needs_confidence_relay)
+
+    def get_platform_worker_cls(self):  # sglang/srt/speculative/spec_info.py:303: CustomSpecAlgo lacks it; the release's own code, run on this object
+        return SpeculativeAlgorithm.get_platform_worker_cls(self)
 
 
 def worker_factory(server_args):

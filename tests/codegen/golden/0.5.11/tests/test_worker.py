@@ -13,7 +13,6 @@ commit would corrupt state must be refused.
 """
 
 import importlib
-import importlib.util
 import re
 import sys
 import types
@@ -22,7 +21,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("sglang") is not None, reason="real SGLang installed: run it on a GPU box")
+# The stand-ins replace the SGLang modules in sys.modules for each test, so these tests run (and
+# mean the same) whether or not a real SGLang is installed.
 
 BASE_MODULE = "sglang.srt.speculative.dflash_worker"
 BASE_NAME = "DFlashWorker"
@@ -32,6 +32,8 @@ BUDGET = 10
 BLOCK = 7  # the DFlash block: the root and L = 6 draft positions
 WIDTH = BUDGET + 1
 _INHERITED = object()
+# Server arguments DDTree runs exactly under: one rank, no CUDA graphs, a backend that applies the mask.
+EXACT_ARGS = dict(tp_size=1, disable_cuda_graph=True, attention_backend="triton", speculative_num_draft_tokens=WIDTH, page_size=None)
 VERIFY_MODULE = "sglang.srt.speculative.dflash_info"
 VERIFY_NAME = "DFlashVerifyInput"
 VERIFY_FIELDS = ('draft_token', 'positions', 'draft_token_num', 'topk', 'custom_mask', 'capture_hidden_mode', 'num_tokens_per_batch')
@@ -42,13 +44,28 @@ RESULT_NAME = "GenerationBatchResult"
 FORWARD_MODE_MODULE = "sglang.srt.model_executor.forward_batch_info"
 
 
-def _toy_target_logits(batch, spec):
-    """Logits of the toy target after each tree node, reading only what a verify forward reads."""
+# Backends whose verify applies the custom mask, as the toy target models them; any other backend
+# verifies causally over the window, as fa3 does.
+TOY_MASK_BACKENDS = ("flashinfer", "triton")
+
+
+def _toy_target_logits(batch, spec, honours_mask=True):
+    """Logits of the toy target after each tree node, reading only what a verify forward reads.
+
+    With `honours_mask` False it ignores the custom mask, as a causal-only backend does: node i sees
+    window columns 0..i whatever the tree.
+    """
     width = int(spec.draft_token_num)
     tokens = spec.draft_token.view(-1, width)
     positions = spec.positions.view(-1, width)
     mask = spec.custom_mask
     assert mask is not None and mask.dtype == torch.bool
+    if not honours_mask:
+        rows = []
+        for b, context in enumerate(batch.contexts):
+            for i in range(width):
+                rows.append(torch.nn.functional.one_hot(torch.tensor(_next_token(context + tokens[b, : i + 1].tolist())), VOCAB).float())
+        return torch.stack(rows)
     rows, offset = [], 0
     for b, context in enumerate(batch.contexts):
         keys = len(context) + width
@@ -145,8 +162,9 @@ class _StubTarget:
 
     backend_methods = ()  # methods its attention backend has
 
-    def __init__(self):
+    def __init__(self, attention_backend="triton"):
         self.calls = 0
+        self.attention_backend = attention_backend
         backend = SimpleNamespace(**{name: (lambda **kwargs: None) for name in self.backend_methods})
         self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=torch.eye(VOCAB))), attn_backend=backend)
 
@@ -156,7 +174,7 @@ class _StubTarget:
         batch = model_worker_batch
         spec = batch.spec_info
         assert batch.forward_mode == "TARGET_VERIFY"
-        logits = _toy_target_logits(batch, spec)
+        logits = _toy_target_logits(batch, spec, honours_mask=self.attention_backend in TOY_MASK_BACKENDS)
         width = int(spec.draft_token_num)
         assert batch.out_cache_loc.numel() == logits.shape[0]
         for row, slot in enumerate(batch.out_cache_loc.tolist()):
@@ -183,7 +201,7 @@ class _StubBase:
     def __init__(self, *args, **kwargs):
         self.init_args, self.init_kwargs = args, kwargs
         self.server_args = kwargs.get("server_args")
-        self.target_worker = _StubTarget()
+        self.target_worker = _StubTarget(getattr(self.server_args, "attention_backend", None))
         self.draft_model_runner = _StubRunner()
         self.page_size = getattr(self.server_args, "page_size", None) or self.page_size_default
         self.appended = []
@@ -260,8 +278,16 @@ def _next_token(seq):
     return (sum((i + 2) * t for i, t in enumerate(seq[-4:])) * 5 + len(seq)) % VOCAB
 
 
+def _args(**changes):
+    return SimpleNamespace(**{**EXACT_ARGS, **changes})
+
+
+def _default(name):
+    return _args() if name == "server_args" else f"<{name}>"
+
+
 def _worker(module, **given):
-    return module.DDTreeWorker(**{name: given.get(name, f"<{name}>") for name in INIT_PARAMS})
+    return module.DDTreeWorker(**{name: given.get(name, _default(name)) for name in INIT_PARAMS})
 
 
 def _sampling(**changes):
@@ -314,9 +340,25 @@ def _hand_trees(module, tokens, parents, committed):
 
 
 def test_constructor_forwards_every_parameter(worker_module):
-    worker = _worker(worker_module)
-    assert {**dict(zip(INIT_PARAMS, worker.init_args)), **worker.init_kwargs} == {name: f"<{name}>" for name in INIT_PARAMS}
+    given = {name: _default(name) for name in INIT_PARAMS}
+    worker = worker_module.DDTreeWorker(**given)
+    assert {**dict(zip(INIT_PARAMS, worker.init_args)), **worker.init_kwargs} == given
     assert (worker.ddtree_budget, worker.ddtree_topk) == (BUDGET, 3)
+
+
+@pytest.mark.parametrize(("changes", "reason"), [
+    ({"tp_size": 2}, "refuses tensor parallelism (tp_size=2)"),
+    ({"disable_cuda_graph": False}, "verify CUDA graphs are captured with DFlash's causal block"),
+    ({"disable_cuda_graph": False, "speculative_num_draft_tokens": 16}, "captured for speculative_num_draft_tokens=16 tokens per request"),
+    ({"attention_backend": "fa3"}, "needs an attention backend that applies the tree mask"),
+    ({"attention_backend": None}, "needs an attention backend that applies the tree mask"),
+    ({"decode_attention_backend": "fa3"}, "decode_attention_backend=fa3"),
+])
+def test_constructor_refuses_what_would_not_be_exact_before_the_base_runs(worker_module, changes, reason):
+    """A causal-only backend (fa3), CUDA graphs captured without the tree mask, and TP > 1 are refused in one line."""
+    with pytest.raises(RuntimeError, match=re.escape(reason)) as info:
+        _worker(worker_module, server_args=_args(**changes))
+    assert "\n" not in str(info.value)
 
 
 def test_constructor_refuses_missing_engine_glue(worker_module, monkeypatch):
@@ -349,6 +391,17 @@ def test_draft_step_runs_the_release_block_and_stops_before_sampling(worker_modu
     assert not worker.ran_past_draft  # stopped right after the draft forward
     assert "forward" not in vars(worker.draft_model_runner)  # the runner's own forward is back
     assert batch.token_to_kv_pool_allocator.free_slots == free_before  # the block's own slots were given back
+
+
+def test_draft_logits_stay_in_the_lm_head_dtype(worker_module):
+    """No fp32 copy of the LM head per step: a bf16 head gives bf16 draft logits (the log-softmax is fp32 later)."""
+    worker = _worker(worker_module)
+    head = worker.target_worker.model_runner.model.lm_head
+    head.weight = head.weight.to(torch.bfloat16)
+    draft = torch.randn(2, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(1))
+    logits, _, _ = worker.ddtree_draft_logits(_batch([[1, 2, 3, 9], [4, 5, 6, 7, 8, 2]], draft))
+    assert logits.dtype == torch.bfloat16
+    assert torch.equal(logits, draft.to(torch.bfloat16))
 
 
 def test_commit_keeps_exactly_the_accepted_path(worker_module):
@@ -387,7 +440,18 @@ def test_commit_keeps_exactly_the_accepted_path(worker_module):
 
 
 def test_decode_equals_greedy_decoding(worker_module):
-    worker = _worker(worker_module)
+    _decode_against_greedy(_worker(worker_module), exact=True)
+
+
+def test_a_causal_only_backend_would_break_losslessness_so_it_is_refused(worker_module, monkeypatch):
+    """fa3-like verify (mask ignored): the constructor refuses it; forced past the refusal, decoding diverges."""
+    with pytest.raises(RuntimeError, match="needs an attention backend that applies the tree mask"):
+        _worker(worker_module, server_args=_args(attention_backend="fa3"))
+    monkeypatch.setattr(worker_module, "ddtree_refusal", lambda server_args, budget: None)
+    _decode_against_greedy(_worker(worker_module, server_args=_args(attention_backend="fa3")), exact=False)
+
+
+def _decode_against_greedy(worker, exact):
     g = torch.Generator().manual_seed(3)
     prompts = [[1, 2, 3], [4, 5, 6, 7, 8]]
     greedy = []
@@ -411,6 +475,10 @@ def test_decode_equals_greedy_decoding(worker_module):
             tokens = _committed(batch, result, b)
             seqs[b] += tokens
             accepted_drafts += len(tokens) - 1
+    same = all(seq == greedy[b][: len(seq)] for b, seq in enumerate(seqs))
+    if not exact:
+        assert not same, "a target that ignores the tree mask still decoded greedily: the decode test could not fail"
+        return
     for b, seq in enumerate(seqs):
         assert seq == greedy[b][: len(seq)]
     assert accepted_drafts > 0
@@ -453,12 +521,12 @@ def test_a_plain_greedy_batch_runs_a_tree(worker_module):
 def test_constructor_refuses_pages_larger_than_one_token(worker_module, monkeypatch):
     """The path-first window breaks page contiguity: server_args.page_size other than 1 is refused, naming it and its value."""
     with pytest.raises(RuntimeError, match=re.escape("server_args.page_size == 1, got 16")):
-        _worker(worker_module, server_args=SimpleNamespace(page_size=16))
-    assert _worker(worker_module, server_args=SimpleNamespace(page_size=1)).page_size == 1
+        _worker(worker_module, server_args=_args(page_size=16))
+    assert _worker(worker_module, server_args=_args(page_size=1)).page_size == 1
     # the value the base itself settles on is checked too (here: none given, the base picks 4)
     monkeypatch.setattr(_StubBase, "page_size_default", 4)
     with pytest.raises(RuntimeError, match=re.escape("== 1, got 4")):
-        _worker(worker_module, server_args=SimpleNamespace(page_size=None))
+        _worker(worker_module, server_args=_args(page_size=None))
 
 
 @pytest.mark.parametrize("name", BACKEND_GUARDS)

@@ -13,7 +13,6 @@ commit would corrupt state must be refused.
 """
 
 import importlib
-import importlib.util
 import re
 import sys
 import types
@@ -22,7 +21,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("sglang") is not None, reason="real SGLang installed: run it on a GPU box")
+# The stand-ins replace the SGLang modules in sys.modules for each test, so these tests run (and
+# mean the same) whether or not a real SGLang is installed.
 
 BASE_MODULE = "sglang.srt.speculative.dflash_worker_v2"
 BASE_NAME = "DFlashWorkerV2"
@@ -32,6 +32,8 @@ BUDGET = 10
 BLOCK = 7  # the DFlash block: the root and L = 6 draft positions
 WIDTH = BUDGET + 1
 _INHERITED = object()
+# Server arguments DDTree runs exactly under: one rank, no CUDA graphs, a backend that applies the mask.
+EXACT_ARGS = dict(tp_size=1, disable_cuda_graph=True, attention_backend="triton", speculative_num_draft_tokens=WIDTH, page_size=None)
 VERIFY_MODULE = "sglang.srt.speculative.dflash_info"
 VERIFY_NAME = "DFlashVerifyInput"
 VERIFY_FIELDS = ('draft_token', 'positions', 'draft_token_num', 'topk', 'custom_mask', 'capture_hidden_mode', 'num_tokens_per_req', 'ragged_verify_layout', 'live_seq_lens_cpu', 'candidate_max_seq_len_upper_bound', 'kv_loc_plan', 'kv_loc_cols')
@@ -43,13 +45,28 @@ WINDOW_MODULE = "sglang.kernels.ops.speculative.cache_locs"
 MOVER_MODULE = "sglang.srt.speculative.spec_utils"
 
 
-def _toy_target_logits(batch, spec):
-    """Logits of the toy target after each tree node, reading only what a verify forward reads."""
+# Backends whose verify applies the custom mask, as the toy target models them; any other backend
+# verifies causally over the window, as fa3 does.
+TOY_MASK_BACKENDS = ("flashinfer", "triton")
+
+
+def _toy_target_logits(batch, spec, honours_mask=True):
+    """Logits of the toy target after each tree node, reading only what a verify forward reads.
+
+    With `honours_mask` False it ignores the custom mask, as a causal-only backend does: node i sees
+    window columns 0..i whatever the tree.
+    """
     width = int(spec.draft_token_num)
     tokens = spec.draft_token.view(-1, width)
     positions = spec.positions.view(-1, width)
     mask = spec.custom_mask
     assert mask is not None and mask.dtype == torch.bool
+    if not honours_mask:
+        rows = []
+        for b, context in enumerate(batch.contexts):
+            for i in range(width):
+                rows.append(torch.nn.functional.one_hot(torch.tensor(_next_token(context + tokens[b, : i + 1].tolist())), VOCAB).float())
+        return torch.stack(rows)
     rows, offset = [], 0
     for b, context in enumerate(batch.contexts):
         keys = len(context) + width
@@ -111,8 +128,9 @@ class _StubTarget:
 
     backend_methods = ()  # methods its attention backend has
 
-    def __init__(self):
+    def __init__(self, attention_backend="triton"):
         self.calls = 0
+        self.attention_backend = attention_backend
         backend = SimpleNamespace(**{name: (lambda **kwargs: None) for name in self.backend_methods})
         self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=torch.eye(VOCAB))), attn_backend=backend)
 
@@ -121,7 +139,7 @@ class _StubTarget:
         self.calls += 1
         assert batch is None
         batch, spec = forward_batch.batch, forward_batch.spec_info
-        logits = _toy_target_logits(batch, spec)
+        logits = _toy_target_logits(batch, spec, honours_mask=self.attention_backend in TOY_MASK_BACKENDS)
         width = int(spec.draft_token_num)
         assert batch.out_cache_loc.numel() == logits.shape[0]
         for row, slot in enumerate(batch.out_cache_loc.tolist()):
@@ -149,7 +167,7 @@ class _StubBase:
     def __init__(self, *args, **kwargs):
         self.init_args, self.init_kwargs = args, kwargs
         self.server_args = kwargs.get("server_args")
-        self.target_worker = _StubTarget()
+        self.target_worker = _StubTarget(getattr(self.server_args, "attention_backend", None))
         self.draft_model_runner = _StubRunner()
         self.page_size = getattr(self.server_args, "page_size", None) or self.page_size_default
         self.speculative_num_draft_tokens = self.reserved
@@ -218,6 +236,7 @@ def worker_module(monkeypatch):
     setattr(_stub_module(monkeypatch, RESULT_MODULE), RESULT_NAME, _Result)
     setattr(_stub_module(monkeypatch, WINDOW_MODULE), "assign_extend_cache_locs_func", _window)
     setattr(_stub_module(monkeypatch, MOVER_MODULE), "move_accept_tokens_to_target_kvcache", _move)
+    setattr(_stub_module(monkeypatch, "sglang.srt.arg_groups.overrides"), "resolving_view", lambda server_args: server_args)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setenv("SGLANG_DDTREE_BUDGET", str(BUDGET))
     monkeypatch.setenv("SGLANG_DDTREE_TOPK", "3")
@@ -247,8 +266,16 @@ def _next_token(seq):
     return (sum((i + 2) * t for i, t in enumerate(seq[-4:])) * 5 + len(seq)) % VOCAB
 
 
+def _args(**changes):
+    return SimpleNamespace(**{**EXACT_ARGS, **changes})
+
+
+def _default(name):
+    return _args() if name == "server_args" else f"<{name}>"
+
+
 def _worker(module, **given):
-    return module.DDTreeWorker(**{name: given.get(name, f"<{name}>") for name in INIT_PARAMS})
+    return module.DDTreeWorker(**{name: given.get(name, _default(name)) for name in INIT_PARAMS})
 
 
 def _sampling(**changes):
@@ -302,9 +329,25 @@ def _hand_trees(module, tokens, parents, committed):
 
 
 def test_constructor_forwards_every_parameter(worker_module):
-    worker = _worker(worker_module)
-    assert {**dict(zip(INIT_PARAMS, worker.init_args)), **worker.init_kwargs} == {name: f"<{name}>" for name in INIT_PARAMS}
+    given = {name: _default(name) for name in INIT_PARAMS}
+    worker = worker_module.DDTreeWorker(**given)
+    assert {**dict(zip(INIT_PARAMS, worker.init_args)), **worker.init_kwargs} == given
     assert (worker.ddtree_budget, worker.ddtree_topk) == (BUDGET, 3)
+
+
+@pytest.mark.parametrize(("changes", "reason"), [
+    ({"tp_size": 2}, "refuses tensor parallelism (tp_size=2)"),
+    ({"disable_cuda_graph": False}, "verify CUDA graphs are captured with DFlash's causal block"),
+    ({"disable_cuda_graph": False, "speculative_num_draft_tokens": 16}, "captured for speculative_num_draft_tokens=16 tokens per request"),
+    ({"attention_backend": "fa3"}, "needs an attention backend that applies the tree mask"),
+    ({"attention_backend": None}, "needs an attention backend that applies the tree mask"),
+    ({"decode_attention_backend": "fa3"}, "decode_attention_backend=fa3"),
+])
+def test_constructor_refuses_what_would_not_be_exact_before_the_base_runs(worker_module, changes, reason):
+    """A causal-only backend (fa3), CUDA graphs captured without the tree mask, and TP > 1 are refused in one line."""
+    with pytest.raises(RuntimeError, match=re.escape(reason)) as info:
+        _worker(worker_module, server_args=_args(**changes))
+    assert "\n" not in str(info.value)
 
 
 def test_constructor_refuses_missing_engine_glue(worker_module, monkeypatch):
@@ -342,6 +385,17 @@ def test_draft_step_runs_the_release_block_and_stops_before_sampling(worker_modu
     assert batch.out_cache_loc.tolist() == rows[0, 3 : 3 + WIDTH].tolist() + rows[1, 5 : 5 + WIDTH].tolist()
 
 
+def test_draft_logits_stay_in_the_lm_head_dtype(worker_module):
+    """No fp32 copy of the LM head per step: a bf16 head gives bf16 draft logits (the log-softmax is fp32 later)."""
+    worker = _worker(worker_module)
+    head = worker.target_worker.model_runner.model.lm_head
+    head.weight = head.weight.to(torch.bfloat16)
+    draft = torch.randn(2, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(1))
+    logits, _, _ = worker.ddtree_draft_logits(_batch([[1, 2, 3, 9], [4, 5, 6, 7, 8, 2]], draft))
+    assert logits.dtype == torch.bfloat16
+    assert torch.equal(logits, draft.to(torch.bfloat16))
+
+
 def test_commit_keeps_exactly_the_accepted_path(worker_module):
     """Hand-checked tree: root r, children a (1) and b (2), a's child c (3), b's child d (4); the target accepts b then d."""
     worker = _worker(worker_module)
@@ -377,7 +431,18 @@ def test_commit_keeps_exactly_the_accepted_path(worker_module):
 
 
 def test_decode_equals_greedy_decoding(worker_module):
-    worker = _worker(worker_module)
+    _decode_against_greedy(_worker(worker_module), exact=True)
+
+
+def test_a_causal_only_backend_would_break_losslessness_so_it_is_refused(worker_module, monkeypatch):
+    """fa3-like verify (mask ignored): the constructor refuses it; forced past the refusal, decoding diverges."""
+    with pytest.raises(RuntimeError, match="needs an attention backend that applies the tree mask"):
+        _worker(worker_module, server_args=_args(attention_backend="fa3"))
+    monkeypatch.setattr(worker_module, "ddtree_refusal", lambda server_args, budget: None)
+    _decode_against_greedy(_worker(worker_module, server_args=_args(attention_backend="fa3")), exact=False)
+
+
+def _decode_against_greedy(worker, exact):
     g = torch.Generator().manual_seed(3)
     prompts = [[1, 2, 3], [4, 5, 6, 7, 8]]
     greedy = []
@@ -401,6 +466,10 @@ def test_decode_equals_greedy_decoding(worker_module):
             tokens = _committed(batch, result, b)
             seqs[b] += tokens
             accepted_drafts += len(tokens) - 1
+    same = all(seq == greedy[b][: len(seq)] for b, seq in enumerate(seqs))
+    if not exact:
+        assert not same, "a target that ignores the tree mask still decoded greedily: the decode test could not fail"
+        return
     for b, seq in enumerate(seqs):
         assert seq == greedy[b][: len(seq)]
     assert accepted_drafts > 0

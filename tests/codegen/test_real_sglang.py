@@ -1,0 +1,226 @@
+"""`gen ddtree` output loaded into the REAL sglang package (0.5.23: plugin; 0.5.11: patch), on CPU.
+
+The package comes from `scripts/real_sglang_env.sh` (tests/support/real_sglang.py) and is only ever
+imported in a subprocess. What is checked there:
+- the registration loads and `SpeculativeAlgorithm.from_string("DDTREE")` answers;
+- every method SGLang may call on an algorithm object (the enum's public instance methods, from
+  the facts) exists on it and answers: predicates as DFLASH answers them, the rest run;
+- `ServerArgs` parses and resolves `--speculative-algorithm DDTREE` (dummy weights, tiny local configs);
+- the worker imports and subclasses the release's own DFlash worker;
+- its constructor refuses, before the base loads anything, what would not be exact (TP > 1, CUDA
+  graphs captured without the tree mask or for another width, attention backends that ignore the
+  mask), given real `ServerArgs` objects; and lets an exact configuration through to the base.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sgl_scan.codegen.ddtree.generate import generate_ddtree
+from sgl_scan.codegen.ddtree.plan import algorithm_methods
+from sgl_scan.codegen.write import write_tree
+from tests.codegen.conftest import release_analysis
+from tests.support.real_sglang import real_sglang_site, run_python
+
+pytestmark = pytest.mark.slow
+
+BUDGET = 32
+
+TARGET_CONFIG = {
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 64, "intermediate_size": 128,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256,
+    "max_position_embeddings": 512, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "torch_dtype": "bfloat16",
+    "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2,
+}
+DRAFT_CONFIG = {
+    **TARGET_CONFIG, "architectures": ["DFlashDraftModel"], "num_hidden_layers": 1, "block_size": 16,
+    "dflash_config": {"target_layer_ids": [0, 1], "mask_token_id": 3}, "num_target_layers": 2,
+}
+
+
+class Real:
+    def __init__(self, version, site, root, paths, plan, methods, predicates):
+        self.version, self.site, self.root, self.paths = version, site, root, paths
+        self.plan, self.methods, self.predicates = plan, methods, predicates
+
+    def run(self, body: str) -> dict:
+        return run_python(self.site, PRELUDE.format(version=self.version, root=str(self.root)) + textwrap.dedent(body),
+                          extra_path=self.paths, cwd=self.root)
+
+
+# Every check starts here: make DDTREE known (plugin: register(); patch: the patched package is
+# first on the path), and a helper that builds real, resolved ServerArgs.
+PRELUDE = '''
+import argparse, json, sys
+from pathlib import Path
+VERSION, ROOT = {version!r}, Path({root!r})
+try:
+    import ddtree_sglang.register as _r
+    _r.register()
+except ImportError as exc:
+    if "register" not in str(exc):
+        raise
+import sglang
+from sglang.srt.server_args import ServerArgs
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+assert str(ROOT) in sglang.__file__ or (ROOT / "ddtree_sglang" / "register.py").exists(), sglang.__file__
+
+def server_args(*extra):
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    argv = ["--model-path", str(ROOT / "target"), "--speculative-algorithm", "DDTREE",
+            "--speculative-draft-model-path", str(ROOT / "draft"), "--load-format", "dummy",
+            "--skip-tokenizer-init", "--device", "cuda", *extra]
+    args = ServerArgs.from_cli_args(parser.parse_args(argv))
+    if hasattr(args, "resolve_once"):
+        args.resolve_once()
+    return args
+'''
+
+
+def _patched_package(site: Path, patch_text: str, files: tuple[str, ...], dest: Path) -> Path:
+    """A copy of the installed package (symlinks; the patched files real copies) with the patch applied."""
+    shutil.copytree(site / "sglang", dest / "sglang", symlinks=True, copy_function=os.symlink)
+    for rel in files:
+        target = dest / rel
+        target.unlink()
+        shutil.copyfile(site / rel, target)
+    (dest / "ddtree.patch").write_text(patch_text)
+    applied = subprocess.run(["patch", "-p1", "-i", "ddtree.patch"], cwd=dest, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    return dest
+
+
+@pytest.fixture(scope="module", params=["0.5.23", "0.5.11"])
+def real(request, facts_cache, tmp_path_factory):
+    version = request.param
+    site = real_sglang_site(version)
+    tree, analysis = release_analysis(version, facts_cache)
+    gen = generate_ddtree(analysis, tree, package="ddtree_sglang", budget=BUDGET, topk=8)
+    root = tmp_path_factory.mktemp(f"real-{version}")
+    write_tree(gen.files, root / "ddtree_sglang", force=False, protected=tree)
+    for name, config in (("target", TARGET_CONFIG), ("draft", DRAFT_CONFIG)):
+        (root / name).mkdir()
+        (root / name / "config.json").write_text(json.dumps(config))
+    paths = (root,)
+    if gen.plan.mode == "patch":
+        paths = (_patched_package(site, gen.patch.text, gen.patch.files, root / "patched"), root)
+    predicates = {p.name: p.value for p in gen.plan.predicates}
+    return Real(version, site, root, paths, gen.plan, algorithm_methods(analysis), predicates)
+
+
+def test_the_registration_loads_and_every_algorithm_method_answers(real):
+    assert {"need_topk", "carries_draft_hidden_states"} <= set(real.methods) or real.version == "0.5.11"
+    found = real.run(f'''
+        import inspect, torch, types
+        algo = SpeculativeAlgorithm.from_string("DDTREE")
+        dflash = SpeculativeAlgorithm.DFLASH
+        out = {{"type": type(algo).__name__, "name": algo.name, "missing": [], "answers": {{}}, "dflash": {{}}, "ran": {{}}}}
+        for name in {list(real.methods)!r}:
+            fn = getattr(algo, name, None)
+            if fn is None:
+                out["missing"].append(name)
+                continue
+            required = [p for p in inspect.signature(fn).parameters.values()
+                        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            if not required:
+                value = fn()
+                out["answers"][name] = value if isinstance(value, (bool, type(None))) else type(value).__name__
+                if isinstance(value, bool):
+                    out["dflash"][name] = getattr(dflash, name)()
+        pool = types.SimpleNamespace(req_to_token=torch.zeros((4, 64), dtype=torch.int32))
+        if "create_future_map" in out["answers"] or hasattr(algo, "create_future_map"):
+            out["ran"]["create_future_map"] = type(algo.create_future_map(torch.device("cpu"), pool)).__name__
+        print(json.dumps(out))
+    ''')
+    assert found["name"] == "DDTREE" and found["missing"] == [], found
+    for name, value in real.predicates.items():
+        assert found["answers"].get(name) == value == found["dflash"][name], (name, found)
+    if real.version == "0.5.23":
+        assert found["type"] == "DDTreeSpecAlgo"
+        assert found["answers"]["get_platform_worker_cls"] is None  # the release's own: no out-of-tree platform here
+        assert found["ran"]["create_future_map"] == "FutureMap"
+
+
+def test_server_args_parse_and_resolve_ddtree(real):
+    found = real.run('''
+        args = server_args("--disable-cuda-graph", "--attention-backend", "triton", "--speculative-num-draft-tokens", "33")
+        view = args
+        try:
+            from sglang.srt.arg_groups.overrides import resolving_view
+            view = resolving_view(args)
+        except ImportError:
+            pass
+        print(json.dumps({"algorithm": str(view.speculative_algorithm), "tokens": view.speculative_num_draft_tokens}))
+    ''')
+    assert found == {"algorithm": "DDTREE", "tokens": 33}
+
+
+def test_the_worker_subclasses_the_release_base_and_refuses_before_loading(real):
+    base = real.plan.base
+    found = real.run(f'''
+        from ddtree_sglang import worker
+        from {base.module} import {base.name} as Base
+        refusals = {{}}
+        cases = {{
+            "tp": ["--tp-size", "2", "--disable-cuda-graph", "--attention-backend", "triton", "--speculative-num-draft-tokens", "33"],
+            "graphs": ["--attention-backend", "triton", "--speculative-num-draft-tokens", "33"],
+            "width": ["--attention-backend", "triton", "--speculative-num-draft-tokens", "16"],
+            "fa3": ["--disable-cuda-graph", "--attention-backend", "fa3", "--speculative-num-draft-tokens", "33"],
+            "ok": ["--disable-cuda-graph", "--attention-backend", "triton", "--speculative-num-draft-tokens", "33"],
+        }}
+        for case, argv in cases.items():
+            args = server_args(*argv)
+            params = dict.fromkeys(worker.DDTreeWorker.__init__.__code__.co_varnames[1:worker.DDTreeWorker.__init__.__code__.co_argcount], 0)
+            params.update(server_args=args, target_worker=None)
+            try:
+                worker.DDTreeWorker(**params)
+            except RuntimeError as exc:
+                refusals[case] = str(exc) if str(exc).startswith("DDTree") else "base: " + str(exc)
+            except Exception as exc:  # the base started (needs a GPU): nothing was refused
+                refusals[case] = "base: " + type(exc).__name__
+        print(json.dumps({{"subclass": issubclass(worker.DDTreeWorker, Base), "refusals": refusals}}))
+    ''')
+    assert found["subclass"], found
+    refusals = found["refusals"]
+    assert "refuses tensor parallelism (tp_size=2)" in refusals["tp"], refusals
+    assert "CUDA graphs are captured with DFlash's causal block" in refusals["graphs"] or "verify CUDA graphs" in refusals["graphs"], refusals
+    assert "CUDA graphs are captured for speculative_num_draft_tokens=16" in refusals["width"], refusals
+    assert "needs an attention backend that applies the tree mask" in refusals["fa3"] and "attention_backend=fa3" in refusals["fa3"], refusals
+    assert refusals["ok"].startswith("base: "), refusals  # nothing refused: the release's own constructor ran
+    for case in ("tp", "graphs", "width", "fa3"):
+        assert "\n" not in refusals[case]
+
+
+def test_the_generated_worker_tests_run_with_the_real_package_importable(real):
+    """The generated stand-in tests no longer skip themselves where sglang is importable; they pass there."""
+    found = real.run('''
+        import importlib.util, pytest
+        assert importlib.util.find_spec("sglang") is not None
+        class Outcomes:
+            passed = skipped = 0
+            def pytest_runtest_logreport(self, report):
+                Outcomes.passed += report.when == "call" and report.passed
+                Outcomes.skipped += bool(report.skipped)
+        rc = pytest.main(["-q", "-p", "no:cacheprovider", str(ROOT / "ddtree_sglang" / "tests" / "test_worker.py")], plugins=[Outcomes()])
+        print(json.dumps({"rc": int(rc), "passed": Outcomes.passed, "skipped": Outcomes.skipped}))
+    ''')
+    assert found["rc"] == 0 and found["skipped"] == 0 and found["passed"] >= 20, found
+
+
+def test_a_site_that_cannot_be_built_skips_with_the_reason(tmp_path, monkeypatch):
+    import tests.support.real_sglang as support
+
+    failing = tmp_path / "env.sh"
+    failing.write_text("echo 'ERROR: Could not find a version that satisfies the requirement sglang==9.9' >&2\nexit 1\n")
+    monkeypatch.setattr(support, "SCRIPT", failing)
+    monkeypatch.setenv("SGLSCAN_TEST_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(pytest.skip.Exception, match=r"real sglang==9\.9 environment could not be built by env\.sh: ERROR: Could not find"):
+        real_sglang_site("9.9")
