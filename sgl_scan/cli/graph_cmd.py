@@ -18,7 +18,7 @@ from sgl_scan.reports.common import visible, visible_lines
 @click.option("--focus", help="Keep only the neighbourhood of an algorithm (EAGLE) or a symbol (qualified name or suffix).")
 @click.option("--depth", type=click.IntRange(min=0), default=1, show_default=True, help="Edges around --focus to keep.")
 @click.option("--dispatch", "dispatch", metavar="ALGO",
-              help="Instead of the graph, list every site whose branch ALGO reaches, with file:line, the worker, and "
+              help="Instead of the graph, list the sites whose branch ALGO reaches, with file:line, the worker, and "
                    "'negated' where it gets there as one of all-but-the-named algorithms (in the files the scope "
                    "takes; --scope full for the whole srt/ tree).")
 @click.option("--like", "like", metavar="BASE",

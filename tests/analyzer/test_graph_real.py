@@ -104,13 +104,13 @@ def test_graph_cli_like_and_negated_sides(analysis, sglang_0_5_23, tmp_path, mon
     home = tmp_path / "home"
     home.mkdir()
     (home / "facts").symlink_to(cache_root() / "facts-cache")
-    monkeypatch.setenv("SGL_SCAN_HOME", str(home))
+    monkeypatch.setenv("SGLSCAN_HOME", str(home))
     runner = CliRunner()
     base = ["graph", "--path", str(sglang_0_5_23 / "sglang"), "--scope", "full"]
     result = runner.invoke(cli, [*base, "--dispatch", "DDTREE", "--like", "DFLASH",
                                  "--claims", "is_dflash,is_dflash_family,is_some,is_speculative"])
     assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
+    lines = result.stdout.splitlines()  # stderr holds the pull's own line
     assert lines[0] == "DDTREE like DFLASH: predicates true for DDTREE: is_dflash, is_dflash_family, is_some, is_speculative"
 
     def line(at):

@@ -167,7 +167,7 @@ def test_svg_shapes_carry_the_classes_of_their_algorithms():
                 for el in root.iter() if el.get("class", "").split()[:1] in (["node"], ["edge"])}
     eagle3 = classes["EAGLE3"]
     assert eagle3 in by_title["EAGLE3 -> create_worker · is_eagle: is_eagle"]
-    assert eagle3 in by_title["create_worker · is_eagle -> EAGLEWorkerV2: creates"]
+    assert eagle3 in by_title["create_worker · is_eagle -> EAGLEWorkerV2: creates if not server_args.enable_multi_layer_eagle"]
     assert eagle3 not in by_title["EAGLE -> create_worker · is_eagle: is_eagle"]
     assert by_title["sglang.srt.speculative.ngram_worker.NGRAMWorker"] == {"node", "node-worker", classes["NGRAM"]}
     # every edge's classes match the algorithms of its own endpoints (the template pairs them by order)

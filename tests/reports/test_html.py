@@ -76,7 +76,7 @@ def test_report_in_headless_chromium(tmp_path):
     dom = Elements(rendered.dom)
     assert dom.count("table") >= 6  # algorithms, predicates, hooks, dispatch, d2t kinds, not analysed
     assert dom.count("svg", "dispatch-graph") == 1
-    assert dom.count("g", "node-algorithm") == 6 and dom.count("g", "node-worker") == 4
+    assert dom.count("g", "node-algorithm") == 6 and dom.count("g", "node-worker") == 5
     assert dom.count("div", "finding") == 3
     assert dom.count("td", "yes") == sum(len(p.members) for p in fx.inventory().predicates)
     width, height = screenshot(page, tmp_path, tmp_path / "report.png")
@@ -233,7 +233,7 @@ def test_picking_an_algorithm_greys_every_other_path(tmp_path):
     worker = "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2"
     assert {("node", "EAGLE3 (enum) at sglang/srt/speculative/spec_info.py:42"), ("node", worker),
             ("edge", "EAGLE3 -> create_worker · is_eagle: is_eagle"),
-            ("edge", "create_worker · is_eagle -> EAGLEWorkerV2: creates"),
+            ("edge", "create_worker · is_eagle -> EAGLEWorkerV2: creates if not server_args.enable_multi_layer_eagle"),
             ("edge", "EAGLE3 -> ServerArgs._handle_speculative_decoding: \"EAGLE3\"")} <= shown
     assert ("node", "EAGLE (enum) at sglang/srt/speculative/spec_info.py:41") in greyed
     assert ("edge", "EAGLE -> create_worker · is_eagle: is_eagle") in greyed
