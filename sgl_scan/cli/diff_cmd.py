@@ -18,13 +18,12 @@ the store's `latest`.
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 import click
 
 from sgl_scan.cli.options import SOURCE_PARAM_NAMES
-from sgl_scan.errors import ConfigError
+from sgl_scan.cli.output import emit, wants_color
 from sgl_scan.exitcodes import exit_code_for
 
 log = logging.getLogger(__name__)
@@ -160,14 +159,8 @@ def command(ctx: click.Context, a: str, b: str, fmt, output, select, ignore, fai
         a_manifest=a_snap.manifest, b_manifest=b_snap.manifest, a_label=a, b_label=b,
         rules=tuple(doc for doc in prepared.rules.docs() if doc.id in selected),
     )
-    color = output is None and fmt == "text" and sys.stdout.isatty()
+    color = wants_color(fmt, output)
     document = render_diff(diff, fmt, color=color)
-    if output:
-        try:
-            Path(output).write_text(document, encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
-    else:
-        click.echo(document, nl=not document.endswith("\n"))
+    emit(document, output)
     if fail_on != "never":
         ctx.exit(exit_code_for((f.severity for f in diff.new_findings), fail_on))

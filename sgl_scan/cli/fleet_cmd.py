@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from sgl_scan.cli.options import some_source_options
+from sgl_scan.cli.output import emit, wants_color
 from sgl_scan.errors import ConfigError, SnapshotError
 from sgl_scan.exitcodes import CLEAN, FINDINGS, exit_code_for
 
@@ -73,15 +73,9 @@ def command(ctx: click.Context, hosts, hosts_file, ssh_config_hosts, jobs, basel
                               tool_version=__version__, show=lambda text: progress.update(text, force=True))
     finally:
         progress.done()
-    color = output is None and fmt == "text" and sys.stdout.isatty()
+    color = wants_color(fmt, output)
     document = render_fleet(report, fmt, color=color)
-    if output:
-        try:
-            Path(output).write_text(document, encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
-    else:
-        click.echo(document, nl=not document.endswith("\n"))
+    emit(document, output)
     if not report.groups:
         raise SnapshotError(f"no host could be scanned ({len(report.hosts)} failed; see the report)")
     rc = exit_code_for((f.severity for g in report.groups for f in g.findings), fail_on)

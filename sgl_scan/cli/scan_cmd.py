@@ -7,7 +7,6 @@ changed-lines filter.
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
@@ -15,6 +14,7 @@ from typing import Callable, Mapping
 import click
 
 from sgl_scan.cli.options import pop_source_params, source_options, source_or_latest
+from sgl_scan.cli.output import emit, wants_color
 from sgl_scan.errors import ConfigError
 from sgl_scan.exitcodes import exit_code_for
 
@@ -196,15 +196,9 @@ def report_findings(
         artifact_root=artifact_root,
     )
     fmt = options.fmt or (format_for_path(options.output) if options.output else None) or "text"
-    color = options.output is None and fmt == "text" and sys.stdout.isatty()
+    color = wants_color(fmt, options.output)
     document = render(report, fmt, color=color)
-    if options.output:
-        try:
-            Path(options.output).write_text(document, encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot write {options.output}: {exc.strerror or exc}") from None
-    else:
-        click.echo(document, nl=not document.endswith("\n"))
+    emit(document, options.output)
 
     if options.write_baseline:
         recorded = filtered.kept + filtered.baselined
