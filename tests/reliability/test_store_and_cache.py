@@ -76,7 +76,10 @@ def test_a_damaged_blob_is_refused_by_its_hash_and_a_fresh_pull_is_clean(tmp_pat
     assert "corrupted" in line and "server_args.py" in line
     again = run_cli(["scan", "--path", str(mini_package), "--format", "json"], home)
     assert again.returncode in (0, 1), again.stderr
-    new_tree = max((home / "snapshots").glob("*/tree"), key=lambda p: p.parent.name)
+    # the snapshot the scan used (ids made within one second do not sort by time: never pick by name)
+    new_id = json.loads(again.stdout)["snapshot"]["id"]
+    assert new_id != snap_id
+    new_tree = home / "snapshots" / new_id / "tree"
     assert (new_tree / "sglang/srt/server_args.py").read_bytes() == (mini_package / "srt/server_args.py").read_bytes()
 
 
