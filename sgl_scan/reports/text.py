@@ -146,7 +146,7 @@ def _algorithms(out: _Out, report: Report) -> None:
     out.table(("ALGORITHM", "KIND", "WORKER", "DEFINED AT", "WORKER CHOSEN AT"), rows)
     chosen = [(a.name, conditional_workers(a)) for a in inv.algorithms if conditional_workers(a)]
     if chosen:
-        out.add("  Workers chosen by flags (WORKER above: every flag test false):")
+        out.add("  Workers chosen by flags (WORKER above: the default, with the flags off):")
         for name, choices in chosen:
             out.add(f"    {name}: " + "; ".join(choices))
 
