@@ -28,4 +28,6 @@ PY=${PYTHON:-python3}
 for v in ${SGLSCAN_REAL_SGLANG_VERSIONS:-0.5.23 0.5.11}; do
   PYTHON=.venv/bin/python scripts/real_sglang_env.sh "$v" >/dev/null || echo "test.sh: real sglang $v site not built; its tests will skip" >&2
 done
+# the installed entry point on PATH: the tests that run `sgl-scan` as a user would must not skip
+export PATH="$PWD/.venv/bin:$PATH"
 exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${SGLSCAN_TEST_JOBS:-${SGL_SCAN_TEST_JOBS:-2}}" "$@"
