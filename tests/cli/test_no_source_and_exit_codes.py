@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sgl_scan.cli import main
 from tests.snapshots.conftest import make_mini_package
-
-
-def _run(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
+from tests.support.cli import run_main as _run
 
 
 @pytest.mark.parametrize("command", [("scan",), ("graph", "--dispatch", "EAGLE")])

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from sgl_scan.cli import cli
 from tests.cli.gitrepo import commit_all, init_repo
+from tests.support.cli import run_main_in
 
 pytestmark = pytest.mark.slow
 
@@ -187,28 +188,13 @@ def test_without_paths_check_covers_the_whole_repository_from_any_folder(fork):
     assert (other.exit_code, sgl301(other)) == (0, [])
 
 
-def run_main(capsys, cwd: Path, *args: str) -> tuple[int, str, str]:
-    """The console entry point (errors become one line and an exit code)."""
-    from sgl_scan.cli import main
-
-    before = os.getcwd()
-    try:
-        os.chdir(cwd)
-        with pytest.raises(SystemExit) as exc:
-            main(list(args))
-    finally:
-        os.chdir(before)
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
-
-
 def test_a_diff_that_cannot_be_read_is_an_error_not_a_pass(fork, monkeypatch, capsys):
     from sgl_scan.cli import check_cmd
 
     root, repo = fork
     add_bug(root, repo)
     monkeypatch.setattr(check_cmd, "parse_unified_diff", lambda text: {})  # a misread diff
-    code, out, err = run_main(capsys, root, "check", "--diff-base", "main")
+    code, out, err = run_main_in(capsys, root, "check", "--diff-base", "main")
     assert (code, out) == (3, "")
     assert err == ("sgl-scan: error: git reports changes in 1 file(s) that were not read from its diff "
                    "(first: python/sglang/srt/models/llama_eagle3.py); refusing to pass the review\n")
@@ -266,6 +252,6 @@ def test_a_base_a_shallow_clone_lacks_is_one_line(upstream, tmp_path, capsys):
     root, _ = upstream
     where = ci_checkout(root, tmp_path / "ci", ["--depth=1", "origin", "+refs/pull/1/merge:refs/remotes/pull/1/merge"],
                         checkout="refs/remotes/pull/1/merge")
-    code, out, err = run_main(capsys, where, "check", "--diff-base", "HEAD~1")
+    code, out, err = run_main_in(capsys, where, "check", "--diff-base", "HEAD~1")
     assert (code, out) == (2, "") and "which this shallow clone does not have; fetch it first" in err
     assert len(err.strip().splitlines()) == 1

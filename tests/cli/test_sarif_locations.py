@@ -4,7 +4,6 @@ and the README's GitHub Actions recipe run end to end."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 from pathlib import Path
@@ -13,25 +12,13 @@ from urllib.parse import unquote, urlparse
 import jsonschema
 import pytest
 
-from sgl_scan.cli import main
 from tests.cli.test_review_safety import DIRECT, LLAMA, OFFSETS, copy_files, edit, git, line_of
+from tests.support.cli import run_main_in
 
 pytestmark = pytest.mark.slow
 
 REPO_ROOT = Path(__file__).parents[2]
 SCHEMA = json.loads((REPO_ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
-
-
-def run_main(capsys, cwd: Path, *args: str) -> tuple[int, str, str]:
-    before = os.getcwd()
-    try:
-        os.chdir(cwd)
-        with pytest.raises(SystemExit) as exc:
-            main(list(args))
-    finally:
-        os.chdir(before)
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
 
 
 def locations(document: dict):
@@ -79,7 +66,7 @@ def repo_with_bug(tmp_path, sglang_0_5_23):
 
 def test_check_sarif_locations_are_repository_paths(capsys, repo_with_bug):
     root = repo_with_bug
-    code, out, err = run_main(capsys, root, "check", "--diff-base", "main", "--format", "sarif")
+    code, out, err = run_main_in(capsys, root, "check", "--diff-base", "main", "--format", "sarif")
     assert code == 1, err
     document = json.loads(out)
     uris = assert_placeable(document, root)
@@ -89,17 +76,17 @@ def test_check_sarif_locations_are_repository_paths(capsys, repo_with_bug):
 
 def test_scan_sarif_root_and_the_default_snapshot_root_both_resolve(capsys, repo_with_bug, tmp_path):
     root = repo_with_bug
-    code, out, err = run_main(capsys, tmp_path, "scan", "--path", str(root / "python"), "--format", "sarif",
+    code, out, err = run_main_in(capsys, tmp_path, "scan", "--path", str(root / "python"), "--format", "sarif",
                               "--sarif-root", str(root))
     assert code == 1, err
     assert f"python/{LLAMA}" in assert_placeable(json.loads(out), root)
     # without --sarif-root: relative to the snapshot tree root, the folder holding sglang/
-    code, out, err = run_main(capsys, tmp_path, "scan", "--path", str(root / "python"), "--format", "sarif")
+    code, out, err = run_main_in(capsys, tmp_path, "scan", "--path", str(root / "python"), "--format", "sarif")
     assert LLAMA in assert_placeable(json.loads(out), root / "python")
     # a --sarif-root that does not hold the package is a usage error
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    code, out, err = run_main(capsys, tmp_path, "scan", "--path", str(root / "python"), "--format", "sarif",
+    code, out, err = run_main_in(capsys, tmp_path, "scan", "--path", str(root / "python"), "--format", "sarif",
                               "--sarif-root", str(elsewhere))
     assert (code, out) == (2, "") and "is not inside it" in err
 
@@ -147,7 +134,7 @@ def test_the_readme_actions_recipe_uploads_placeable_locations(capsys, tmp_path,
     steps = [shlex.split(r.replace("${{ github.base_ref }}", "main")) for r in runs if r.startswith("sgl-scan ")]
     assert steps and all(step[0] == "sgl-scan" for step in steps), runs
     for step in steps:
-        code, _, err = run_main(capsys, workspace, *step[1:])
+        code, _, err = run_main_in(capsys, workspace, *step[1:])
         assert code in (0, 1), err
     document = json.loads((workspace / options["sarif_file"]).read_text())
     uris = assert_placeable(document, workspace)

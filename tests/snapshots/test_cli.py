@@ -11,17 +11,10 @@ import sys
 
 import pytest
 
-from sgl_scan.cli import main
 from sgl_scan.snapshots.store import Store
 from tests.snapshots.conftest import MINI_SPECULATIVE, ssh_params
 from tests.support.releases import release_wheel
-
-
-def _run(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
+from tests.support.cli import run_main as _run
 
 
 def _entry_point() -> list[str]:

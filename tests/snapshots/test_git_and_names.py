@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sgl_scan.cli import main
 from tests.snapshots.conftest import ssh_params
+from tests.support.cli import run_main as _run
 
 pytestmark = pytest.mark.slow
 
@@ -26,13 +26,6 @@ ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_
 
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=cwd, env={**os.environ, **ENV}, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def _run(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
 
 
 def latest(capsys) -> dict:

@@ -6,23 +6,14 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-
 from sgl_scan.analyzer.cache import signature, tree_key
-from sgl_scan.cli import main
 from sgl_scan.paths import facts_cache_dir, snapshots_dir
 from sgl_scan.snapshots.resolve import obtain_snapshot
 from sgl_scan.snapshots.store import Store
 from tests.snapshots.conftest import make_mini_package
 from tests.support.gitrepo import copy_package
 from tests.support.releases import release_tree
-
-
-def _run(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
+from tests.support.cli import run_main as _run
 
 
 def _latest(capsys) -> str:

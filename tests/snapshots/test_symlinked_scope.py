@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sgl_scan.cli import main
 from tests.snapshots.conftest import ssh_params
+from tests.support.cli import run_main as _run
 
 pytestmark = pytest.mark.slow
 
@@ -23,13 +23,6 @@ FILES = (
     "srt/models/llama_eagle3.py",
     "srt/layers/sampler.py",
 )
-
-
-def _run(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out = capsys.readouterr()
-    return exc.value.code, out.out, out.err
 
 
 def _ssh_args(server, root):
