@@ -10,17 +10,15 @@ means EAGLE, and no string compared with the algorithm names nothing: no SGL203 
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from sgl_scan.analyzer.extractors.aliases import AliasResolverExtractor
 from sgl_scan.analyzer.extractors.records import AliasResolver
-from tests.analyzer.extractors.driver import facts_for
-import functools
-
-from sgl_scan.analyzer.pipeline import analyze_tree
 from sgl_scan.rules.engine import run_rules
-from sgl_scan.snapshots.scope import select_local
-from tests.support.releases import cache_root, release_tree
+from tests.analyzer.extractors.driver import facts_for
+from tests.support.releases import analyse_release, release_tree
 
 pytestmark = pytest.mark.slow
 
@@ -39,12 +37,7 @@ RESOLVERS = {
 @functools.lru_cache(maxsize=None)
 def analysed(version: str):
     """(analysis, findings) of a default-scope scan of a release, as the snapshot layer selects files."""
-    tree = release_tree(version)
-    package = tree / "sglang"
-    relative = [p.relative_to(package).as_posix() for p in package.rglob("*.py")]
-    paths = ["sglang/" + p for p in select_local(relative, "speculative", lambda p: (package / p).read_bytes())]
-    analysis = analyze_tree(tree, paths, snapshot_id=f"pypi-{version}", sglang_version=version,
-                            cache_dir=cache_root() / "facts-cache", jobs=2, progress=None)
+    analysis = analyse_release(version)
     return analysis, tuple(run_rules(analysis))
 
 

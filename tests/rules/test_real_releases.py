@@ -15,10 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sgl_scan.analyzer.pipeline import analyze_tree
 from sgl_scan.rules.engine import run_rules
-from sgl_scan.snapshots.scope import select_local
-from tests.support.releases import cache_root, release_tree
+from tests.support.releases import analyse_release
 
 EXPECTED = Path(__file__).resolve().parents[1] / "data" / "expected"
 
@@ -33,15 +31,7 @@ def _at(text: str) -> tuple[str, int]:
 @functools.lru_cache(maxsize=None)
 def analysed(version: str):
     """(version, analysis, findings, expected) for a release, computed once per test session."""
-    tree = release_tree(version)
-    package = tree / "sglang"
-    # The files a default (`--scope speculative`) scan takes, as the snapshot layer selects them.
-    relative = [p.relative_to(package).as_posix() for p in package.rglob("*.py")]
-    paths = ["sglang/" + p for p in select_local(relative, "speculative", lambda p: (package / p).read_bytes())]
-    analysis = analyze_tree(
-        tree, paths, snapshot_id=f"pypi-{version}", sglang_version=version,
-        cache_dir=cache_root() / "facts-cache", jobs=2, progress=None,
-    )
+    analysis = analyse_release(version)
     expected = json.loads((EXPECTED / f"{version}.json").read_text())
     return version, analysis, run_rules(analysis), expected
 
@@ -159,13 +149,7 @@ def test_no_false_errors_in_released_code(release):
 
 @functools.lru_cache(maxsize=None)
 def _findings_only(version: str):
-    tree = release_tree(version)
-    package = tree / "sglang"
-    relative = [p.relative_to(package).as_posix() for p in package.rglob("*.py")]
-    paths = ["sglang/" + p for p in select_local(relative, "speculative", lambda p: (package / p).read_bytes())]
-    analysis = analyze_tree(tree, paths, snapshot_id=f"pypi-{version}", sglang_version=version,
-                            cache_dir=cache_root() / "facts-cache", jobs=2, progress=None)
-    return run_rules(analysis)
+    return run_rules(analyse_release(version))
 
 
 @pytest.mark.parametrize("version", ["0.4.10", "0.5.3", "0.5.4", "0.5.8", "0.5.12", "0.5.20", "0.5.21", "0.5.22"])

@@ -8,6 +8,7 @@ and is safe to fill from several pytest-xdist workers at once.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import shutil
 import subprocess
@@ -82,3 +83,18 @@ def release_tree(version: str) -> Path:
         shutil.rmtree(target, ignore_errors=True)
         staging.rename(target)
         return target
+
+
+@functools.lru_cache(maxsize=None)
+def analyse_release(version: str):
+    """The `Analysis` of a release's default-scope files (as the snapshot layer selects them), once per
+    session; facts come from the shared cache under `cache_root()`."""
+    from sgl_scan.analyzer.pipeline import analyze_tree
+    from sgl_scan.snapshots.scope import select_local
+
+    tree = release_tree(version)
+    package = tree / "sglang"
+    relative = [p.relative_to(package).as_posix() for p in package.rglob("*.py")]
+    paths = ["sglang/" + p for p in select_local(relative, "speculative", lambda p: (package / p).read_bytes())]
+    return analyze_tree(tree, paths, snapshot_id=f"pypi-{version}", sglang_version=version,
+                        cache_dir=cache_root() / "facts-cache", jobs=2, progress=None)
