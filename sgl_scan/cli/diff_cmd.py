@@ -153,11 +153,10 @@ def command(ctx: click.Context, a: str, b: str, fmt, output, select, ignore, fai
     a_params, b_params = side_params((a, b), shared)
     a_snap, a_analysis, a_findings = _scan(a, a_params, prepared, "A")
     b_snap, b_analysis, b_findings = _scan(b, b_params, prepared, "B")
-    selected = set(prepared.selection.rule_ids(prepared.rules))
     diff = compute_diff(
         a_analysis, a_findings, b_analysis, b_findings,
         a_manifest=a_snap.manifest, b_manifest=b_snap.manifest, a_label=a, b_label=b,
-        rules=tuple(doc for doc in prepared.rules.docs() if doc.id in selected),
+        rules=prepared.rule_docs(),
     )
     color = wants_color(fmt, output)
     document = render_diff(diff, fmt, color=color)

@@ -50,7 +50,7 @@ def command(ctx: click.Context, hosts, hosts_file, ssh_config_hosts, jobs, basel
       sgl-scan fleet --hosts-file hosts.txt --baseline-host gpu-1 --fail-on-drift
     """
     from sgl_scan import __version__
-    from sgl_scan.cli.scan_cmd import FindingOptions, prepare
+    from sgl_scan.cli.scan_cmd import FindingOptions, kept_findings, prepare
     from sgl_scan.fleet.hosts import collect_hosts
     from sgl_scan.fleet.run import DEFAULT_JOBS, build_report, pull_hosts
     from sgl_scan.reports import format_for_path
@@ -69,7 +69,8 @@ def command(ctx: click.Context, hosts, hosts_file, ssh_config_hosts, jobs, basel
     progress = Progress("sgl-scan fleet")
     try:
         pulled = pull_hosts(entries, params, jobs=jobs or DEFAULT_JOBS, show=progress.update)
-        report = build_report(pulled, prepared, scope=scopes.check_scope(ssh.get("scope")), baseline_host=baseline_host,
+        report = build_report(pulled, prepared.rule_docs(), lambda snapshot, analysis: kept_findings(snapshot, analysis, prepared),
+                              scope=scopes.check_scope(ssh.get("scope")), baseline_host=baseline_host,
                               tool_version=__version__, show=lambda text: progress.update(text, force=True))
     finally:
         progress.done()

@@ -71,6 +71,11 @@ class Prepared:
     selection: object  # Selection
     baseline: object | None  # Baseline
 
+    def rule_docs(self) -> tuple:
+        """The documentation of the rules the selection keeps (what a report lists)."""
+        selected = set(self.selection.rule_ids(self.rules))
+        return tuple(doc for doc in self.rules.docs() if doc.id in selected)
+
 
 def prepare(options: FindingOptions) -> Prepared:
     from sgl_scan.rules.baseline import read_baseline
@@ -182,13 +187,12 @@ def report_findings(
     )
     log.info("findings: %s", ", ".join(f"{k} {v}" for k, v in filtered.counts().items()))
 
-    selected_ids = set(prepared.selection.rule_ids(prepared.rules))
     report = Report(
         manifest=snapshot.manifest,
         inventory=analysis.inventory,
         findings=filtered.kept,
         parse_errors=analysis.parse_errors,
-        rules=tuple(doc for doc in prepared.rules.docs() if doc.id in selected_ids),
+        rules=prepared.rule_docs(),
         tool_version=__version__,
         sources={path: sources[path] for path in {f.path for f in filtered.kept} if path in sources},
         config=_config_used(),

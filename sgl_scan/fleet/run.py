@@ -21,6 +21,7 @@ from typing import Callable, Mapping, Sequence
 from sgl_scan.errors import SglScanError
 from sgl_scan.fleet.hosts import HostEntry
 from sgl_scan.fleet.model import FleetDiff, FleetGroup, FleetHost, FleetReport
+from sgl_scan.reports.model import RuleDoc
 from sgl_scan.snapshots.manifest import Manifest, Snapshot
 
 DEFAULT_JOBS = 16  # pulls wait on the network and the remote host, not on this machine's CPU
@@ -119,11 +120,12 @@ def pull_hosts(entries: Sequence[HostEntry], params: Mapping, *, jobs: int = DEF
     return [results[i] for i in range(len(entries))]
 
 
-def build_report(pulled: Sequence[Pulled], prepared, *, scope: str, baseline_host: str | None = None,
-                 tool_version: str = "", show: Callable[[str], None] = lambda text: None) -> FleetReport:
-    """Group the pulled snapshots, analyse and check each group once, diff every group with the baseline."""
+def build_report(pulled: Sequence[Pulled], rules: Sequence[RuleDoc], check: Callable[[Snapshot, object], list], *,
+                 scope: str, baseline_host: str | None = None, tool_version: str = "",
+                 show: Callable[[str], None] = lambda text: None) -> FleetReport:
+    """Group the pulled snapshots, analyse and check each group once (`check(snapshot, analysis)`: the
+    selected rules' findings), diff every group with the baseline. `rules`: the selected rules' docs."""
     from sgl_scan.analyzer.pipeline import analyze
-    from sgl_scan.cli.scan_cmd import kept_findings
     from sgl_scan.reports.common import git_label
     from sgl_scan.reports.diff import compute_diff
 
@@ -145,7 +147,7 @@ def build_report(pulled: Sequence[Pulled], prepared, *, scope: str, baseline_hos
         groups.append(FleetGroup(
             id=group_of[key], hosts=tuple(item.entry.label for item in members[key]), content_key=key,
             manifest=first.manifest, inventory=analysis.inventory,
-            findings=tuple(kept_findings(first, analysis, prepared)), patch_files=tuple(touched),
+            findings=tuple(check(first, analysis)), patch_files=tuple(touched),
         ))
 
     hosts = []
@@ -182,9 +184,8 @@ def build_report(pulled: Sequence[Pulled], prepared, *, scope: str, baseline_hos
             a_manifest=base.manifest, b_manifest=group.manifest,
             a_label=f"{baseline} ({', '.join(base.hosts)})", b_label=f"{group.id} ({', '.join(group.hosts)})",
         )))
-    selected = set(prepared.selection.rule_ids(prepared.rules))
     return FleetReport(
         hosts=tuple(hosts), groups=tuple(groups), baseline=baseline, diffs=tuple(diffs), scope=scope,
-        rules=tuple(doc for doc in prepared.rules.docs() if doc.id in selected),
+        rules=tuple(rules),
         tool_version=tool_version, notes=tuple(notes),
     )
