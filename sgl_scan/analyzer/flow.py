@@ -8,8 +8,12 @@ flow"). It has two halves, one per stage:
   (the conjunction of the tests that must hold to get there: enclosing `if`/`elif`/`else` arms,
   earlier `if C: return/raise/continue/break` exits, `assert C`), the *decision* every dispatch
   term sits in (the whole boolean test around it: `not (a or b)` is one decision), whether that
-  decision refuses loudly on one side (`raise`, `assert`), and the worker classes the function
-  creates with their path conditions (including `W = A if flag else B; W(...)`).
+  decision refuses loudly on one side (`raise`, `assert`, a problem collected into a table or list
+  that is raised below), and the worker classes the function creates with their path conditions
+  (including `W = A if flag else B; W(...)`), its calls that ask the algorithm object for its
+  worker (`spec_algorithm.create_worker(...)`: a *delegate*), and the worker expressions it cannot
+  read (a lookup, `getattr`, a call result it cannot follow, returned or assigned to
+  `draft_worker`): said out loud, never guessed.
 * **Across files** (`evaluate`, `side`, `flags_text`, used by `build_inventory`): the same
   conditions evaluated for one algorithm, once every dispatch term's truth for it is known. What is
   left after the algorithm's terms are replaced is a condition on flags (`enable_overlap`); an
@@ -101,14 +105,17 @@ class Decision:
     test: Cond
     context: Cond  # path condition of the statement holding the test
     refuses: str | None  # "raise" | "assert" | "return" (`return False, reason`) when one side of the test refuses loudly
+    # ("raise" also for a problem collected into a table or list that is raised below)
 
 
 @dataclass(frozen=True)
 class WorkerUse:
-    """A worker class a function creates or returns, and the path condition that gets there."""
+    """A worker a function creates or returns, and the path condition that gets there."""
 
-    node: ast.AST  # the class reference (for its position and name)
+    node: ast.AST  # the class reference, the delegate call, or the expression not read (its position)
     context: Cond
+    kind: str = "class"  # "class" | "delegate" (the algorithm object's own worker) | "unread"
+    reason: str | None = None  # for "unread": what the expression is, in words
 
 
 class FunctionFlow:
@@ -116,19 +123,25 @@ class FunctionFlow:
 
     `term_key(node)` gives ("term", line, column) for an `ast` node that is a dispatch term, else
     None; `text(node)` its normalised source; `worker(node)` is truthy for a reference to a
-    `…Worker` class (a name, attribute or call of one).
+    `…Worker` class (a name, attribute or call of one); `delegate(node)` for a call that asks the
+    algorithm object for its worker (`self.spec_algorithm.create_draft_worker(...)`).
     """
 
     def __init__(self, body: list[ast.stmt], term_key: Callable[[ast.AST], Optional[Cond]],
                  text: Callable[[ast.AST], str], column: Callable[[ast.AST], int],
-                 worker: Callable[[ast.AST], bool]) -> None:
-        self.term_key, self.text, self.column, self.is_worker = term_key, text, column, worker
+                 worker: Callable[[ast.AST], bool], delegate: Callable[[ast.AST], bool] = lambda node: False) -> None:
+        self.term_key, self.text, self.column, self.is_worker, self.is_delegate = term_key, text, column, worker, delegate
         self.decisions: dict[int, Decision] = {}  # id(term node) -> its decision
         self.workers: list[WorkerUse] = []
         self._locals = _single_assignments(body)
         self._classes: dict[str, list[tuple[ast.AST, Cond]]] = {}
+        self._delegated: set[str] = set()  # locals holding the algorithm object's worker class
         self._substituting: set[str] = set()
+        self._returns: list[tuple[ast.Return, Cond]] = []
+        self._tables = _raised_tables(body)
+        self._problem_lists = _raised_lists(body)
         self._walk(body, TRUE)
+        self._unread_returns()
 
     # conditions ------------------------------------------------------------------------------
     def condition(self, node: ast.AST) -> Cond:
@@ -169,7 +182,8 @@ class FunctionFlow:
             return context
         if isinstance(statement, ast.If):
             test = self.condition(statement.test)
-            refuses = _refusal(statement.body) or _refusal(statement.orelse)
+            refuses = _refusal(statement.body) or _refusal(statement.orelse) or \
+                ("raise" if _only_collects(statement.body, self._problem_lists) else None)
             kind = "exit" if not statement.orelse and _bare_exit(statement.body) else "if"
             self._decide(statement.test, kind, context, refuses)
             after_body = self._walk(statement.body, conjoin((context, test)))
@@ -212,6 +226,9 @@ class FunctionFlow:
         self._uses(statement, context)
         if isinstance(statement, ast.Assign):
             self._class_variable(statement, context)
+            self._draft_worker_slot(statement, context)
+        if isinstance(statement, ast.Return) and statement.value is not None:
+            self._returns.append((statement, context))
         if isinstance(statement, _EXITS):
             return FALSE
         return context
@@ -252,7 +269,18 @@ class FunctionFlow:
                 owner = parents.get(id(root))
                 kind = ("message" if _message(owner) else "ifexp") if isinstance(owner, ast.IfExp) and owner.test is root else \
                     "filter" if isinstance(owner, ast.comprehension) and root in owner.ifs else "value"
-                self._record(root, kind, context, None)
+                refuses = "raise" if kind == "value" and self._raised_entry(root, parents) else None
+                self._record(root, kind, context, refuses)
+
+    def _raised_entry(self, root: ast.AST, parents: dict[int, ast.AST]) -> bool:
+        """`problems = [(<root>, "why"), ...]` iterated below by `for bad, why in problems: if bad: raise`."""
+        row = parents.get(id(root))
+        table = parents.get(id(row)) if isinstance(row, ast.Tuple) else None
+        assign = parents.get(id(table)) if isinstance(table, (ast.List, ast.Tuple)) else None
+        if not isinstance(assign, ast.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
+            return False
+        index = next(i for i, element in enumerate(row.elts) if element is root)
+        return index in self._tables.get(assign.targets[0].id, ())
 
     # workers ------------------------------------------------------------------------------------
     def _uses(self, statement: ast.stmt, context: Cond) -> None:
@@ -263,6 +291,8 @@ class FunctionFlow:
                 if isinstance(node.func, ast.Name) and node.func.id in self._classes:
                     for ref, cond in self._classes[node.func.id]:
                         self.workers.append(WorkerUse(ref, conjoin((context, cond))))
+                elif self.is_delegate(node):
+                    self.workers.append(WorkerUse(node, context, "delegate"))
                 else:
                     self._use(node, context)
 
@@ -274,12 +304,96 @@ class FunctionFlow:
             self.workers.append(WorkerUse(node, context))
 
     def _class_variable(self, statement: ast.Assign, context: Cond) -> None:
-        """`W = A if flag else B` / `W = A`: a variable holding a worker class, called later."""
+        """`W = A if flag else B` / `W = A`: a variable holding a worker class, called later; `W =
+        self.spec_algorithm.create_worker(...)`: one holding the algorithm object's worker class."""
         if len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Name):
             return
+        name = statement.targets[0].id
         arms = list(_class_arms(statement.value, TRUE, self.condition))
         if arms and all(self.is_worker(ref) and not isinstance(ref, ast.Call) for ref, _ in arms):
-            self._classes[statement.targets[0].id] = arms
+            self._classes[name] = arms
+        elif self.is_delegate(statement.value):
+            self._delegated.add(name)
+        elif isinstance(statement.value, ast.Name) and statement.value.id in self._delegated:
+            self._delegated.add(name)
+
+    # worker expressions it cannot read ----------------------------------------------------------------
+    def unreadable(self, node: ast.AST) -> str | None:
+        """Why `node`, where a worker (class or instance) is expected, cannot be read; None when it can
+        (a worker class or a call of one, a local holding them, a delegate, None)."""
+        if isinstance(node, ast.Constant) and node.value is None:
+            return None
+        if self.is_worker(node) or self.is_delegate(node):
+            return None
+        if isinstance(node, ast.IfExp):
+            return self.unreadable(node.body) or self.unreadable(node.orelse)
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and (func.id in self._classes or func.id in self._delegated):
+                return None
+            if isinstance(func, ast.Name) and func.id in self._locals and func.id not in self._substituting:
+                return self._through_local(func.id)
+            return _opaque(func, self.text, call=True)
+        if isinstance(node, ast.Name):
+            if node.id in self._classes or node.id in self._delegated:
+                return None
+            if node.id in self._locals and node.id not in self._substituting:
+                return self._through_local(node.id)
+        return _opaque(node, self.text, call=False)
+
+    def _through_local(self, name: str) -> str | None:
+        self._substituting.add(name)
+        try:
+            inner = self.unreadable(self._locals[name])
+        finally:
+            self._substituting.discard(name)
+        return None if inner is None else f"`{name}`, which holds {inner}"
+
+    def _draft_worker_slot(self, statement: ast.Assign, context: Cond) -> None:
+        """`self.draft_worker = E(...)`: the worker the caller runs is made here; E must be readable
+        (reading an existing one, `w = self.draft_worker`, makes nothing)."""
+        if len(statement.targets) != 1 or _last_name(statement.targets[0]) != "draft_worker" \
+                or not isinstance(statement.value, ast.Call):
+            return
+        reason = self.unreadable(statement.value)
+        if reason is not None:
+            self.workers.append(WorkerUse(statement.value, context, "unread", reason))
+
+    def _unread_returns(self) -> None:
+        """In a function that returns workers, every other return must give one too (or None)."""
+        readable = [(node, context) for node, context in self._returns if self.unreadable(node.value) is None
+                    and not (isinstance(node.value, ast.Constant) and node.value.value is None)]
+        if not readable:
+            return
+        for node, context in self._returns:
+            reason = self.unreadable(node.value)
+            if reason is not None:
+                self.workers.append(WorkerUse(node.value, context, "unread", reason))
+
+
+def _last_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _opaque(node: ast.AST, text: Callable[[ast.AST], str], *, call: bool) -> str:
+    """In words, a worker expression the flow layer does not follow (`node` is the callee when `call`)."""
+    shown = text(node)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    if call and isinstance(node, ast.Name) and node.id == "getattr":
+        return "a `getattr(...)` lookup"
+    if isinstance(node, ast.Subscript):
+        return f"a lookup (`{shown}`)" + (", called" if call else "")
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
+        return f"a `getattr(...)` lookup" + (", called" if call else "")
+    if call or isinstance(node, ast.Call):
+        callee = node if call else node.func
+        name = _last_name(callee) or text(callee)
+        return f"the result of `{name}(...)`, a call the analyzer does not follow"
+    if isinstance(node, ast.Name):
+        return f"`{shown}`, a parameter or variable the analyzer does not follow"
+    return f"`{shown}`, not a worker class the analyzer can name"
 
 
 def _class_arms(node: ast.AST, cond: Cond, condition) -> Iterator[tuple[ast.AST, Cond]]:
@@ -311,6 +425,66 @@ def _single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
                     seen.setdefault(name.id, []).extend([node, node])
         stack.extend(ast.iter_child_nodes(node))
     return {name: values[0] for name, values in seen.items() if len(values) == 1 and isinstance(values[0], ast.expr)}
+
+
+# -- problems collected, then raised ------------------------------------------------------------------------
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a suite and of the suites inside it (not entering nested definitions)."""
+    for statement in body:
+        if isinstance(statement, _SCOPES):
+            continue
+        yield statement
+        for field in ("body", "orelse", "finalbody"):
+            part = getattr(statement, field, None)
+            if isinstance(part, list):
+                yield from _statements(part)
+        for handler in getattr(statement, "handlers", ()):
+            yield from _statements(handler.body)
+
+
+def _raised_tables(body: list[ast.stmt]) -> dict[str, set[int]]:
+    """`for bad, why in TABLE: if bad: raise ...` (0.5.19-0.5.23 arg_groups/lora_hook.py): TABLE's
+    name -> the positions in each row whose truth makes the loop refuse."""
+    out: dict[str, set[int]] = {}
+    for loop in _statements(body):
+        if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Name) or not isinstance(loop.target, ast.Tuple):
+            continue
+        for index, element in enumerate(loop.target.elts):
+            if isinstance(element, ast.Name) and any(
+                    isinstance(inner, ast.If) and isinstance(inner.test, ast.Name) and inner.test.id == element.id
+                    and _refusal(inner.body) in ("raise", "assert") for inner in _statements(loop.body)):
+                out.setdefault(loop.iter.id, set()).add(index)
+    return out
+
+
+def _raised_lists(body: list[ast.stmt]) -> set[str]:
+    """Local lists of problems that are raised when not empty: `problems = []` ... `if problems: raise`
+    (or `assert not problems`)."""
+    empty, raised = set(), set()
+    for statement in _statements(body):
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name) \
+                and isinstance(statement.value, ast.List) and not statement.value.elts:
+            empty.add(statement.targets[0].id)
+        elif isinstance(statement, ast.If) and _refusal(statement.body) in ("raise", "assert"):
+            test = statement.test
+            if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "len" and test.args:
+                test = test.args[0]
+            if isinstance(test, ast.Name):
+                raised.add(test.id)
+        elif isinstance(statement, ast.Assert) and isinstance(statement.test, ast.UnaryOp) \
+                and isinstance(statement.test.op, ast.Not) and isinstance(statement.test.operand, ast.Name):
+            raised.add(statement.test.operand.id)
+    return empty & raised
+
+
+def _only_collects(body: list[ast.stmt], lists: set[str]) -> bool:
+    """A suite that only records a problem in such a list (`problems.append("why")`)."""
+    def collects(statement: ast.stmt) -> bool:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend") \
+            and isinstance(call.func.value, ast.Name) and call.func.value.id in lists
+
+    return bool(lists) and bool(body) and all(collects(statement) for statement in body)
 
 
 def _bare_exit(body: list[ast.stmt]) -> bool:

@@ -30,11 +30,12 @@ from sgl_scan.analyzer.extractors.records import (
     PredicateBody,
     Registration,
     UnreadRecord,
+    WorkerDelegate,
     WorkerFactory,
     WorkerRef,
     WorkerSite,
 )
-from sgl_scan.analyzer.flow import FALSE, TRUE, evaluate, flags_text, side, terms_in
+from sgl_scan.analyzer.flow import FALSE, TRUE, conjoin, evaluate, flags_text, negate, side, terms_in
 from sgl_scan.analyzer.model import (
     Algorithm,
     AlgorithmClass,
@@ -243,7 +244,14 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
 
     branches = recs.get(Branch, [])
     branch_of_term = _branch_workers(branches)
-    worker_of = _workers(algo, recs.get(WorkerSite, []), truths, universe)
+
+    def term_text(path: str, key: tuple) -> str:
+        term = term_at.get((path, key[1], key[2]))
+        if term is None:
+            return "?"
+        return f"{term.subject}.{term.detail}()" if term.via == "predicate" else f"{term.subject} vs {term.detail}"
+
+    worker_of = _workers(algo, recs.get(WorkerSite, []), truths, universe, term_text, unread)
     sites_of = defaultdict(list)
     for path, site in recs.get(WorkerSite, []):
         sites_of[site.function].append((path, site))
@@ -257,31 +265,32 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
                 continue
             flowed = [(p, s) for p, s in sites_of.get(reg.worker, []) if p == fpath]
             if flowed:
-                choices = [(s, evaluate(s.context, {}), p) for p, s in flowed]
-                worker_of[name] = _choices(choices)
-            else:
+                worker_of[name] = ([(s, evaluate(s.context, {}), p) for p, s in flowed], None)
+            else:  # a factory the flow layer did not read: every worker it may return, its last one the default
                 refs = [(WorkerSite(**vars(r.at), qualname=r.qualname, function=reg.worker, context=TRUE), TRUE, fpath)
                         for r in factory.workers]
                 default = next(c for c in refs if c[0].qualname == factory.fallthrough.qualname
                                and c[0].line == factory.fallthrough.at.line)
-                worker_of[name] = (default, [(c[0], None, c[2]) for c in refs])
+                worker_of[name] = (refs, default)
         elif reg.worker.rpartition(".")[2].endswith("Worker"):
             site = WorkerSite(reg.line, reg.column, reg.end_line, qualname=reg.worker, function=reg.function, context=TRUE)
-            worker_of[name] = ((site, TRUE, path), [(site, None, path)])
+            worker_of[name] = ([(site, TRUE, path)], None)
         if name not in worker_of:
             unread.append(Unread("worker", name, _loc(path, reg),
                                  f"the worker that {reg.worker.rpartition('.')[2]} gives could not be read"))
+    _delegated(worker_of, recs.get(WorkerDelegate, []), recs.get(WorkerSite, []), truths, universe)
 
     algorithms = []
     for name in universe:
         preds = tuple(p.name for p in predicates if name in p.members)
-        found = worker_of.get(name)
-        if found:
-            (ref, _cond, path), choices = found
-            workers = tuple(dict.fromkeys(WorkerChoice(s.qualname, text, _loc(p, s)) for s, text, p in choices))
-            algorithms.append(Algorithm(name, kinds[name], locations[name], preds, ref.qualname, _loc(path, ref), workers))
+        choices, default = worker_of.get(name, ([], None))
+        default = default or _default(choices)
+        workers = tuple(dict.fromkeys(WorkerChoice(s.qualname, flags_text(cond), _loc(p, s)) for s, cond, p in choices))
+        if default:
+            site, _cond, path = default
+            algorithms.append(Algorithm(name, kinds[name], locations[name], preds, site.qualname, _loc(path, site), workers))
         else:
-            algorithms.append(Algorithm(name, kinds[name], locations[name], preds, None, None, ()))
+            algorithms.append(Algorithm(name, kinds[name], locations[name], preds, None, None, workers))
 
     unread_predicates = {u.name for u in unread if u.what == "predicate"}
     resolvers = {(path, record.line) for path, record in recs.get(AliasAssign, [])}
@@ -308,7 +317,7 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         dispatch.append(site)
 
     for path, record in recs.get(UnreadRecord, []):
-        if record.what != "registration" or not _is_algorithm_call(record, algo):
+        if record.what == "registration" and not _is_algorithm_call(record, algo):
             continue
         unread.append(Unread(record.what, record.name, _loc(path, record), record.reason))
     unread.extend(_unread_aliases(recs, algo, set(universe), aliases))
@@ -440,13 +449,16 @@ def _branch_workers(branches) -> dict[tuple[str, DispatchTerm], WorkerRef]:
     return out
 
 
-def _workers(algo, worker_sites, truths, universe):
+def _workers(algo, worker_sites, truths, universe, term_text, unread: list[Unread]):
     """Workers per algorithm from the worker sites of functions that test the algorithm.
 
     Functions are read in order (the algorithm class's own `create_worker` first, then by path); the
     first in which an algorithm reaches a worker gives all its workers there, each with what is left
     of its path condition once the algorithm's tests are decided (the flags that pick it). Sites
-    whose path condition tests no algorithm (`if flag: W(...)`) are no dispatch.
+    whose path condition tests no algorithm (`if flag: W(...)`) are no dispatch here (see
+    `_delegated`). A site whose condition still holds a test that could not be evaluated (a
+    predicate that could not be read) is listed as unread, never guessed.
+    Returns name -> (choices [(site, residual condition, path)], None).
     """
     by_function: dict[tuple[int, str, str], list[tuple[str, WorkerSite]]] = defaultdict(list)
     for path, site in worker_sites:
@@ -455,23 +467,76 @@ def _workers(algo, worker_sites, truths, universe):
         own = algo is not None and site.owner_class == algo.qualname
         by_function[(0 if own else 1, path, site.function)].append((path, site))
     worker_of: dict[str, tuple] = {}
+    unknown: dict[tuple, set] = {}
     for key in sorted(by_function):
         sites = sorted(by_function[key], key=lambda pair: (pair[1].line, pair[1].column))
         for name in universe:
-            if name in worker_of:
-                continue
             truth = truths.get(key[1], {}).get(name, {})
             reached = [(site, evaluate(site.context, truth), path) for path, site in sites]
+            for site, cond, path in reached:
+                if cond != FALSE and any(True for _ in terms_in(cond)):
+                    unknown.setdefault((path, site), set()).update(terms_in(cond))
+            if name in worker_of:
+                continue
             reached = [r for r in reached if r[1] != FALSE and not any(True for _ in terms_in(r[1]))]
             if reached:
-                worker_of[name] = _choices(reached)
+                worker_of[name] = (reached, None)
+    for (path, site), keys in sorted(unknown.items(), key=lambda item: (item[0][0], item[0][1].line)):
+        tests = ", ".join(f"`{term_text(path, ('term', *k))}`" for k in sorted(keys))
+        unread.append(Unread("worker", site.qualname.rpartition(".")[2], _loc(path, site),
+                             f"which algorithms create it is unknown: its path tests {tests}, which could not be evaluated"))
     return worker_of
 
 
-def _choices(reached):
-    """(the flags-off default, every choice with its condition text) from (site, residual, path)."""
-    default = next((r for r in reached if _flags_off(r[1])), reached[-1])
-    return default, [(site, flags_text(cond), path) for site, cond, path in reached]
+def _delegated(worker_of, delegates, worker_sites, truths, universe) -> None:
+    """Workers chosen around the algorithm object's own choice (0.5.7 scheduler: `if
+    server_args.enable_multi_layer_eagle: MultiLayerEagleWorker…(...) else:
+    self.spec_algorithm.create_draft_worker(...)`).
+
+    In a function that delegates to the algorithm, a worker site the delegate call excludes (their
+    path conditions contradict: one holds a flag test, the other its negation) is an alternative: an
+    algorithm that reaches it gets that worker under its flags, and its own choices under the
+    delegate's distinguishing flags. Conditions both share (whether any worker is made) are left out.
+    """
+    sites_in = defaultdict(list)
+    for path, site in worker_sites:
+        sites_in[(path, site.function)].append(site)
+    calls_in = defaultdict(list)
+    for path, call in delegates:
+        calls_in[(path, call.function)].append(call)
+    for (path, function), calls in sorted(calls_in.items()):
+        for name in universe:
+            truth = truths.get(path, {}).get(name, {})
+            reach = [(c, _conjuncts(r)) for c in calls for r in [evaluate(c.context, truth)] if _decided(r)]
+            alternatives = []
+            for site in sites_in.get((path, function), ()):
+                residual = evaluate(site.context, truth)
+                if not _decided(residual):
+                    continue
+                own = _conjuncts(residual)
+                if any(negate(part) in other for _c, other in reach for part in own):
+                    alternatives.append((site, own))
+            if not reach or not alternatives:
+                continue
+            shared = set.intersection(*(set(other) for _c, other in reach))
+            flags = {part for _site, own in alternatives for part in own}
+            entries = [((site.line, site.column), [(site, conjoin(p for p in own if p not in shared), path)])
+                       for site, own in alternatives]
+            base, _default_choice = worker_of.get(name, ([], None))
+            for call, other in reach:
+                picks = conjoin(p for p in other if negate(p) in flags)
+                entries.append(((call.line, call.column), [(s, conjoin((picks, c)), p) for s, c, p in base]))
+            worker_of[name] = ([choice for _at, group in sorted(entries, key=lambda e: e[0]) for choice in group], None)
+
+
+def _decided(cond) -> bool:
+    """Reached, and what is left tests only flags (every algorithm test decided)."""
+    return cond != FALSE and not any(True for _ in terms_in(cond))
+
+
+def _default(choices):
+    """The choice made with every flag test false (None when no choice is made then)."""
+    return next((c for c in choices if _flags_off(c[1])), None)
 
 
 def _flags_off(cond) -> bool:

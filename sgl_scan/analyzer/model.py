@@ -88,6 +88,7 @@ class DispatchSite:
     # "assert" | "ifexp" | "message" (a conditional expression picking message text) | "filter" | "value"
     decision_location: Location | None = None  # that whole test (several terms may share it)
     refuses: str | None = None  # "raise" | "assert" | "return" (a rejection): one side of that test refuses loudly
+    # ("raise" also for a problem collected into a table or list of problems that is raised below)
     new_algorithm: str = "either"  # a new algorithm no literal names: "enters" | "skips" | "either" | "unreachable"
     # the test and path condition themselves (analyzer/flow.py conditions), with what each of their
     # terms reads: (line, column, via, values, inverted); values are the members a string or member test
@@ -137,7 +138,8 @@ UNREAD_KINDS = (
     "dispatch",  # a dispatch site on such a predicate: which algorithms reach it is unknown
     "registration",  # a registration call whose algorithm name is not a literal
     "alias",  # an accepted spelling (reserved-alias table) whose target member was not found
-    "worker",  # a registration names a worker or factory whose worker class could not be read
+    "worker",  # a worker that could not be read: a registration's worker or factory, a worker expression the
+    # flow layer does not follow (a lookup, getattr, a call result), or a worker under a test it cannot evaluate
 )
 
 

@@ -201,7 +201,7 @@ def _notifications(parse_errors: Sequence[ParseError], manifest: Manifest, ancho
             "level": "warning",
             "message": {"text": f"could not read {item.what} {item.name}: {item.reason}"},
             "descriptor": {"id": "could-not-read"},
-            "locations": [{"physicalLocation": _physical(loc.path, loc.line, loc.column, None, None)}],
+            "locations": [{"physicalLocation": _placed(_physical(loc.path, loc.line, loc.column, None, None), anchor)}],
         })
     for err in sorted(parse_errors, key=lambda e: loc_key(e.location)):
         loc: Location = err.location

@@ -21,6 +21,9 @@ class StringDispatch(Rule):
 
     - guards that refuse: `if algo not in (...): raise`, `assert algo in (...)`, an `if` whose
       other side raises, or one that returns a rejection (`return False, reason`);
+    - problems collected, then raised: an entry of a table `[(algo == "X" and ..., "why"), ...]`
+      iterated by `for bad, why in table: if bad: raise`, or `if algo == "X": problems.append(...)`
+      with `if problems: raise` below (a table or list that is only logged still counts as silent);
     - tests only reachable after such a guard (a new algorithm was already refused);
     - `!=` / `not in` tests, where a new algorithm *enters* the branch (`if algo != "NONE":`);
     - exemptions (`if algo in ("NGRAM", None): return`: a new algorithm gets the checks that follow)
@@ -140,6 +143,58 @@ def validate_lora(cfg):  # 0.5.23 arg_groups/lora_hook.py:247-263
 """,
             },
             note="guards, tests they dominate, !=, exemptions, message text and the alias resolver are fine",
+        ),
+        Example(
+            {
+                # 0.5.23 arg_groups/lora_hook.py:268-303: a table of unsupported combinations, raised below
+                "sglang/srt/arg_groups/lora_hook.py": """\
+def check_lora(cfg, ragged_mode):
+    unsupported = [
+        (
+            cfg.speculative_algorithm == "DSPARK" and ragged_mode != "static",
+            f"does not support SGLANG_RAGGED_VERIFY_MODE={ragged_mode!r}",
+        ),
+        (cfg.speculative_adaptive, "does not support --speculative-adaptive"),
+    ]
+    for is_unsupported, reason in unsupported:
+        if is_unsupported:
+            raise ValueError(f"LoRA with speculative decoding {reason}.")
+
+
+def check_pages(cfg):
+    problems = []
+    if cfg.speculative_algorithm == "DSPARK" and cfg.page_size != 1:
+        problems.append("DSPARK needs page size 1")
+    if problems:
+        raise ValueError("; ".join(problems))
+""",
+            },
+            note="problems collected into a table or list that is raised are refusals",
+        ),
+        Example(
+            {
+                "sglang/srt/arg_groups/lora_hook.py": """\
+def check_lora(cfg, ragged_mode):
+    unsupported = [
+        (
+            cfg.speculative_algorithm == "DSPARK" and ragged_mode != "static",  # expect
+            "ragged verify is experimental with LoRA",
+        ),
+    ]
+    for is_unsupported, reason in unsupported:
+        if is_unsupported:
+            logger.warning(reason)
+
+
+def draft_backend(cfg):
+    choices = [(cfg.speculative_algorithm == "EAGLE", "flashinfer")]  # expect
+    for matches, backend in choices:
+        if matches:
+            return backend
+    return "triton"
+""",
+            },
+            note="a table that is only logged, or one that picks a value, lets a new algorithm default silently",
         ),
     )
 

@@ -127,6 +127,86 @@ def test_0_5_23_speculative_hook_176_not_in_raise_is_a_guard():
     assert after.algorithms == ("EAGLE", "EAGLE3") and after.negative == ("DFLASH", "EAGLE", "EAGLE3")
 
 
+_LORA_HOOK_0_5_23 = '''
+    def check_lora_speculative_compatibility(server_args):
+        cfg = resolving_view(server_args)
+        if cfg.speculative_algorithm in ["NGRAM", None]:
+            return
+        ragged_mode = envs.SGLANG_RAGGED_VERIFY_MODE.get()
+
+        # Each entry: (is unsupported, why). Reasons are appended to a shared
+        # prefix so the message names the combination, not just the flag.
+        unsupported = [
+            (
+                cfg.speculative_algorithm == "DSPARK" and ragged_mode != "static",
+                f"does not support SGLANG_RAGGED_VERIFY_MODE={ragged_mode!r}: "
+                "the per-request verify lengths it schedules break the "
+                "uniform-width LoRA segment layout",
+            ),
+            (
+                cfg.speculative_adaptive,
+                "does not support --speculative-adaptive",
+            ),
+        ]
+        for is_unsupported, reason in unsupported:
+            if is_unsupported:
+                raise ValueError(
+                    f"LoRA with EAGLE/NEXTN/EAGLE3 speculative decoding {reason}."
+                )
+'''
+
+
+def test_0_5_23_lora_hook_272_entry_of_a_raised_table_refuses():
+    """0.5.23 arg_groups/lora_hook.py:268-303 (also 0.5.19-0.5.22): `unsupported = [(algo == "DSPARK"
+    and ..., "why"), ...]` then `for is_unsupported, reason in unsupported: if is_unsupported: raise`.
+    The entry's true side raises: a refusal, not a silent default."""
+    inv = _inventory("sglang/srt/arg_groups/lora_hook.py", _LORA_HOOK_0_5_23)
+    (site,) = _sites(inv, 12)
+    assert site.decision == "value" and site.refuses == "raise"
+    assert site.new_algorithm == "skips"  # a new algorithm is not refused here, but nothing defaults either
+
+
+def test_a_table_that_is_only_logged_or_picks_a_value_does_not_refuse():
+    """Negative: the same table iterated with `logger.warning` (the run goes on with the defaults),
+    or a table of (test, backend) choices returning the first match: nothing refuses."""
+    logged = _LORA_HOOK_0_5_23.replace("raise ValueError(", "logger.warning(")
+    picked = '''
+        def draft_backend(cfg):
+            choices = [
+                (cfg.speculative_algorithm == "DSPARK", "trtllm_mha"),
+                (cfg.speculative_algorithm == "EAGLE", "flashinfer"),
+            ]
+            for matches, backend in choices:
+                if matches:
+                    return backend
+            return "triton"
+    '''
+    for source, line in ((logged, 12), (picked, 4)):
+        (site,) = _sites(_inventory("sglang/srt/arg_groups/lora_hook.py", source), line)
+        assert site.refuses is None and site.new_algorithm in ("skips", "either")
+
+
+def test_problems_appended_then_raised_refuse():
+    """Synthetic, the list form of the same guard: `problems = []`, `if algo == "DSPARK" and ...:
+    problems.append(...)`, then `if problems: raise ValueError(...)`. Appending to a list that is
+    only logged does not refuse."""
+    source = '''
+        def validate(cfg):
+            problems = []
+            if cfg.speculative_algorithm == "DSPARK" and cfg.page_size != 1:
+                problems.append("DSPARK needs page size 1")
+            if cfg.speculative_adaptive:
+                problems.append("adaptive steps are not supported")
+            if problems:
+                raise ValueError("; ".join(problems))
+    '''
+    (site,) = _sites(_inventory("sglang/srt/arg_groups/x_hook.py", source), 4)
+    assert site.decision == "if" and site.refuses == "raise"
+    logged = source.replace("raise ValueError(", "logger.warning(")
+    (site,) = _sites(_inventory("sglang/srt/arg_groups/x_hook.py", logged), 4)
+    assert site.refuses is None
+
+
 def test_0_5_23_kv_cache_hook_590_assert_allow_list_dominates_later_tests():
     inv = _inventory("sglang/srt/arg_groups/kv_cache_hook.py", '''
         def _validate_unified_memory(cfg):
@@ -312,6 +392,133 @@ def test_0_5_6_spec_info_264_helper_factory_named_at_registration():
         ("EAGLEWorkerV2", "enable_overlap", 20), ("EAGLEWorker", "not enable_overlap", 24)])
 
 
+_REGISTRY_0_5_7 = '''
+    class SpeculativeAlgorithm(metaclass=_SpeculativeAlgorithmMeta):
+        @classmethod
+        def register(cls, name, *, aliases=None, value=None, draft_worker_factory=None):
+            return cls(name, value)
+
+        def is_none(self) -> bool:
+            return self is SpeculativeAlgorithm.NONE
+
+        def is_eagle(self) -> bool:
+            return self._has_flag("EAGLE")
+
+        def create_draft_worker(self, **factory_kwargs):
+            if self._draft_worker_factory is None:
+                return None
+            return self._draft_worker_factory(self, **factory_kwargs)
+
+
+    def register_speculative_algorithm(name, worker_cls, *, aliases=None, flags=None):
+        return SpeculativeAlgorithm.register(name, aliases=aliases)
+
+
+    def _create_eagle_worker(**kwargs):
+        enable_overlap = kwargs.pop("enable_overlap", False)
+        if enable_overlap:
+            from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+
+            return EAGLEWorkerV2(**kwargs)
+
+        from sglang.srt.speculative.eagle_worker import EAGLEWorker
+
+        return EAGLEWorker(**kwargs)
+
+
+    def _create_ngram_worker(**kwargs):
+        from sglang.srt.speculative.ngram_worker import NGRAMWorker
+
+        return NGRAMWorker(**kwargs)
+
+
+    SpeculativeAlgorithm.register("NONE")
+    register_speculative_algorithm("EAGLE", aliases=("NEXTN",), worker_cls=_create_eagle_worker, flags=("EAGLE",))
+    register_speculative_algorithm("NGRAM", worker_cls=_create_ngram_worker, flags=("NGRAM",))
+'''
+
+_SCHEDULER_0_5_7 = '''
+    class Scheduler:
+        def init_model_worker(self):
+            from sglang.srt.managers.tp_worker import TpModelWorker
+
+            self.tp_worker = TpModelWorker(server_args=self.server_args)
+            draft_worker_kwargs = dict(server_args=self.server_args, target_worker=self.tp_worker)
+            if self.spec_algorithm.is_eagle():
+                draft_worker_kwargs["enable_overlap"] = self.enable_overlap
+
+            # FIXME: refactor the draft worker registration logic
+            if self.server_args.enable_multi_layer_eagle:
+                if self.enable_overlap:
+                    from sglang.srt.speculative.multi_layer_eagle_worker_v2 import (
+                        MultiLayerEagleWorkerV2,
+                    )
+
+                    self.draft_worker = MultiLayerEagleWorkerV2(server_args=self.server_args)
+                else:
+                    from sglang.srt.speculative.multi_layer_eagle_worker import (
+                        MultiLayerEagleWorker,
+                    )
+
+                    self.draft_worker = MultiLayerEagleWorker(server_args=self.server_args)
+            else:
+                self.draft_worker = self.spec_algorithm.create_draft_worker(
+                    **draft_worker_kwargs
+                )
+
+            if self.spec_algorithm.is_none():
+                self.model_worker = self.tp_worker
+            else:
+                self.model_worker = self.draft_worker
+'''
+
+
+def test_0_5_7_scheduler_506_flag_only_workers_around_the_algorithms_own():
+    """0.5.7 managers/scheduler.py:506-538: `if server_args.enable_multi_layer_eagle:` creates the
+    multi-layer workers (V2 with overlap) for whatever algorithm is active, else asks the algorithm
+    object (`create_draft_worker`, the registered helper, spec_info.py:263). The unconditional
+    `TpModelWorker` (the target) is no alternative."""
+    inv = inventory_of_sources({SPEC: _REGISTRY_0_5_7, "sglang/srt/managers/scheduler.py": _SCHEDULER_0_5_7})
+    multi = [("MultiLayerEagleWorkerV2", "self.server_args.enable_multi_layer_eagle and self.enable_overlap", 18),
+             ("MultiLayerEagleWorker", "self.server_args.enable_multi_layer_eagle and not self.enable_overlap", 24)]
+    assert _workers(inv, "EAGLE") == ("sglang.srt.speculative.eagle_worker.EAGLEWorker", multi + [
+        ("EAGLEWorkerV2", "not self.server_args.enable_multi_layer_eagle and enable_overlap", 28),
+        ("EAGLEWorker", "not self.server_args.enable_multi_layer_eagle and not enable_overlap", 32)])
+    assert _workers(inv, "NGRAM") == ("sglang.srt.speculative.ngram_worker.NGRAMWorker", multi + [
+        ("NGRAMWorker", "not self.server_args.enable_multi_layer_eagle", 38)])
+    # NONE registers no worker: only the flag makes one, so with every flag off it has none
+    assert _workers(inv, "NONE") == (None, multi)
+
+
+def test_0_5_6_scheduler_347_an_unconditional_delegate_changes_nothing():
+    """0.5.6 managers/scheduler.py:347: `self.draft_worker = self.spec_algorithm.create_draft_worker(...)`
+    with no alternative: the registered helper's choices stand as they are."""
+    scheduler = _SCHEDULER_0_5_7.replace("if self.server_args.enable_multi_layer_eagle:", "if False:")
+    plain = '''
+    class Scheduler:
+        def init_model_worker(self):
+            from sglang.srt.managers.tp_worker import TpModelWorker
+
+            self.tp_worker = TpModelWorker(server_args=self.server_args)
+            if self.spec_algorithm.is_eagle():
+                pass
+            self.draft_worker = self.spec_algorithm.create_draft_worker(server_args=self.server_args)
+    '''
+    for source in (plain, scheduler):
+        inv = inventory_of_sources({SPEC: _REGISTRY_0_5_7, "sglang/srt/managers/scheduler.py": source})
+        assert _workers(inv, "EAGLE") == ("sglang.srt.speculative.eagle_worker.EAGLEWorker", [
+            ("EAGLEWorkerV2", "enable_overlap", 28), ("EAGLEWorker", "not enable_overlap", 32)])
+        assert _workers(inv, "NONE") == (None, [])
+
+
+def test_flag_only_workers_without_a_delegate_are_no_dispatch():
+    """Without the call to the algorithm's own worker, `if flag: W(...)` says nothing about which
+    algorithm gets W (the function may run for one algorithm only): the registry's choice stands."""
+    scheduler = _SCHEDULER_0_5_7.replace("self.spec_algorithm.create_draft_worker(", "build_draft_worker(")
+    inv = inventory_of_sources({SPEC: _REGISTRY_0_5_7, "sglang/srt/managers/scheduler.py": scheduler})
+    assert [n for n, _c, _l in _workers(inv, "EAGLE")[1]] == ["EAGLEWorkerV2", "EAGLEWorker"]
+
+
 def test_0_5_23_mooncake_conn_949_returning_a_rejection_is_a_refusal():
     """`if spec.speculative_algorithm == "DFLASH" and <tp mismatch>: return False, "<reason>"`
     (disaggregation/mooncake/conn.py:948): the peer is rejected with a reason, not silently defaulted."""
@@ -424,3 +631,129 @@ def test_0_5_4_scheduler_560_branch_creating_a_worker_through_a_class_variable_n
     ''')
     (site,) = _sites(inv, 4)
     assert site.worker == "sglang.srt.speculative.eagle_worker.EAGLEWorker" and site.algorithms == ("EAGLE", "EAGLE3", "FROZEN_KV_MTP")
+
+
+# -- worker expressions the flow layer cannot read ------------------------------------------------------
+def _unread(inventory):
+    return [(u.what, u.name, u.location.line, u.reason) for u in inventory.unread]
+
+
+def test_0_5_23_spec_info_322_platform_worker_is_said_out_loud():
+    """0.5.23 spec_info.py:319-322: `platform_worker_cls = self.get_platform_worker_cls(); if
+    platform_worker_cls is not None: return platform_worker_cls` before the built-in branches: an
+    out-of-tree class the analyzer cannot name, listed as unread; the built-in choices still stand."""
+    inv = _inventory(SPEC, '''
+        def get_platform_worker_cls(self):
+            from sglang.srt.platforms import current_platform
+
+            if not current_platform.is_out_of_tree():
+                return None
+            return current_platform.get_speculative_worker_cls(algorithm=self.name)
+
+        def create_worker(self, server_args):
+            assert not self.is_none(), "Cannot create worker for NONE speculative algorithm."
+
+            platform_worker_cls = self.get_platform_worker_cls()
+            if platform_worker_cls is not None:
+                return platform_worker_cls
+
+            if self.is_ngram():
+                from sglang.srt.speculative.ngram_worker import NGRAMWorker
+
+                return NGRAMWorker
+            raise ValueError("Unreachable code path in create_worker.")
+    ''')
+    ((what, name, line, reason),) = _unread(inv)
+    assert (what, name, line) == ("worker", "platform_worker_cls", 47)
+    assert "get_platform_worker_cls(...)" in reason and "platform_worker_cls is not None" in reason
+    assert _workers(inv, "NGRAM") == ("sglang.srt.speculative.ngram_worker.NGRAMWorker",
+                                      [("NGRAMWorker", "platform_worker_cls is None", 52)])
+
+
+def test_0_5_23_scheduler_1063_delegate_through_a_local_is_read():
+    """0.5.23 managers/scheduler.py:1063: `DraftWorkerClass = self.spec_algorithm.create_worker(...)`
+    then `self.draft_worker = DraftWorkerClass(**kwargs)`; reading `self.scheduler.draft_worker`
+    (metrics_reporter.py:1011) makes nothing: neither is unread."""
+    inv = _inventory("sglang/srt/managers/scheduler.py", '''
+        class Scheduler:
+            def maybe_init_draft_worker(self):
+                if self.spec_algorithm.is_none():
+                    self.draft_worker = None
+                    return
+                DraftWorkerClass = self.spec_algorithm.create_worker(self.server_args)
+                self.draft_worker = DraftWorkerClass(**draft_worker_kwargs)
+
+            def log(self):
+                if self.scheduler.spec_algorithm.is_dflash():
+                    draft_worker = self.scheduler.draft_worker
+                    if draft_worker is not None:
+                        draft_worker.flush()
+    ''')
+    assert _unread(inv) == []
+
+
+def test_worker_from_a_lookup_getattr_or_call_result_is_unread():
+    """Synthetic: a worker class from a dict lookup, `getattr`, or a call the analyzer does not follow,
+    where the function otherwise names worker classes or assigns the draft worker."""
+    inv = _inventory("sglang/srt/managers/scheduler.py", '''
+        _WORKERS = {"DFLASH": DFlashWorker}
+
+
+        class Scheduler:
+            def pick(self):
+                if self.spec_algorithm.is_ngram():
+                    return NGRAMWorker
+                return _WORKERS[self.spec_algorithm.name]
+
+            def launch(self):
+                if self.spec_algorithm.is_eagle():
+                    self.draft_worker = getattr(workers, self.server_args.worker_name)(**kwargs)
+                elif self.spec_algorithm.is_dflash():
+                    worker_cls = load_worker_class(self.server_args)
+                    self.draft_worker = worker_cls(**kwargs)
+                else:
+                    self.draft_worker = None
+    ''')
+    got = {(name, line): reason for _what, name, line, reason in _unread(inv)}
+    assert set(got) == {("_WORKERS[self.spec_algorithm.name]", 9),
+                        ("getattr(workers, self.server_args.worker_name)(**kwargs)", 13),
+                        ("worker_cls(**kwargs)", 16)}
+    assert got[("_WORKERS[self.spec_algorithm.name]", 9)].startswith("the worker chosen here is a lookup")
+    assert "getattr" in got[("getattr(workers, self.server_args.worker_name)(**kwargs)", 13)]
+    assert "`worker_cls`, which holds the result of `load_worker_class(...)`" in got[("worker_cls(**kwargs)", 16)]
+    assert "self.spec_algorithm.is_dflash()" in got[("worker_cls(**kwargs)", 16)]
+
+
+def test_a_function_returning_no_worker_class_has_no_unread_returns():
+    """`return self._cache[name]` in a function that never returns a worker class is no worker slot."""
+    inv = _inventory("sglang/srt/managers/scheduler.py", '''
+        class Scheduler:
+            def runner(self, name):
+                if self.spec_algorithm.is_eagle():
+                    return self._runners[name]
+                return None
+    ''')
+    assert _unread(inv) == []
+
+
+def test_worker_under_a_test_that_cannot_be_evaluated_is_unread():
+    """Synthetic: `create_worker` branches on `self.is_medusa()`, which the class does not define as a
+    readable predicate: which algorithms get MedusaWorker is unknown, and so is whether an algorithm
+    gets past that test to NGRAMWorker: both said out loud (not dropped, not guessed)."""
+    inv = _inventory(SPEC, '''
+        def create_worker(self, server_args):
+            if self.is_medusa():
+                from sglang.srt.speculative.medusa_worker import MedusaWorker
+
+                return MedusaWorker
+            if self.is_ngram():
+                from sglang.srt.speculative.ngram_worker import NGRAMWorker
+
+                return NGRAMWorker
+            raise ValueError("Unreachable code path in create_worker.")
+    ''')
+    got = _unread(inv)
+    assert [(what, name, line) for what, name, line, _reason in got] == [("worker", "MedusaWorker", 39),
+                                                                          ("worker", "NGRAMWorker", 43)]
+    assert all("`self.is_medusa()`" in reason and "could not be evaluated" in reason for *_, reason in got)
+    assert _workers(inv, "NGRAM") == (None, [])

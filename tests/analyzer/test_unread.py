@@ -55,7 +55,8 @@ def test_predicate_through_a_module_level_frozenset(tmp_path):
     assert table["carries_draft_hidden_states"][0] == ("EAGLE", "EAGLE3", "FROZEN_KV_MTP")
     assert any(s.location.path == AUX and s.location.line == 141 and s.detail == "is_eagle" for s in inv.dispatch_sites)
     assert {a.name: a.worker for a in inv.algorithms}["EAGLE"] is not None
-    assert inv.unread == ()
+    # only the out-of-tree platform's worker (`return platform_worker_cls`, 322 in the release) is unread
+    assert [(u.what, u.name, u.location.line) for u in inv.unread] == [("worker", "platform_worker_cls", 318)]
 
 
 @pytest.mark.slow
@@ -106,7 +107,7 @@ def _dynamic_factory(server_args):
     assert (ddtree.kind, ddtree.location.path, ddtree.location.line) == ("registered", PLUGIN, 4)
     assert ddtree.worker == "sglang.srt.speculative.ddtree_worker.DDTreeWorker"
     assert [(u.what, u.name, u.location.line) for u in inv.unread] == [
-        ("registration", "SA.register", 11), ("worker", "DYN", 14)]
+        ("registration", "SA.register", 11), ("worker", "DYN", 14), ("worker", "platform_worker_cls", 322)]
 
 
 @pytest.mark.slow

@@ -2,9 +2,12 @@
 
 The expectations were written by reading each release's worker choice (one to three releases of
 every form: the scheduler's if/elif chain (0.4.6, 0.5.3), its `WorkerClass = EAGLEWorkerV2 if
-self.enable_overlap else EAGLEWorker` (0.5.4), the registration helpers (0.5.5, 0.5.6), the V2
-classes inside `if enable_overlap:` (0.5.8, 0.5.10, 0.5.12), the early returns before the
-`is_eagle()` branches (0.5.12+), the out-of-tree platform worker (0.5.23)).
+self.enable_overlap else EAGLEWorker` (0.5.4), the registration helpers (0.5.5, 0.5.6), the
+0.5.7 scheduler's flag-only `MultiLayerEagleWorker(V2)` around `spec_algorithm.create_draft_worker(...)`
+(managers/scheduler.py:506-538: any algorithm gets them with `--enable-multi-layer-eagle`; nothing in
+0.5.7's server_args refuses the flag for other algorithms), the V2 classes inside `if enable_overlap:`
+(0.5.8, 0.5.10, 0.5.12), the early returns before the `is_eagle()` branches (0.5.12+), the
+out-of-tree platform worker (0.5.23)).
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ def test_workers_and_their_conditions_match_the_reading(version):
 
 
 def test_expectations_cover_every_form():
-    assert {"0.5.4", "0.5.6", "0.5.8", "0.5.12", "0.5.23"} <= set(VERSIONS)
+    assert {"0.5.4", "0.5.6", "0.5.7", "0.5.8", "0.5.12", "0.5.23"} <= set(VERSIONS)
+    assert [w[0].rpartition(".")[2] for w in EXPECTED["0.5.7"]["NGRAM"]["workers"]] == [
+        "MultiLayerEagleWorkerV2", "MultiLayerEagleWorker", "NGRAMWorker"]
     eagle_054 = EXPECTED["0.5.4"]["EAGLE"]
     assert [w[1] for w in eagle_054["workers"]] == ["self.enable_overlap", "not self.enable_overlap"]
     assert all("EAGLEWorker" not in w[0] for w in EXPECTED["0.5.12"]["FROZEN_KV_MTP"]["workers"])

@@ -31,8 +31,8 @@ from sgl_scan.analyzer.extractors._ast import (
 )
 from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, Trigger
 from sgl_scan.analyzer.extractors._scoped import hit_lines
-from sgl_scan.analyzer.extractors.records import AliasAssign, Branch, DispatchTerm, WorkerSite
-from sgl_scan.analyzer.flow import FunctionFlow
+from sgl_scan.analyzer.extractors.records import AliasAssign, Branch, DispatchTerm, UnreadRecord, WorkerDelegate, WorkerSite
+from sgl_scan.analyzer.flow import TRUE, FunctionFlow, flags_text
 
 PREDICATE_NAME = re.compile(r"^(is|supports|has|need|carries)_\w+$")
 _RECEIVER = re.compile(r"(?i)spec|algo")
@@ -254,7 +254,7 @@ def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
 
 class DispatchExtractor:
     name = "spec_dispatch"
-    version = 6  # 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
+    version = 7  # 7: worker delegates and unread worker expressions; 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
     parser = "ast"
     trigger = Trigger(
         *(prefix + _CALL for prefix in ("spec", "Spec", "SPEC", "algo", "Algo")),
@@ -279,28 +279,45 @@ class DispatchExtractor:
 
 
 _FACTORY_NAME = re.compile(r"(?i)worker|factory")
+_DELEGATE = re.compile(r"^(?:create|make|build|get)_(?:\w+_)?worker(?:_cls|_class)?$")
 
 
-def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[list[DispatchTerm], list[WorkerSite]]:
+def _is_delegate(node: ast.AST) -> bool:
+    """`<algorithm>.create_worker(...)` / `.create_draft_worker(...)`: the algorithm object's own worker."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and bool(_DELEGATE.match(node.func.attr)) \
+        and bool(_RECEIVER.search(last_name(node.func.value) or ""))
+
+
+def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[list[DispatchTerm], list]:
     """The terms with their decisions and path conditions, and the workers each function with terms
-    (or each module-level worker factory) creates, with theirs (analyzer/flow.py)."""
+    (or each module-level worker factory) creates, with theirs (analyzer/flow.py): worker sites,
+    delegates, and the worker expressions it could not read."""
     owners = dict(walker.flows)
     prefix = f"{resolver.module_name}."
     for statement in tree.body:
         if isinstance(statement, _FUNCTIONS) and _FACTORY_NAME.search(statement.name) and id(statement) not in owners:
             owners[id(statement)] = (statement, prefix + statement.name, None)
     keys = {key: ("term", term.line, term.column) for key, term in walker.term_of.items()}
+    term_text = {("term", t.line, t.column): resolver.text(walker.term_nodes[key]) for key, t in walker.term_of.items()}
     decisions = {}
-    sites: list[WorkerSite] = []
+    sites: list = []
     for node, function, owner_class in owners.values():
         body = node.body if node is not None else tree.body
-        flow = FunctionFlow(body, lambda n: keys.get(id(n)), resolver.text,
-                            lambda n: resolver.at(n).column, lambda n: resolver.worker_ref(n) is not None)
+        flow = FunctionFlow(body, lambda n: keys.get(id(n)), resolver.text, lambda n: resolver.at(n).column,
+                            lambda n: resolver.worker_ref(n) is not None, _is_delegate)
         decisions.update(flow.decisions)
         for use in flow.workers:
-            ref = resolver.worker_ref(use.node)
-            sites.append(WorkerSite(**vars(ref.at), qualname=ref.qualname, function=function, context=use.context,
-                                    owner_class=owner_class))
+            if use.kind == "delegate":
+                sites.append(WorkerDelegate(**vars(resolver.at(use.node)), function=function, context=use.context,
+                                            method=use.node.func.attr))
+            elif use.kind == "unread":
+                when = flags_text(use.context, lambda c: term_text.get(c, "?")) if use.context != TRUE else None
+                sites.append(UnreadRecord(**vars(resolver.at(use.node)), what="worker", name=_short(resolver.text(use.node)),
+                                          reason=f"the worker chosen here is {use.reason}" + (f" (when {when})" if when else "")))
+            else:
+                ref = resolver.worker_ref(use.node)
+                sites.append(WorkerSite(**vars(ref.at), qualname=ref.qualname, function=function, context=use.context,
+                                        owner_class=owner_class))
     node_of = {id(term): key for key, term in walker.term_of.items()}
     terms = []
     for term in walker.terms:
@@ -316,6 +333,10 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
     walker.out = [replace(r, terms=tuple(renamed.get(id(t), t) for t in r.terms)) if isinstance(r, Branch) else r
                   for r in walker.out]
     return terms, sites
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _under_not(cond: tuple, key: tuple) -> bool:

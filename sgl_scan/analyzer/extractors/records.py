@@ -125,6 +125,17 @@ class WorkerSite(At):
 
 
 @dataclass(frozen=True)
+class WorkerDelegate(At):
+    """A call that asks the algorithm object for its worker (`self.spec_algorithm.create_worker(...)`,
+    `create_draft_worker(...)`), with its path condition (analyzer/flow.py): whatever worker the
+    algorithm's own choice gives is created here, under this condition."""
+
+    function: str
+    context: tuple
+    method: str
+
+
+@dataclass(frozen=True)
 class AliasAssign(At):
     """`if x == "NEXTN": x = "EAGLE"` on a speculative-algorithm name: literal → target literal."""
 
