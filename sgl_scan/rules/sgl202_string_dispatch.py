@@ -146,7 +146,7 @@ def validate_lora(cfg):  # 0.5.23 arg_groups/lora_hook.py:247-263
         ),
         Example(
             {
-                # 0.5.23 arg_groups/lora_hook.py:268-303: a table of unsupported combinations, raised below
+                # 0.5.23 arg_groups/lora_hook.py:270-301: a table of unsupported combinations, raised below
                 "sglang/srt/arg_groups/lora_hook.py": """\
 def check_lora(cfg, ragged_mode):
     unsupported = [

@@ -157,7 +157,7 @@ _LORA_HOOK_0_5_23 = '''
 
 
 def test_0_5_23_lora_hook_272_entry_of_a_raised_table_refuses():
-    """0.5.23 arg_groups/lora_hook.py:268-303 (also 0.5.19-0.5.22): `unsupported = [(algo == "DSPARK"
+    """0.5.23 arg_groups/lora_hook.py:270-301 (also 0.5.19-0.5.22): `unsupported = [(algo == "DSPARK"
     and ..., "why"), ...]` then `for is_unsupported, reason in unsupported: if is_unsupported: raise`.
     The entry's true side raises: a refusal, not a silent default."""
     inv = _inventory("sglang/srt/arg_groups/lora_hook.py", _LORA_HOOK_0_5_23)

@@ -117,6 +117,12 @@ def test_0_5_23_literal_expectations():
     assert strings[("sglang/srt/arg_groups/speculative_hook.py", 109)] == [["NEXTN", "EAGLE"]]
     # speculative_hook.py:176 `not in (...)` then `raise`: a guard that refuses loudly
     assert ("sglang/srt/arg_groups/speculative_hook.py", 176) not in strings
+    # lora_hook.py:272 `== "DSPARK" and ragged_mode != "static"` is a row of the `unsupported` table that
+    # `for is_unsupported, reason in unsupported: if is_unsupported: raise` (:297-301) refuses
+    assert ("sglang/srt/arg_groups/lora_hook.py", 272) not in strings
+    lora = [s for s in analysed("0.5.23")[1].inventory.dispatch_sites
+            if (s.location.path, s.location.line) == ("sglang/srt/arg_groups/lora_hook.py", 272)]
+    assert [(s.detail, s.refuses) for s in lora] == [("DSPARK", "raise")]
     # is_eagle() (l.102) also covers FROZEN_KV_MTP (with a FIXME saying so).
     assert [(f.path, f.line, f.data["extra"]) for f in by_rule(findings, "SGL207")] == [
         ("sglang/srt/speculative/spec_info.py", 102, ["FROZEN_KV_MTP"])

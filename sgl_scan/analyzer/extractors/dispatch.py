@@ -254,7 +254,7 @@ def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
 
 class DispatchExtractor:
     name = "spec_dispatch"
-    version = 7  # 7: worker delegates and unread worker expressions; 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
+    version = 8  # 8: problems collected into a table or list that is raised refuse; 7: worker delegates and unread worker expressions; 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
     parser = "ast"
     trigger = Trigger(
         *(prefix + _CALL for prefix in ("spec", "Spec", "SPEC", "algo", "Algo")),
