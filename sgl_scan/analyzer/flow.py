@@ -386,7 +386,7 @@ def _opaque(node: ast.AST, text: Callable[[ast.AST], str], *, call: bool) -> str
     if isinstance(node, ast.Subscript):
         return f"a lookup (`{shown}`)" + (", called" if call else "")
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
-        return f"a `getattr(...)` lookup" + (", called" if call else "")
+        return "a `getattr(...)` lookup" + (", called" if call else "")
     if call or isinstance(node, ast.Call):
         callee = node if call else node.func
         name = _last_name(callee) or text(callee)

@@ -158,7 +158,7 @@ def _findings_only(version: str):
     return run_rules(analyse_release(version))
 
 
-@pytest.mark.parametrize("version", ["0.4.10", "0.5.3", "0.5.4", "0.5.8", "0.5.12", "0.5.20", "0.5.21", "0.5.22"])
+@pytest.mark.parametrize("version", ["0.4.10", "0.5.3", "0.5.4", "0.5.7", "0.5.8", "0.5.12", "0.5.20", "0.5.21", "0.5.22"])
 def test_no_sgl201_where_every_algorithm_has_a_worker(version):
     """0.5.4 chooses EAGLE's worker through `WorkerClass = EAGLEWorkerV2 if self.enable_overlap else
     EAGLEWorker` (managers/scheduler.py:564): it raised two false SGL201 errors before the flow facts."""
