@@ -4,6 +4,11 @@ The "remote" is a copy of the release tree served by `tests.support.sshd` on 127
 else is ever contacted. Every measurement starts from a known state: a cold pull gets an empty
 `$SGLSCAN_HOME` (or an empty rsync/scp destination), a re-pull starts from a completed pull, and a
 change set is applied before the timed re-pull and undone (with an untimed re-sync) after it.
+
+The no-change re-pulls of both tools run round by round (rsync, sgl-scan, then again), beside two
+floors measured in the same rounds: `ssh HOST true` (what any tool that runs a remote command pays:
+the OpenSSH handshake and the remote login shell's start-up) and `bench/paramiko_floor.py` (the
+same with Python and paramiko: start-up, import, handshake, `true`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from bench.measure import Stats, repeat, run_checked, unavailable
+from bench.measure import Stats, Step, interleave, repeat, run_checked, unavailable
+
+FLOOR_SCRIPT = Path(__file__).with_name("paramiko_floor.py")
 
 # Files the change set touches, relative to the package folder; all inside both scopes.
 MODIFY = ("srt/speculative/spec_info.py", "srt/speculative/spec_utils.py", "srt/server_args.py")
@@ -40,6 +47,15 @@ class Remote:
 
     def target(self, path: str) -> str:
         return f"{self.server.user}@{self.server.host}:{path}"
+
+    def ssh_true(self) -> list[str]:
+        """`ssh HOST true` with the options rsync's `-e` gets."""
+        return [*self.ssh_e().split(), f"{self.server.user}@{self.server.host}", "true"]
+
+    def paramiko_true(self) -> list[str]:
+        """`bench/paramiko_floor.py`: Python + paramiko connecting, checking the host key, running `true`."""
+        s = self.server
+        return [sys.executable, str(FLOOR_SCRIPT), s.host, str(s.port), s.user, str(s.client_key), str(s.known_hosts)]
 
 
 class ChangeSet:
@@ -138,7 +154,6 @@ def measure_pull(remote: Remote, work: Path, runs: int, have_sgl_scan_pull: bool
     )
     _fresh(dest)
     run_checked(rsync_command(remote, dest))
-    results["rsync_full_nochange"] = repeat("rsync -a, full, no change", runs, timed(lambda i: rsync_command(remote, dest)))
 
     def rsync_changed_after(i: int) -> None:
         changes.undo()
@@ -154,6 +169,7 @@ def measure_pull(remote: Remote, work: Path, runs: int, have_sgl_scan_pull: bool
         reason = "sgl-scan snapshot pull is not available yet"
         for key, name in _SGL_PULL_NAMES.items():
             results[key] = unavailable(name, reason)
+        results.update(_no_change_rounds(remote, work, runs, None))
         return results
 
     # --- sgl-scan ---
@@ -184,10 +200,9 @@ def measure_pull(remote: Remote, work: Path, runs: int, have_sgl_scan_pull: bool
     except Exception as exc:
         for key in ("pull_sgl_full_nochange", "pull_sgl_full_changed"):
             results[key] = unavailable(_SGL_PULL_NAMES[key], f"initial pull failed: {exc}")
+        results.update(_no_change_rounds(remote, work, runs, None))
         return results
-    results["pull_sgl_full_nochange"] = repeat(
-        _SGL_PULL_NAMES["pull_sgl_full_nochange"], runs, timed(lambda i: sgl_scan_pull(remote, "full"), env=env)
-    )
+    results.update(_no_change_rounds(remote, work, runs, env))
 
     def sgl_changed_after(i: int) -> None:
         changes.undo()
@@ -199,6 +214,25 @@ def measure_pull(remote: Remote, work: Path, runs: int, have_sgl_scan_pull: bool
     )
     changes.undo()
     return results
+
+
+def _no_change_rounds(remote: Remote, work: Path, runs: int, sgl_env: dict[str, str] | None) -> dict[str, Stats]:
+    """rsync's and sgl-scan's no-change re-pulls (sgl-scan's store in `sgl_env` holds a full pull;
+    None: not measured) and the two floors, round by round, so a load spike hits all alike."""
+    dest = work / "dest-nochange"
+    _fresh(dest)
+    run_checked(rsync_command(remote, dest))
+    steps = [
+        Step("rsync_full_nochange", "rsync -a, full, no change", lambda: run_checked(rsync_command(remote, dest))),
+        Step("ssh_true", "floor: ssh HOST true (OpenSSH handshake + remote shell)",
+             lambda: run_checked(remote.ssh_true())),
+        Step("paramiko_true", "floor: Python + paramiko connect, exec true (bench/paramiko_floor.py)",
+             lambda: run_checked(remote.paramiko_true(), env=_env(work / "home-floor"))),
+    ]
+    if sgl_env is not None:
+        steps.insert(1, Step("pull_sgl_full_nochange", _SGL_PULL_NAMES["pull_sgl_full_nochange"],
+                             lambda: run_checked(sgl_scan_pull(remote, "full"), env=sgl_env)))
+    return interleave(steps, runs)
 
 
 _SGL_PULL_NAMES = {

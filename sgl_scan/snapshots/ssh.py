@@ -7,14 +7,17 @@ ever used as `"$1"`, so a remote root like `a b;touch /x;$(id)'"` is just a fold
 1. finds the package (`--remote-root`, else the remote Python's `importlib.util.find_spec("sglang")`
    — located, not imported — else `~/sglang/python/sglang`, `/root/sglang/python/sglang`,
    `/sgl-workspace/sglang/python/sglang`),
-2. reports the git commit, branch, dirty state and `git diff HEAD` of a checkout,
-3. lists the scope's candidate files NUL-separated with size and mtime (`find -printf`) and the
-   byte-search hits (`grep -lZE`), then
+2. reports the git commit, branch, dirty state and `git diff HEAD` of a checkout (git runs only when
+   `$GIT_DIR` is set or a `.git` exists in the root or a folder above it),
+3. lists, in one walk (`find -printf`, NUL-separated, tagged), the `*.py` regular files with size and
+   mtime, the symlinks and the other non-folders named `*.py`, then the byte-search hits (`grep -lZE`),
+   then
 4. reads the NUL-separated names the client wants from stdin and streams them with
    `tar --null -T -`.
 
 Sections of the reply are framed by a random nonce. The client compares the listing with the latest
-snapshot of the same host and root (found and size-checked in a thread while the remote works),
+snapshot of the same host and root (found and size-checked in a thread while the remote works, not
+while the connection is made, whose packets the thread would hold up),
 asks only for new or changed (size or mtime) files, takes the rest from that snapshot, and extracts
 the tar while reading it (`tarstream`). If nothing changed, the earlier snapshot is returned as is.
 Compression is off: on loopback/LAN `gzip -1` costs the remote more CPU than the smaller stream saves.
@@ -29,7 +32,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NamedTuple
 
 import paramiko
 
@@ -45,7 +48,9 @@ log = logging.getLogger(__name__)
 
 PREFIX = "sglang/"
 RECV = 1 << 24  # take paramiko's whole buffer at once: its reads shift the rest
-FIND_FMT = "%s %T@ %p\\0"
+# records of the one `find` walk: f<size> <mtime> <path> (a regular file), l<path> (a symlink),
+# o<path> (another non-folder named *.py)
+FIND_FMT = "f%s %T@ %p\\0"
 
 REMOTE_SCRIPT = r"""
 set -u
@@ -77,16 +82,23 @@ fi
 [ -n "$root" ] || fail "could not find the sglang package (the remote python cannot locate it and no fallback path exists); pass --remote-root"
 cd -P -- "$root" 2>/dev/null || fail "cannot enter the remote root $root (no such folder, or no permission)"
 [ -d srt ] || fail "the remote root has no srt/ folder; give the sglang package folder (.../python/sglang)"
-sec root; pwd -P
+here=$(pwd -P)
+sec root; printf '%s\n' "$here"
 sec how; printf '%s' "$how"
+# git is asked only where it can find a repository: $GIT_DIR, or a .git here or in a folder above
+repo=${GIT_DIR:+yes}; d=$here
+while [ -z "$repo" ]; do
+  [ -e "$d/.git" ] && repo=yes
+  [ -n "$d" ] || break
+  d=${d%/*}
+done
 g() { git -c 'safe.directory=*' -c core.quotepath=off "$@"; }
-if command -v git >/dev/null 2>&1 && g rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+if [ -n "$repo" ] && command -v git >/dev/null 2>&1 && g rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   sec git-commit; g rev-parse HEAD 2>/dev/null
   sec git-branch; g symbolic-ref -q --short HEAD 2>/dev/null
   sec git-status; g status --porcelain --untracked-files=no 2>/dev/null | head -c 4096
   sec git-diff; g diff HEAD --no-color --no-ext-diff 2>/dev/null | head -c "$maxpatch"
 fi
-here=$(pwd -P)
 # a scope root that is a symlink is followed (find -H: the starting point only), unless it leads
 # back to the package or above it (a loop); every other symlink is listed as not followed
 loops() { t=$(cd -P -- "$1" 2>/dev/null && pwd -P) || return 1; case "$here/" in "$t"/*) return 0;; esac; return 1; }
@@ -98,9 +110,9 @@ for d in srt srt/speculative srt/arg_groups srt/managers srt/models; do
 done
 case " $loop " in *" srt "*) fail "srt/ is a symlink to a folder holding the package (a loop)";; esac
 sec list
-find -H srt $follow -type f -name '*.py' -printf "$FMT" 2>/dev/null
-sec odd; find -H srt $follow -name '*.py' ! -type f ! -type d ! -type l -print0 2>/dev/null
-sec links; find -H srt $follow -type l \( -name '*.py' -o -xtype d -o -xtype l \) -print0 2>/dev/null
+find -H srt $follow \( -type f -name '*.py' -printf "$FMT" \) \
+  -o \( -type l \( -name '*.py' -o -xtype d -o -xtype l \) -printf 'l%p\0' \) \
+  -o \( -name '*.py' ! -type d -printf 'o%p\0' \) 2>/dev/null
 if [ "$scope" != full ]; then
   sec grep; find -H srt $follow -type f -name '*.py' -exec grep -lZE -e "$pattern" -- {} + 2>/dev/null
 fi
@@ -111,10 +123,18 @@ exec tar -cf - --null --no-recursion --hard-dereference -T -
 """.replace('"$FMT"', "'" + FIND_FMT + "'")
 
 
-@dataclass(frozen=True)
-class Listed:
+class Listed(NamedTuple):  # a tuple: thousands are made per pull
     size: int
     mtime: float
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What the remote `find` walk reported."""
+
+    files: dict[str, Listed]  # regular *.py files (and version.py, _version.py)
+    links: set[str]  # symlinks (named *.py, or to folders, or dangling)
+    odd: set[str]  # other non-folders named *.py (FIFOs, devices, sockets)
 
 
 @dataclass(frozen=True)
@@ -198,14 +218,24 @@ def parse_sections(head: bytes, nonce: str) -> dict[str, bytes]:
     return sections
 
 
-def parse_listing(raw: bytes) -> dict[str, Listed]:
-    listing = {}
+def parse_listing(raw: bytes) -> Listing:
+    """The tagged NUL-separated records of the remote `find` (see FIND_FMT)."""
+    listing = Listing({}, set(), set())
+    files = listing.files
     for record in raw.split(b"\0"):
         if not record:
             continue
+        tag = record[:1]
         try:
-            size, mtime, path = record.split(b" ", 2)
-            listing[path.decode("utf-8", "surrogateescape")] = Listed(int(size), float(mtime))
+            if tag == b"f":
+                size, mtime, path = record[1:].split(b" ", 2)
+                files[path.decode("utf-8", "surrogateescape")] = Listed(int(size), float(mtime))
+            elif tag == b"l" and len(record) > 1:
+                listing.links.add(record[1:].decode("utf-8", "surrogateescape"))
+            elif tag == b"o" and len(record) > 1:
+                listing.odd.add(record[1:].decode("utf-8", "surrogateescape"))
+            else:
+                raise ValueError(tag)
         except ValueError as exc:
             raise RemoteError(f"the remote file listing is malformed near {record[:60]!r}") from exc
     return listing
@@ -317,7 +347,6 @@ def pull_ssh(
     target = resolve_target(params["host"], port=params.get("port"), user=params.get("user"),
                             identity=params.get("identity"), ssh_config=params.get("ssh_config"))
     nonce = secrets.token_hex(16)
-    bases = BaseLookup(store, target)
     with Connector(known_hosts=params.get("known_hosts"), accept_new=bool(params.get("accept_new_host_key")),
                    timeout=connect_timeout) as connector:
         progress.update(f"connecting to {target.describe()}", force=True)
@@ -327,6 +356,7 @@ def pull_ssh(
             channel.exec_command(remote_command(params.get("remote_root"), scope, nonce, limits.max_file_size))
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise RemoteError(f"cannot run the remote command on {target.describe()}: {exc}") from exc
+        bases = BaseLookup(store, target)  # while the remote shell starts and walks the tree
         try:
             return _transfer(channel, store, bases, target, params, scope, nonce, limits, progress, deadline,
                              before_transfer)
@@ -360,15 +390,16 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
         )
     root = sections["root"].decode("utf-8", "surrogateescape").rstrip("\n")
     how = sections.get("how", b"").decode(errors="replace")
-    listing = parse_listing(sections.get("list", b"") + b"\0" + sections.get("version", b""))
+    found = parse_listing(sections.get("list", b"") + b"\0" + sections.get("version", b""))
+    listing = found.files
     undecodable = [p for p in listing if scopes.utf8_name(p) is not None]
     for path in undecodable:
         del listing[path]  # never requested; recorded as skipped
     hits = _names(sections.get("grep", b""))
     chosen = scopes.select(listing, scope, lambda path, pattern: path in hits)
-    skipped = [SkippedFile(scopes.utf8_name(p) or p, "not a regular file") for p in _names(sections.get("odd", b""))]
+    skipped = [SkippedFile(scopes.utf8_name(p) or p, "not a regular file") for p in found.odd]
     skipped += [SkippedFile(scopes.utf8_name(p), scopes.NOT_UTF8) for p in undecodable]
-    for link in _names(sections.get("links", b"")) - set(scopes.SCOPE_ROOTS):
+    for link in found.links - set(scopes.SCOPE_ROOTS):
         skipped.append(SkippedFile(scopes.utf8_name(link) or link, "not a regular file" if link.endswith(".py") else "symlink, not followed"))
     for link in _names(sections.get("loops", b"")):
         skipped.append(SkippedFile(link, "symlink to a folder holding the package (a loop), not followed"))

@@ -148,6 +148,14 @@ def _join_thread(transport: paramiko.Transport, timeout: float) -> None:
         transport.join(timeout)
 
 
+def _shut_down(sock: socket.socket) -> None:
+    """End the TCP connection both ways, so paramiko's reader thread wakes from `recv` at once (EOF)."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed or reset
+
+
 class Connector:
     """Connects to targets (and their jump hosts) with one policy for host keys and credentials."""
 
@@ -204,11 +212,15 @@ class Connector:
                 raise RemoteError(f"cannot connect to {target.hostname}:{target.port}: {exc.strerror or exc}") from exc
             self._stack.callback(sock.close)
         transport = paramiko.Transport(sock, default_window_size=WINDOW, default_max_packet_size=MAX_PACKET)
-        # Closing does not wait for paramiko's reader thread; joining it (briefly: a closed transport's
-        # thread ends within its 0.1 s poll) keeps it from outliving us and printing a traceback of
-        # its own (e.g. "Error reading SSH protocol banner") after our error line, during shutdown.
+        # Closing does not wait for paramiko's reader thread; joining it keeps it from outliving us and
+        # printing a traceback of its own (e.g. "Error reading SSH protocol banner") after our error
+        # line, during shutdown. The thread sits in `recv` with a 0.1 s timeout and sees a closed
+        # transport only when that returns: a TCP connection is shut down first (the callbacks run
+        # last-first), which ends its `recv` at once; a tunnel's channel wakes it when it is closed.
         self._stack.callback(_join_thread, transport, self.timeout + 1.0)
         self._stack.callback(transport.close)
+        if isinstance(sock, socket.socket):
+            self._stack.callback(_shut_down, sock)
         transport.banner_timeout = self.timeout
         transport.handshake_timeout = self.timeout
         transport.auth_timeout = self.timeout

@@ -9,9 +9,11 @@ top of these checks, and files are written with `O_EXCL|O_NOFOLLOW` inside the s
 
 from __future__ import annotations
 
-import tarfile
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Mapping
+from typing import TYPE_CHECKING, BinaryIO, Callable, Mapping
+
+if TYPE_CHECKING:
+    import tarfile
 
 from sgl_scan.errors import RemoteError, SnapshotError
 
@@ -95,6 +97,8 @@ def extract_stream(
     `expected` maps each requested member name to its listed mtime; every one must arrive exactly
     once. Returns the member names in stream order.
     """
+    import tarfile  # here: a re-pull with nothing to fetch never reads a tar stream
+
     received: list[str] = []
     seen: set[str] = set()
     total = 0

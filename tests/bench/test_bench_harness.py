@@ -106,7 +106,7 @@ def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
 
     # The baselines always run; each has exactly one time in --quick mode.
     for key in ("grep_full", "grep_speculative", "rsync_full_cold", "scp_full_cold", "rsync_full_nochange",
-                "rsync_full_changed"):
+                "rsync_full_changed", "ssh_true", "paramiko_true"):  # the last two: the re-pull's floors
         assert results[key]["runs"] == 1, (key, results[key])
     # Semgrep is absent from the given venv and --quick never installs it: reported, not fatal.
     assert results["semgrep_full"]["runs"] == 0
