@@ -24,7 +24,7 @@ def command() -> None:
 @click.option("--budget", type=click.IntRange(1, 4096), default=DEFAULT_BUDGET, show_default=True,
               help="Draft-tree node budget B (the verify width is B + 1).")
 @click.option("--topk", type=click.IntRange(1, 4096), default=None,
-              help="Candidates per draft position (default: the budget, as in the DDTree reference).")
+              help="Cap on candidates per draft position (default: none; at run time min(budget, vocabulary), as in the DDTree reference).")
 @click.option("--mode", type=click.Choice(["auto", "plugin", "patch"]), default="auto", show_default=True,
               help="Registration: plugin where the release has the plugin API, else a patch (auto).")
 @click.option("--dry-run", is_flag=True, help="Print the plan (base class, registration, dispatch sites) and write nothing.")
@@ -56,8 +56,8 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
     if out is not None and not dry_run:
         check_destination(out, force=force, protected=protected)
     analysis = analyze(snapshot)
-    topk = topk if topk is not None else budget
-    regenerate = f"sgl-scan gen ddtree --snapshot {snapshot.id} --budget {budget} --topk {topk} --mode {mode} --out <this folder> --force"
+    cap = f" --topk {topk}" if topk is not None else ""
+    regenerate = f"sgl-scan gen ddtree --snapshot {snapshot.id} --budget {budget}{cap} --mode {mode} --out <this folder> --force"
     generated = generate_ddtree(analysis, snapshot.tree, package=package, budget=budget, topk=topk, mode=mode, regenerate=regenerate,
                                allow_unwired=dry_run)
     if dry_run:

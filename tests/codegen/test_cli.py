@@ -46,7 +46,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(capsys, home, tmp_path):
     assert "registration:  patch" in out
     assert "  joins  sglang/srt/server_args.py:3319  sglang.srt.server_args.ServerArgs._handle_speculative_decoding" in out
     assert "  sglang/srt/speculative/spec_info.py:18  add DDTREE = auto() to SpeculativeAlgorithm" in out
-    assert "budget/top-K:  20 / 20" in out
+    assert "budget/top-K:  20 / min(budget, vocabulary) at run time" in out
     assert "tree verify:   sglang.srt.speculative.dflash_info.DFlashVerifyInput  sglang/srt/speculative/dflash_info.py:148" in out
     assert "  prepare:     prepare_for_verify(batch, page_size, build_custom_mask)  sglang/srt/speculative/dflash_info.py:178" in out
     assert "  target:      self.target_worker.forward_batch_generation(..., is_verify=True)  sglang/srt/managers/tp_worker.py:445" in out

@@ -15,7 +15,7 @@ REGENERATE = "sgl-scan gen ddtree --pip sglang=={version} --out <this folder>"
 def _generate(release, version, mode="auto"):
     tree, analysis = release
     return generate_ddtree(
-        analysis, tree, package="ddtree_sglang", budget=32, topk=8, mode=mode,
+        analysis, tree, package="ddtree_sglang", budget=32, topk=None, mode=mode,
         regenerate=REGENERATE.format(version=version),
     )
 

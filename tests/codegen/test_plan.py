@@ -6,6 +6,7 @@ import pytest
 
 from sgl_scan.codegen.ddtree.plan import FIRST_DFLASH_RELEASE, plan_ddtree
 from sgl_scan.errors import CodegenError
+from tests.codegen.conftest import release_analysis
 
 pytestmark = pytest.mark.slow
 
@@ -153,6 +154,7 @@ def test_0_5_11_draft_and_commit_glue_reuse_the_v1_verify_input(release_0_5_11):
     assert glue.result_class == "sglang.srt.managers.scheduler.GenerationBatchResult"
     assert glue.result_keywords == ("logits_output", "next_token_ids", "num_accepted_drafts", "num_accepted_drafts_per_req_cpu", "can_run_cuda_graph")
     assert glue.window_func is None and glue.kv_mover is None  # the verify input's prepare reserves, its verify frees
+    assert glue.kv_plan is None and glue.write_ids_method is None  # no KV-location plan in spec v1
     assert _where(glue) == {
         "draft": f"{V1_WORKER}:660",
         "root": "sglang/srt/speculative/dflash_info.py:70",
@@ -193,7 +195,13 @@ def test_0_5_23_draft_and_commit_glue_follow_the_v2_window(release_0_5_23):
         "result": f"{V2_WORKER}:3002",
         "reservation": f"{V2_WORKER}:3002",
         "guard": f"{V2_WORKER}:2085",
+        "kv_plan": f"{V2_WORKER}:2588",
     }
+    # the base plans its window's KV locations once (`kv_index_translator.plan(...)` at :2588), passes the plan
+    # to DFlashVerifyInput(kv_loc_plan=) (:2824) and reads the draft KV's write ids from it (:2985)
+    assert glue.kv_plan == "self.target_worker.model_runner.kv_index_translator.plan"
+    assert glue.kv_plan_keywords == ("req_pool_indices", "seq_lens", "seq_lens_cpu", "write_virtual", "read_extent")
+    assert (glue.kv_field, glue.write_ids_method) == ("kv_loc_plan", "_draft_write_ids")
     # spec v2 moves KV contents inside the window (slot ids stay), so pages need no refusal; the window
     # must fit what the scheduler reserves, which the base reports as speculative_num_draft_tokens
     assert glue.page_setting is None and glue.reservation_attr == "speculative_num_draft_tokens"
@@ -225,3 +233,25 @@ def test_facts_missing_the_accept_method_make_the_worker_refuse_naming_it(releas
     worker = render_ddtree(plan, "ddtree_gen", build_patch(plan, lacking, tree, "ddtree_gen"), "x")["worker.py"]
     assert repr(plan.engine.missing[0]) in worker.split("ENGINE_GLUE_MISSING = (")[1].split(")\n")[0]
     assert "def ddtree_commit" in worker and 'raise NotImplementedError("DDTree: " + "; ".join(ENGINE_GLUE_MISSING))' in worker
+
+
+@pytest.mark.parametrize("version", ["0.5.23", "0.5.11"])
+def test_the_drafter_keeps_its_trained_block_read_as_the_release_reads_it(version, facts_cache):
+    """The base takes its block from speculative_num_draft_tokens (the tree's width for DDTree); the plan finds how
+    the release infers the drafter's block from its config and how the base reads the setting, to scope it."""
+    _, analysis = release_analysis(version, facts_cache)
+    width = plan_ddtree(analysis, budget=32).width
+    assert width.missing == ()
+    assert width.parser == "sglang.srt.speculative.dflash_utils.parse_dflash_draft_config"
+    assert width.loader == "sglang.srt.utils.hf_transformers_utils.get_config"
+    assert width.loader_keywords == ("trust_remote_code", "revision", "model_override_args")
+    if version == "0.5.23":
+        # `if get_spec().speculative_num_draft_tokens is None:` (dflash_worker_v2.py:507); the bag's scoped override
+        assert width.settings_bag == "sglang.srt.runtime_context.get_spec"
+        assert str(width.where("scope")) == "sglang/srt/runtime_context.py:849"
+        assert width.phases == ("alloc_memory_pool", "init_attention_backends", "init_cuda_graphs")
+        assert (str(width.where("parser")), str(width.where("loader"))) == (f"{V2_WORKER}:509", "sglang/srt/arg_groups/speculative_hook.py:399")
+    else:
+        # `if server_args.speculative_num_draft_tokens is None:` (dflash_worker.py:164): the attribute is scoped
+        assert width.settings_bag is None and width.phases == ()
+        assert (str(width.where("parser")), str(width.where("loader"))) == (f"{V1_WORKER}:166", "sglang/srt/server_args.py:3397")

@@ -60,6 +60,10 @@ PAGE_KEYWORD = "page_size"
 # The result keyword under which the spec v2 base reports its verify width; the base keeps the same
 # number as an attribute (the tokens the scheduler reserves per request and step).
 RESERVATION_KEYWORD = "speculative_num_draft_tokens"
+# Spec v2: the call planning the iteration's KV locations (`<translator>.plan(write_virtual=...)`), the
+# keywords the tree verify knows how to fill, and the base's own write ids read from that plan.
+KV_PLAN_KEYWORD = "write_virtual"
+KV_PLAN_VALUES = ("req_pool_indices", "seq_lens", "seq_lens_cpu", "write_virtual", "read_extent")
 
 
 @dataclass(frozen=True)
@@ -95,9 +99,13 @@ class EngineGlue:
     page_setting: str | None  # v1: "<init parameter>.page_size" when the settings class has the field
     reservation_attr: str | None  # v2: the base attribute bounding the verify window
     backend_guards: tuple[tuple[str, str], ...]  # (skipped base step, attention-backend method gating it)
-    decisions: tuple[Decision, ...]
-    missing: tuple[str, ...]
-    unverified: tuple[str, ...]
+    kv_plan: str | None = None  # v2: self.<...>.plan, the call planning the verify window's KV locations
+    kv_plan_keywords: tuple[str, ...] = ()
+    kv_field: str | None = None  # v2: the verify input's field the base passes that plan in
+    write_ids_method: str | None = None  # v2: the base method turning the plan into the draft KV's write ids
+    decisions: tuple[Decision, ...] = ()
+    missing: tuple[str, ...] = ()
+    unverified: tuple[str, ...] = ()
 
     def where(self, key: str) -> Location | None:
         return next((d.location for d in self.decisions if d.key == key), None)
@@ -235,6 +243,7 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
                 kv_mover = f"{mfacts.module}.{KV_MOVER}"
                 decisions.append(Decision("mover", f"KV compaction: {kv_mover}(batch, accept_index, num_correct_drafts, batch.token_to_kv_pool_allocator)", mfacts.location(mfn)))
                 unverified.append("batch.token_to_kv_pool_allocator (the spec v2 schedule batch's allocator; read at run time)")
+    kv_plan, kv_plan_keywords, kv_field, write_ids = _kv_plan(analysis, facts, own, entry, verify, missing, decisions) if shape == "forward_batch" else (None, (), None, None)
     publish = None
     if entry is not None:
         params = {p.name for p in base.entry.params}
@@ -299,10 +308,50 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         page_setting=page_setting,
         reservation_attr=reservation,
         backend_guards=tuple(guards),
+        kv_plan=kv_plan,
+        kv_plan_keywords=kv_plan_keywords,
+        kv_field=kv_field,
+        write_ids_method=write_ids,
         decisions=tuple(decisions),
         missing=tuple(missing),
         unverified=tuple(unverified),
     )
+
+
+def _kv_plan(analysis: Analysis, facts: FileFacts, own: dict[str, FunctionFact], entry, verify, missing: list[str], decisions: list[Decision]):
+    """Spec v2: the base plans its verify window's KV locations once and passes the plan to the verify
+    input (`<field>=`) and, through its write-ids method, to the draft KV append. The tree verify plans
+    its own (wider) window with the same call, so it passes what the base passes.
+
+    Returns (plan callee, its keywords, the verify field, the write-ids method); all None when the base
+    plans nothing.
+    """
+    call = next((c for c in entry.calls if KV_PLAN_KEYWORD in c.keywords and c.callee.startswith("self.")), None) if entry else None
+    if call is None:
+        return None, (), None, None
+    at = Location(facts.path, call.line, 1)
+    unknown = [k for k in call.keywords if k not in KV_PLAN_VALUES]
+    if unknown or call.args:
+        missing.append(f"the base plans its KV locations with {call.callee}({', '.join(unknown) or 'positional arguments'}) ({at}), which the tree verify cannot supply")
+    write_ids = field = None
+    hit = find_class(analysis, verify.verify_class) if verify.verify_class else None
+    for c in entry.calls:
+        name = c.callee.split(".")[1] if c.callee.startswith("self.") and c.callee.count(".") == 1 else None
+        fn = own.get(name) if name else None
+        params = [p for p in fn.params if p.name != "self"] if fn else []
+        if fn is None or c.args != 1 or len(params) != 1 or not params[0].annotation:
+            continue
+        kind = params[0].annotation.strip("'\"")
+        if not kind[:1].isupper():
+            continue
+        found = next((a for a in (hit[1].attributes if hit else ()) if a.annotation and re.search(rf"\b{re.escape(kind)}\b", a.annotation)), None)
+        if found is not None:
+            write_ids, field = name, found.target
+            decisions.append(Decision("kv_plan", f"KV plan: {call.callee}({', '.join(k + '=' for k in call.keywords)}) over the tree window, passed as {verify.verify_name}({field}=) and to self.{name}() for the draft KV write ids, as the base does", at))
+            break
+    if write_ids is None:
+        missing.append(f"the base plans its KV locations ({at}) but the tree verify finds no verify-input field and write-ids method taking that plan")
+    return call.callee, tuple(call.keywords), field, write_ids
 
 
 def _draft_forward(entry: FunctionFact | None, own: dict[str, FunctionFact]) -> tuple[FunctionFact | None, CallFact | None]:

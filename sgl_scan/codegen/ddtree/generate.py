@@ -27,7 +27,7 @@ def generate_ddtree(
     *,
     package: str,
     budget: int,
-    topk: int,
+    topk: int | None,
     mode: str = "auto",
     regenerate: str = "sgl-scan gen ddtree",
     allow_unwired: bool = False,

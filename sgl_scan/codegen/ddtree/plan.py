@@ -16,6 +16,7 @@ from sgl_scan.analyzer.model import Algorithm, Analysis, DispatchSite, Location
 from sgl_scan.analyzer.query import Signature, files_by_module, find_class, find_method, method, resolve_class, signature
 from sgl_scan.codegen.ddtree.engine import engine_glue
 from sgl_scan.codegen.ddtree.trust import check_plan
+from sgl_scan.codegen.ddtree.width import DraftWidth, draft_width
 from sgl_scan.errors import CodegenError
 
 NEW_ALGORITHM = "DDTREE"
@@ -129,7 +130,7 @@ class DDTreePlan:
     snapshot_id: str
     sglang_version: str | None
     budget: int
-    topk: int
+    topk: int | None  # a cap on candidates per depth (--topk); None: min(budget, vocabulary) at run time
     mode: str  # "plugin" | "patch"
     mode_reason: str
     algorithm_name: str
@@ -150,6 +151,7 @@ class DDTreePlan:
     inherited: tuple[Signature, ...] = ()  # plugin mode: enum methods the plugin base lacks, run as the release's own code
     verify: VerifyGlue | None = None
     engine: "EngineGlue | None" = None  # draft and commit glue (engine.py)
+    width: DraftWidth | None = None  # how the drafter keeps its trained block (width.py)
 
     @property
     def enum_name(self) -> str:
@@ -164,6 +166,7 @@ class DDTreePlan:
         """One line naming why this release cannot run the generated worker, or None when it can."""
         missing = list(self.verify.missing if self.verify else ("no verify glue planned",))
         missing += list(self.engine.missing if self.engine else ("no draft/commit glue planned",))
+        missing += list(self.width.missing if self.width else ("no draft width planned",))
         if not missing:
             return None
         return (f"DDTree cannot be wired to SGLang {self.sglang_version or '(unknown version)'}: " + "; ".join(missing)
@@ -173,11 +176,11 @@ class DDTreePlan:
         return next((h for h in self.helpers if h.role == role), None)
 
 
-def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto") -> DDTreePlan:
+def plan_ddtree(analysis: Analysis, *, budget: int, topk: int | None = None, mode: str = "auto") -> DDTreePlan:
     """Decide base worker, registration mode, predicates and dispatch sites from `analysis`."""
     if mode not in MODES:
         raise CodegenError(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
-    if budget < 1 or topk < 1:
+    if budget < 1 or topk is not None and topk < 1:
         raise CodegenError("--budget and --topk must be at least 1")
     inventory = analysis.inventory
     version = analysis.sglang_version or "(unknown version)"
@@ -227,6 +230,7 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
         inherited=_inherited(analysis, plugin, predicates, delegated) if chosen_mode == "plugin" else (),
         verify=verify,
         engine=engine_glue(analysis, base, verify),
+        width=draft_width(analysis, base),
     )
     check_plan(plan)  # tree text reaches generated code only when it matches its strict pattern
     return plan

@@ -13,6 +13,7 @@ from sgl_scan.codegen.ddtree.patch import PatchResult
 from sgl_scan.analyzer.query import Signature
 from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, VERIFY_MODE, DDTreePlan
 from sgl_scan.codegen.ddtree.trust import check_patch_notes, check_plan
+from sgl_scan.codegen.ddtree.width import LOADER_VALUES, SETTING as WIDTH_SETTING
 from sgl_scan.errors import CodegenError
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -94,7 +95,7 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
         "budget": plan.budget,
         "topk": plan.topk,
         "test_budget": min(plan.budget, KERNEL_TEST_BUDGET_LIMIT),
-        "test_topk": min(plan.topk, 8),
+        "test_topk": min(plan.topk or 8, 8),
         "mode": plan.mode,
         "base": {
             "module": plan.base.module,
@@ -113,6 +114,7 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
         "settings_view": {"module": plan.settings_view[0].rpartition(".")[0], "name": plan.settings_view[0].rpartition(".")[2],
                           "location": str(plan.settings_view[1])} if plan.settings_view else None,
         "engine": _engine_context(plan),
+        "width": _width_context(plan),
     }
     context["attributes"] = tuple(dict.fromkeys(tuple(context["verify"]["attributes"]) + tuple(context["engine"]["attributes"])))
     if plan.plugin is not None:
@@ -228,8 +230,8 @@ def _engine_context(plan: DDTreePlan) -> dict[str, object]:
             "append_keywords": glue.append_keywords,
             "append_values": {
                 "target_hidden": "hidden",
-                "cache_loc": "window",
-                "cache_loc_2d": "window.view(bs, width)",
+                "cache_loc": "write_ids" if glue.write_ids_method else "window",
+                "cache_loc_2d": ("write_ids" if glue.write_ids_method else "window") + ".view(bs, width)",
                 "positions": "(committed.unsqueeze(1) + columns).reshape(-1)",
                 "commit_lens": "commit_lens",
             },
@@ -247,6 +249,13 @@ def _engine_context(plan: DDTreePlan) -> dict[str, object]:
             "mover_name": glue.kv_mover.rpartition(".")[2] if glue.kv_mover else "",
             "mover_location": where("mover"),
             "publish_param": glue.publish_param,
+            "kv_plan": glue.kv_plan,
+            "kv_plan_keywords": glue.kv_plan_keywords,
+            "kv_plan_values": {"req_pool_indices": "batch.req_pool_indices", "seq_lens": "batch.seq_lens", "seq_lens_cpu": "host",
+                               "write_virtual": "slots", "read_extent": "width"},
+            "kv_plan_location": where("kv_plan"),
+            "kv_field": glue.kv_field,
+            "write_ids_method": glue.write_ids_method,
             "tree_sampling": glue.shape == "forward_batch",
             "page_check": "page_size" in glue.accept_keywords and glue.shape == "batch",
             "page_setting": glue.page_setting or "self.page_size",
@@ -262,6 +271,37 @@ def _engine_context(plan: DDTreePlan) -> dict[str, object]:
     if "page_size" in glue.accept_keywords:
         context["attributes"] = context["attributes"] + ("page_size",)
     return context
+
+
+def _width_context(plan: DDTreePlan) -> dict[str, object]:
+    """How the generated worker keeps the drafter on its trained block (width.py)."""
+    glue = plan.width
+    if glue is None or glue.missing:
+        return {"ok": False, "missing": list(glue.missing if glue else ("no draft width planned",)), "decisions": [], "unverified": [], "phases": []}
+    where = lambda key: str(glue.where(key)) if glue.where(key) else "outside the scanned files"  # noqa: E731
+    settings = {k: f'getattr(settings, "{v}", None)' for k, v in LOADER_VALUES.items()}
+    settings["trust_remote_code"] = 'bool(getattr(settings, "trust_remote_code", False))'
+    settings["model_override_args"] = 'json.loads(getattr(settings, "json_model_override_args", None) or "{}")'
+    return {
+        "ok": True,
+        "missing": [],
+        "setting": WIDTH_SETTING,
+        "parser_module": glue.parser.rpartition(".")[0],
+        "parser_name": glue.parser.rpartition(".")[2],
+        "parser_location": where("parser"),
+        "loader_module": glue.loader.rpartition(".")[0],
+        "loader_name": glue.loader.rpartition(".")[2],
+        "loader_location": where("loader"),
+        "loader_keywords": glue.loader_keywords,
+        "loader_values": settings,
+        "bag": glue.settings_bag is not None,
+        "bag_module": glue.settings_bag.rpartition(".")[0] if glue.settings_bag else "",
+        "bag_name": glue.settings_bag.rpartition(".")[2] if glue.settings_bag else "",
+        "bag_location": where("scope"),
+        "phases": [{"name": name, "location": where(name)} for name in glue.phases],
+        "decisions": [f"{what} ({loc})" for _, what, loc in glue.decisions],
+        "unverified": list(glue.unverified),
+    }
 
 
 def _literal(text: str) -> bool:

@@ -41,13 +41,15 @@ IDENTIFIER_FIELDS = frozenset(
         "root_field", "hidden_field", "ctx_field", "accept_method", "append_method", "next_input_method",
         "publish_param", "reservation_attr", "methods", "fields", "left_default", "accept_keywords",
         "append_keywords", "next_input_keywords", "result_keywords", "base_predicates", "backend_guards",
-        "predicates", "algorithms", "draft_args",
+        "predicates", "algorithms", "draft_args", "kv_field", "write_ids_method", "kv_plan_keywords", "loader_keywords",
+        "phases",
     }
 )
 DOTTED_FIELDS = frozenset(
     {
         "module", "qualname", "enum_qualname", "verify_class", "forward_mode_module", "result_class", "window_func",
-        "kv_mover", "base_qualname", "draft_input_class", "page_setting", "worker", "workers", "function",
+        "kv_mover", "base_qualname", "draft_input_class", "page_setting", "worker", "workers", "function", "kv_plan",
+        "parser", "loader", "settings_bag",
     }
 )
 

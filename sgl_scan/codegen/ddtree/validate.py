@@ -159,9 +159,10 @@ def check_sglang_names(path: str, module: ast.Module, analysis: Analysis) -> Non
 
 
 def _imported_elsewhere(analysis: Analysis, module: str, name: str) -> bool:
-    """Some scanned file imports `name` from `module` at module level (the module itself is outside the scope)."""
+    """Some scanned file imports `name` from `module` (the module itself is outside the scope): at module
+    level, or inside a function (the release's server-argument code loads its config helpers there)."""
     return any(
-        i.module == module and i.name == name and not i.scope
+        i.module == module and i.name == name
         for facts in analysis.files.values()
         for i in facts.imports
     )

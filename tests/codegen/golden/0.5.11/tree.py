@@ -18,7 +18,7 @@ from typing import List, Sequence, Tuple
 import torch
 
 DEFAULT_BUDGET = 32
-DEFAULT_TOPK = 8
+DEFAULT_TOPK = None  # a cap given at generation (--topk); None: min(budget, vocabulary), as the DDTree reference
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,18 @@ def _f32(value: float) -> float:
     return struct.unpack("f", struct.pack("f", value))[0]
 
 
-def topk_logprobs(draft_logits: torch.Tensor, topk: int = DEFAULT_TOPK) -> Tuple[torch.Tensor, torch.Tensor]:
+def candidates(budget: int, vocab: int, cap: int | None = DEFAULT_TOPK) -> int:
+    """Top-K per depth: min(budget, vocabulary) as the DDTree reference, at most `cap` when one is given."""
+    k = min(int(budget), int(vocab))
+    return k if cap is None else min(k, int(cap))
+
+
+def topk_logprobs(draft_logits: torch.Tensor, topk: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """Top-K log-probabilities and token ids per draft position.
 
-    `draft_logits` is [..., L, V]; the log-softmax runs over the full vocabulary in fp32.
-    Returns ([..., L, K] float32, [..., L, K] int64) with K = min(topk, V), best first.
+    `draft_logits` is [..., L, V] over the real vocabulary (no padding rows of the LM head); the
+    log-softmax runs over all of it in fp32. Returns ([..., L, K] float32, [..., L, K] int64) with
+    K = min(topk, V), best first.
     """
     logprobs = torch.log_softmax(draft_logits.float(), dim=-1)
     k = min(int(topk), int(draft_logits.shape[-1]))
@@ -147,10 +154,10 @@ def build_trees(
     draft_logits: torch.Tensor,
     root_tokens: torch.Tensor,
     budget: int = DEFAULT_BUDGET,
-    topk: int = DEFAULT_TOPK,
+    topk: int | None = None,
 ) -> List[DraftTree]:
-    """`build_tree` for a batch: `draft_logits` [B, L, V], `root_tokens` [B]."""
-    logprobs, ids = topk_logprobs(draft_logits, topk)
+    """`build_tree` for a batch: `draft_logits` [B, L, V], `root_tokens` [B]; `topk` None: `candidates`."""
+    logprobs, ids = topk_logprobs(draft_logits, topk if topk is not None else candidates(budget, draft_logits.shape[-1]))
     return [build_tree(logprobs[b], ids[b], int(root_tokens[b]), budget) for b in range(draft_logits.shape[0])]
 
 
@@ -188,21 +195,30 @@ def retrieve_links(parents: torch.Tensor, sizes: torch.Tensor) -> Tuple[torch.Te
     return first_child, next_sibling
 
 
-def verify_custom_mask(tree_masks: torch.Tensor, prefix_lens: Sequence[int]) -> torch.Tensor:
+def verify_custom_mask(tree_masks: torch.Tensor, prefix_lens, total: int | None = None) -> torch.Tensor:
     """SGLang's flattened verify "allow" mask from per-request tree masks [B, W, W].
 
     For each request, W query rows by (prefix + W) keys, row-major, requests concatenated: every
     query sees the whole committed prefix and, inside the tree, only itself and its ancestors.
+    Batched (no per-request loop): `prefix_lens` [B] may stay on the device; `total`, the mask's
+    length sum((prefix + W) * W), computed from a host copy of the lengths, spares the one host read
+    of them (a device sync) that sizing the mask otherwise needs.
     """
-    chunks = []
     width = int(tree_masks.shape[-1])
-    for b, prefix in enumerate(prefix_lens):
-        rows = torch.ones((width, int(prefix) + width), dtype=torch.bool, device=tree_masks.device)
-        rows[:, int(prefix) :] = tree_masks[b]
-        chunks.append(rows.flatten())
-    if not chunks:
-        return torch.empty((0,), dtype=torch.bool, device=tree_masks.device)
-    return torch.cat(chunks)
+    device = tree_masks.device
+    prefix = torch.as_tensor(prefix_lens, dtype=torch.int64).to(device)
+    keys = prefix + width  # keys per query row
+    sizes = keys * width
+    if total is None:
+        total = int(sizes.sum())
+    out = torch.ones((int(total),), dtype=torch.bool, device=device)
+    if prefix.numel() == 0:
+        return out
+    starts = torch.cumsum(sizes, 0) - sizes
+    rows = torch.arange(width, device=device)
+    index = (starts + prefix).view(-1, 1, 1) + rows.view(1, -1, 1) * keys.view(-1, 1, 1) + rows.view(1, 1, -1)
+    out[index.reshape(-1)] = tree_masks.reshape(-1).to(torch.bool)
+    return out
 
 
 def padded_masks(trees: Sequence[DraftTree], width: int) -> torch.Tensor:
@@ -228,7 +244,7 @@ def ddtree_round(
     committed_len: int,
     target_logits_fn,
     budget: int = DEFAULT_BUDGET,
-    topk: int = DEFAULT_TOPK,
+    topk: int | None = None,
     temperature: float = 0.0,
     generator: torch.Generator | None = None,
 ) -> Tuple[List[int], int, DraftTree]:
@@ -236,8 +252,9 @@ def ddtree_round(
 
     `target_logits_fn(tokens, positions, mask)` runs the target on the whole tree at once (the
     verify forward) and returns logits [N, V]. Returns (accepted draft tokens, bonus token, tree).
+    `topk` None: `candidates(budget, V)`.
     """
-    logprobs, ids = topk_logprobs(draft_logits, topk)
+    logprobs, ids = topk_logprobs(draft_logits, topk if topk is not None else candidates(budget, draft_logits.shape[-1]))
     tree = build_tree(logprobs, ids, root_token, budget)
     mask = ancestor_mask(tree.parents)
     positions = tree_positions(tree.depths, committed_len)

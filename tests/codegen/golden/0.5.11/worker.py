@@ -32,9 +32,11 @@ logits, which only its greedy rule is sure to take as given).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -56,6 +58,8 @@ ENGINE_GLUE_MISSING = (
 )
 # The keywords the base decode path builds its result with (sglang/srt/speculative/dflash_worker.py:1250).
 RESULT_KEYWORDS = ('logits_output', 'next_token_ids', 'num_accepted_drafts', 'num_accepted_drafts_per_req_cpu', 'can_run_cuda_graph')
+# Result values read on the host (a device sync), computed only when RESULT_KEYWORDS takes them.
+HOST_VALUES = ("num_accepted_drafts", "num_accepted_drafts_per_req_cpu")
 # Attributes of the base worker the glue reads (checked when the worker is constructed).
 ENGINE_ATTRIBUTES = ('target_worker', 'page_size', 'draft_model_runner')
 # Sampling-info fields that, when set, mean the release edits the verify logits before it accepts;
@@ -115,10 +119,57 @@ def resolve_budget(server_args) -> int:
     return int(value) if value is not None else ddtree.DEFAULT_BUDGET
 
 
-def resolve_topk(budget: int) -> int:
-    """Candidates per draft position: ${SGLANG_DDTREE_TOPK}, else the --topk given at generation, at most the budget."""
+def resolve_topk(budget: int) -> int | None:
+    """A cap on candidates per draft position: ${SGLANG_DDTREE_TOPK}, else the --topk given at generation, else
+    None. Each step takes tree.candidates(budget, vocabulary, cap): min(budget, vocabulary) as the DDTree
+    reference, the vocabulary being the target's (the LM head's padding rows excluded)."""
     value = os.environ.get(TOPK_ENV)
-    return int(value) if value is not None else min(ddtree.DEFAULT_TOPK, budget)
+    return int(value) if value is not None else ddtree.DEFAULT_TOPK
+
+
+def drafter_block_size(server_args) -> int:
+    """The block size the DFlash drafter was trained for, read as the release infers it from the draft
+    model's config (sglang/srt/server_args.py:3397; sglang/srt/speculative/dflash_worker.py:166). DDTree drafts on it (depth =
+    block - 1, as the DDTree reference) whatever the tree's width."""
+    from sglang.srt.utils.hf_transformers_utils import get_config
+    from sglang.srt.speculative.dflash_utils import parse_dflash_draft_config
+
+    settings = _settings(server_args)
+    path = getattr(settings, "speculative_draft_model_path", None)
+    if path is None:
+        raise RuntimeError("DDTree needs --speculative-draft-model-path (a DFlash drafter)")
+    hf_config = get_config(
+        path,
+        trust_remote_code=bool(getattr(settings, "trust_remote_code", False)),
+        revision=getattr(settings, "speculative_draft_model_revision", None),
+        model_override_args=json.loads(getattr(settings, "json_model_override_args", None) or "{}"),
+    )
+    block = parse_dflash_draft_config(draft_hf_config=hf_config).resolve_block_size(default=None)
+    if block is None or int(block) < 2:
+        raise RuntimeError(
+            f"DDTree needs the drafter's trained block size (block_size in {path}'s config, at least 2), got {block!r}: "
+            "the tree's depth is that block minus one"
+        )
+    return int(block)
+
+
+@contextmanager
+def draft_width_scope(server_args, width: int):
+    """While the base builds its draft side, speculative_num_draft_tokens reads the drafter's block: the release's
+    DFlash worker takes its block size (and sizes its draft buffers) from that setting, which for DDTree
+    holds the tree's verify width, budget + 1. Restored on exit."""
+    saved = getattr(server_args, "speculative_num_draft_tokens", None)
+    server_args.speculative_num_draft_tokens = int(width)
+    try:
+        yield
+    finally:
+        server_args.speculative_num_draft_tokens = saved
+
+
+def verify_width_setting(server_args) -> int | None:
+    """speculative_num_draft_tokens as the release reads it: the tree's verify width, budget + 1 (what the scheduler reserves per request and step)."""
+    value = getattr(_settings(server_args), "speculative_num_draft_tokens", None)
+    return int(value) if value is not None else None
 
 
 # Attention backends whose target-verify path reads the verify input's custom_mask. Others (fa3 on
@@ -192,10 +243,14 @@ class TreeBatch:
 
 
 def build_tree_batch(
-    draft_logits: torch.Tensor, root_tokens: torch.Tensor, committed_lens: torch.Tensor, budget: int, topk: int
+    draft_logits: torch.Tensor, root_tokens: torch.Tensor, committed_lens: torch.Tensor, budget: int, topk: int | None = None
 ) -> TreeBatch:
-    """Top-K log-probs, best-first trees, ancestor masks and positions for a batch."""
-    logprobs, ids = ddtree.topk_logprobs(draft_logits, topk)
+    """Top-K log-probs, best-first trees, ancestor masks and positions for a batch.
+
+    K per depth = tree.candidates(budget, V, topk): min(budget, V) as the DDTree reference, V being the
+    draft logits' vocabulary (the target's, without the LM head's padding rows), `topk` an optional cap.
+    """
+    logprobs, ids = ddtree.topk_logprobs(draft_logits, ddtree.candidates(budget, draft_logits.shape[-1], topk))
     max_depth = int(draft_logits.shape[1])
     kernels = _kernels() if draft_logits.is_cuda or os.environ.get("TRITON_INTERPRET") == "1" else None
     if kernels is not None:
@@ -243,7 +298,11 @@ class DDTreeWorker(DFlashWorker):
         page_size = getattr(server_args, "page_size", None)
         if page_size not in (None, 1):  # refused before the base loads any model
             raise RuntimeError(PAGE_REFUSAL.format(page_size))
-        super().__init__(server_args=server_args, gpu_id=gpu_id, tp_rank=tp_rank, dp_rank=dp_rank, moe_ep_rank=moe_ep_rank, attn_cp_rank=attn_cp_rank, moe_dp_rank=moe_dp_rank, nccl_port=nccl_port, target_worker=target_worker)
+        budget = resolve_budget(server_args)
+        draft_width = drafter_block_size(server_args)
+        with draft_width_scope(server_args, draft_width):  # the base drafts on the drafter's trained block
+            super().__init__(server_args=server_args, gpu_id=gpu_id, tp_rank=tp_rank, dp_rank=dp_rank, moe_ep_rank=moe_ep_rank, attn_cp_rank=attn_cp_rank, moe_dp_rank=moe_dp_rank, nccl_port=nccl_port, target_worker=target_worker)
+        self.ddtree_draft_width = draft_width
         absent = [name for name in ENGINE_ATTRIBUTES if not hasattr(self, name)]
         if absent:
             raise RuntimeError(f"DDTree: DFlashWorker has no attribute(s) {absent} the tree verify uses")
@@ -322,7 +381,9 @@ class DDTreeWorker(DFlashWorker):
         self.ddtree_check_target()  # the backend may be set up after construction
         draft_logits, root_tokens, committed_lens = self.ddtree_draft_logits(batch)
         trees = build_tree_batch(draft_logits, root_tokens, committed_lens, self.ddtree_budget, self.ddtree_topk)
-        custom_mask = ddtree.verify_custom_mask(trees.mask, committed_lens.tolist())
+        host = getattr(batch, "seq_lens_cpu", None)  # a host copy of the committed lengths sizes the mask without a device sync
+        total = int(((host.to(torch.int64) + trees.tokens.shape[1]) * trees.tokens.shape[1]).sum()) if host is not None else None
+        custom_mask = ddtree.verify_custom_mask(trees.mask, committed_lens, total)
         target_logits, verified = self.ddtree_target_verify(batch, trees, custom_mask, *args, **kwargs)
         choice = self.ddtree_target_choice(batch, target_logits.view(trees.tokens.shape[0], trees.tokens.shape[1], -1))
         accepted, counts, bonus = walk_trees(trees, choice)
@@ -347,6 +408,9 @@ class DDTreeWorker(DFlashWorker):
 
     def ddtree_draft_logits(self, batch):
         """Full-vocabulary draft logits [B, L, V], root (last bonus) tokens [B], committed lengths [B].
+
+        L = the drafter's block - 1 (the base drafts on its trained block, see draft_width_scope); V = the
+        target's vocabulary (model_config.vocab_size), without the LM head's padding rows.
 
         Runs the release's own draft block (sglang/srt/speculative/dflash_worker.py:660) and stops it right after
         `self.draft_model_runner.forward`, before it samples; the draft hidden states of the
@@ -382,8 +446,9 @@ class DDTreeWorker(DFlashWorker):
             raise RuntimeError("DDTree: the draft block returned no hidden states")
         bs = int(roots.shape[0])
         hidden = hidden.view(bs, -1, hidden.shape[-1])[:, 1:, :]
-        lm_head = self.target_worker.model_runner.model.lm_head
-        weight = lm_head.weight  # in the model's dtype: no fp32 copy of the whole head per step
+        model_runner = self.target_worker.model_runner
+        vocab = int(model_runner.model_config.vocab_size)
+        weight = model_runner.model.lm_head.weight[:vocab]  # rows past the vocabulary are the head's padding; the model's dtype, no fp32 copy
         draft_logits = torch.matmul(hidden.to(weight.dtype), weight.t())  # topk_logprobs' log-softmax runs in fp32 over these
         return draft_logits, roots, committed
 
@@ -466,4 +531,4 @@ class DDTreeWorker(DFlashWorker):
             num_accepted_drafts=sum(accepted_per_req),
             num_accepted_drafts_per_req_cpu=accepted_per_req,
         )
-        return GenerationBatchResult(**{name: values[name] for name in RESULT_KEYWORDS})
+        return GenerationBatchResult(**{name: values[name]() if callable(values[name]) and name in HOST_VALUES else values[name] for name in RESULT_KEYWORDS})

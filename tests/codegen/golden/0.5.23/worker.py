@@ -17,6 +17,7 @@ The draft step and the commit are wired to the release as well (spec v2: the ver
 - next draft input: self._make_next_draft_input_decode(bonus_tokens=, new_seq_lens=) (sglang/srt/speculative/dflash_worker_v2.py:2997)
 - verify window: assign_extend_cache_locs_func(req_pool_indices=, req_to_token=, start_offset=, end_offset=, batch_size=, draft_token_num=, device=) over committed length + [0, budget + 1) (sglang/srt/speculative/dflash_worker_v2.py:2542)
 - KV compaction: sglang.srt.speculative.spec_utils.move_accept_tokens_to_target_kvcache(batch, accept_index, num_correct_drafts, batch.token_to_kv_pool_allocator) (sglang/srt/speculative/spec_utils.py:859)
+- KV plan: self.target_worker.model_runner.kv_index_translator.plan(req_pool_indices=, seq_lens=, seq_lens_cpu=, write_virtual=, read_extent=) over the tree window, passed as DFlashVerifyInput(kv_loc_plan=) and to self._draft_write_ids() for the draft KV write ids, as the base does (sglang/srt/speculative/dflash_worker_v2.py:2588)
 - the decode path calls its `on_publish` parameter with the new lengths; so does the commit (sglang/srt/speculative/dflash_worker_v2.py:2973)
 - result: GenerationBatchResult(logits_output=, next_token_ids=, accept_lens=, can_run_cuda_graph=, next_draft_input=, speculative_num_draft_tokens=, new_seq_lens=, routed_experts_output=, indexer_topk_output=), as the decode path returns (sglang/srt/speculative/dflash_worker_v2.py:3002)
 - window bound: the base reports its verify width as speculative_num_draft_tokens; DDTreeWorker() refuses a budget + 1 above self.speculative_num_draft_tokens (the scheduler reserves no more per step) (sglang/srt/speculative/dflash_worker_v2.py:3002)
@@ -33,9 +34,11 @@ sampling with top-k, top-p or min-p (a tree samples the target at the request's 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -58,6 +61,8 @@ ENGINE_GLUE_MISSING = (
 )
 # The keywords the base decode path builds its result with (sglang/srt/speculative/dflash_worker_v2.py:3002).
 RESULT_KEYWORDS = ('logits_output', 'next_token_ids', 'accept_lens', 'can_run_cuda_graph', 'next_draft_input', 'speculative_num_draft_tokens', 'new_seq_lens', 'routed_experts_output', 'indexer_topk_output')
+# Result values read on the host (a device sync), computed only when RESULT_KEYWORDS takes them.
+HOST_VALUES = ("num_accepted_drafts", "num_accepted_drafts_per_req_cpu")
 # Attributes of the base worker the glue reads (checked when the worker is constructed).
 ENGINE_ATTRIBUTES = ('target_worker', 'draft_model_runner')
 # Sampling-info fields that, when set, mean the release edits the verify logits before it accepts;
@@ -108,10 +113,57 @@ def resolve_budget(server_args) -> int:
     return int(value) if value is not None else ddtree.DEFAULT_BUDGET
 
 
-def resolve_topk(budget: int) -> int:
-    """Candidates per draft position: ${SGLANG_DDTREE_TOPK}, else the --topk given at generation, at most the budget."""
+def resolve_topk(budget: int) -> int | None:
+    """A cap on candidates per draft position: ${SGLANG_DDTREE_TOPK}, else the --topk given at generation, else
+    None. Each step takes tree.candidates(budget, vocabulary, cap): min(budget, vocabulary) as the DDTree
+    reference, the vocabulary being the target's (the LM head's padding rows excluded)."""
     value = os.environ.get(TOPK_ENV)
-    return int(value) if value is not None else min(ddtree.DEFAULT_TOPK, budget)
+    return int(value) if value is not None else ddtree.DEFAULT_TOPK
+
+
+def drafter_block_size(server_args) -> int:
+    """The block size the DFlash drafter was trained for, read as the release infers it from the draft
+    model's config (sglang/srt/arg_groups/speculative_hook.py:399; sglang/srt/speculative/dflash_worker_v2.py:509). DDTree drafts on it (depth =
+    block - 1, as the DDTree reference) whatever the tree's width."""
+    from sglang.srt.utils.hf_transformers_utils import get_config
+    from sglang.srt.speculative.dflash_utils import parse_dflash_draft_config
+
+    settings = _settings(server_args)
+    path = getattr(settings, "speculative_draft_model_path", None)
+    if path is None:
+        raise RuntimeError("DDTree needs --speculative-draft-model-path (a DFlash drafter)")
+    hf_config = get_config(
+        path,
+        trust_remote_code=bool(getattr(settings, "trust_remote_code", False)),
+        revision=getattr(settings, "speculative_draft_model_revision", None),
+        model_override_args=json.loads(getattr(settings, "json_model_override_args", None) or "{}"),
+    )
+    block = parse_dflash_draft_config(draft_hf_config=hf_config).resolve_block_size(default=None)
+    if block is None or int(block) < 2:
+        raise RuntimeError(
+            f"DDTree needs the drafter's trained block size (block_size in {path}'s config, at least 2), got {block!r}: "
+            "the tree's depth is that block minus one"
+        )
+    return int(block)
+
+
+@contextmanager
+def draft_width_scope(server_args, width: int):
+    """While the base builds its draft side, speculative_num_draft_tokens reads the drafter's block: the release's
+    DFlash worker takes its block size (and sizes its draft buffers) from that setting, which for DDTree
+    holds the tree's verify width, budget + 1. Restored on exit."""
+    from sglang.srt.runtime_context import get_spec
+
+    with get_spec().override(speculative_num_draft_tokens=int(width)):  # the release's own scoped override (sglang/srt/runtime_context.py:849)
+        yield
+
+
+def verify_width_setting(server_args) -> int | None:
+    """speculative_num_draft_tokens as the release reads it: the tree's verify width, budget + 1 (what the scheduler reserves per request and step)."""
+    from sglang.srt.runtime_context import get_spec
+
+    value = getattr(get_spec(), "speculative_num_draft_tokens", None)
+    return int(value) if value is not None else None
 
 
 # Attention backends whose target-verify path reads the verify input's custom_mask. Others (fa3 on
@@ -187,10 +239,14 @@ class TreeBatch:
 
 
 def build_tree_batch(
-    draft_logits: torch.Tensor, root_tokens: torch.Tensor, committed_lens: torch.Tensor, budget: int, topk: int
+    draft_logits: torch.Tensor, root_tokens: torch.Tensor, committed_lens: torch.Tensor, budget: int, topk: int | None = None
 ) -> TreeBatch:
-    """Top-K log-probs, best-first trees, ancestor masks and positions for a batch."""
-    logprobs, ids = ddtree.topk_logprobs(draft_logits, topk)
+    """Top-K log-probs, best-first trees, ancestor masks and positions for a batch.
+
+    K per depth = tree.candidates(budget, V, topk): min(budget, V) as the DDTree reference, V being the
+    draft logits' vocabulary (the target's, without the LM head's padding rows), `topk` an optional cap.
+    """
+    logprobs, ids = ddtree.topk_logprobs(draft_logits, ddtree.candidates(budget, draft_logits.shape[-1], topk))
     max_depth = int(draft_logits.shape[1])
     kernels = _kernels() if draft_logits.is_cuda or os.environ.get("TRITON_INTERPRET") == "1" else None
     if kernels is not None:
@@ -235,24 +291,44 @@ class DDTreeWorker(DFlashWorkerV2):
         refusal = ddtree_refusal(server_args, resolve_budget(server_args))
         if refusal is not None:  # before the base loads any model
             raise RuntimeError(refusal)
-        super().__init__(server_args=server_args, gpu_id=gpu_id, nccl_port=nccl_port, target_worker=target_worker)
+        budget = resolve_budget(server_args)
+        draft_width = drafter_block_size(server_args)
+        reserved = verify_width_setting(server_args)
+        if reserved is None or budget + 1 > reserved or draft_width > reserved:
+            # The verify window and the draft block are read from the scheduler's reservation
+            # (sglang/srt/speculative/dflash_worker_v2.py:3002): slots past it belong to other requests or to no one.
+            raise RuntimeError(
+                f"DDTree on SGLang 0.5.23: the tree verifies budget + 1 = {budget + 1} tokens per request and the "
+                f"drafter drafts blocks of {draft_width}, but speculative_num_draft_tokens = {reserved} (what the scheduler reserves "
+                f"per request and step); launch with --speculative-num-draft-tokens {max(budget + 1, draft_width)} "
+                f"and a budget of at least {draft_width - 1}"
+            )
+        with draft_width_scope(server_args, draft_width):  # the base drafts on the drafter's trained block
+            super().__init__(server_args=server_args, gpu_id=gpu_id, nccl_port=nccl_port, target_worker=target_worker)
+        self.ddtree_draft_width = draft_width
+        self.speculative_num_draft_tokens = reserved  # the base set its draft block; a DDTree step verifies `reserved` tokens
         absent = [name for name in ENGINE_ATTRIBUTES if not hasattr(self, name)]
         if absent:
             raise RuntimeError(f"DDTree: DFlashWorkerV2 has no attribute(s) {absent} the tree verify uses")
         self.ddtree_budget = resolve_budget(getattr(self, "server_args", None))
         self.ddtree_topk = resolve_topk(self.ddtree_budget)
-        reserved = getattr(self, "speculative_num_draft_tokens", None)
-        if reserved is None or self.ddtree_budget + 1 > int(reserved):
-            # The verify window is read from the scheduler's reservation (sglang/srt/speculative/dflash_worker_v2.py:3002):
-            # slots past it belong to other requests or to no one.
-            raise RuntimeError(
-                f"DDTree on SGLang 0.5.23: a tree of budget {self.ddtree_budget} needs budget + 1 = "
-                f"{self.ddtree_budget + 1} KV slots per request and step, but the scheduler reserves "
-                f"self.speculative_num_draft_tokens = {reserved}; lower the budget (speculative_ddtree_budget or "
-                f"${BUDGET_ENV}) or raise speculative_num_draft_tokens"
-            )
         self.ddtree_fallbacks = Counter()  # reason -> decode batches run by the release's own step
         self.ddtree_check_target()
+
+    def alloc_memory_pool(self, *args, **kwargs):
+        """DFlashWorkerV2.alloc_memory_pool (sglang/srt/speculative/dflash_worker_v2.py:665) builds the draft side: on the drafter's block."""
+        with draft_width_scope(getattr(self, "server_args", None), self.ddtree_draft_width):
+            return super().alloc_memory_pool(*args, **kwargs)
+
+    def init_attention_backends(self, *args, **kwargs):
+        """DFlashWorkerV2.init_attention_backends (sglang/srt/speculative/dflash_worker_v2.py:685) builds the draft side: on the drafter's block."""
+        with draft_width_scope(getattr(self, "server_args", None), self.ddtree_draft_width):
+            return super().init_attention_backends(*args, **kwargs)
+
+    def init_cuda_graphs(self, *args, **kwargs):
+        """DFlashWorkerV2.init_cuda_graphs (sglang/srt/speculative/dflash_worker_v2.py:698) builds the draft side: on the drafter's block."""
+        with draft_width_scope(getattr(self, "server_args", None), self.ddtree_draft_width):
+            return super().init_cuda_graphs(*args, **kwargs)
 
     def forward_batch_generation(self, batch, on_publish=None, grammar_barrier=None, pp_proxy_tensors=None):
         """Decode batches run a DDTree step; prefill and idle batches, and decode batches the tree cannot run exactly, the DFlash path."""
@@ -319,7 +395,9 @@ class DDTreeWorker(DFlashWorkerV2):
         self.ddtree_check_target()  # the backend may be set up after construction
         draft_logits, root_tokens, committed_lens = self.ddtree_draft_logits(batch)
         trees = build_tree_batch(draft_logits, root_tokens, committed_lens, self.ddtree_budget, self.ddtree_topk)
-        custom_mask = ddtree.verify_custom_mask(trees.mask, committed_lens.tolist())
+        host = getattr(batch, "seq_lens_cpu", None)  # a host copy of the committed lengths sizes the mask without a device sync
+        total = int(((host.to(torch.int64) + trees.tokens.shape[1]) * trees.tokens.shape[1]).sum()) if host is not None else None
+        custom_mask = ddtree.verify_custom_mask(trees.mask, committed_lens, total)
         target_logits, verified = self.ddtree_target_verify(batch, trees, custom_mask, *args, **kwargs)
         choice = self.ddtree_target_choice(batch, target_logits.view(trees.tokens.shape[0], trees.tokens.shape[1], -1))
         accepted, counts, bonus = walk_trees(trees, choice)
@@ -344,6 +422,9 @@ class DDTreeWorker(DFlashWorkerV2):
 
     def ddtree_draft_logits(self, batch):
         """Full-vocabulary draft logits [B, L, V], root (last bonus) tokens [B], committed lengths [B].
+
+        L = the drafter's block - 1 (the base drafts on its trained block, see draft_width_scope); V = the
+        target's vocabulary (model_config.vocab_size), without the LM head's padding rows.
 
         Runs the release's own draft block (sglang/srt/speculative/dflash_worker_v2.py:2688) and stops it right after
         `self.draft_model_runner.forward`, before it samples; the draft hidden states of the
@@ -379,8 +460,9 @@ class DDTreeWorker(DFlashWorkerV2):
             raise RuntimeError("DDTree: the draft block returned no hidden states")
         bs = int(roots.shape[0])
         hidden = hidden.view(bs, -1, hidden.shape[-1])[:, 1:, :]
-        lm_head = self.target_worker.model_runner.model.lm_head
-        weight = lm_head.weight  # in the model's dtype: no fp32 copy of the whole head per step
+        model_runner = self.target_worker.model_runner
+        vocab = int(model_runner.model_config.vocab_size)
+        weight = model_runner.model.lm_head.weight[:vocab]  # rows past the vocabulary are the head's padding; the model's dtype, no fp32 copy
         draft_logits = torch.matmul(hidden.to(weight.dtype), weight.t())  # topk_logprobs' log-softmax runs in fp32 over these
         width = self.ddtree_budget + 1
         batch.out_cache_loc = assign_extend_cache_locs_func(
@@ -407,13 +489,34 @@ class DDTreeWorker(DFlashWorkerV2):
                 f"DDTree verify needs batch.out_cache_loc to hold the {trees.tokens.numel()} tree slots "
                 "(B * (budget + 1)), reserved by ddtree_draft_logits"
             )
+        host = getattr(batch, "seq_lens_cpu", None)
+        # the tree window's KV-location plan, planned as the base plans its block's (sglang/srt/speculative/dflash_worker_v2.py:2588)
+        kv_plan = self.target_worker.model_runner.kv_index_translator.plan(
+            req_pool_indices=batch.req_pool_indices,
+            seq_lens=batch.seq_lens,
+            seq_lens_cpu=host,
+            write_virtual=slots,
+            read_extent=width,
+        )
+        self.ddtree_kv_plan = kv_plan
         verify_input = DFlashVerifyInput(
             draft_token=trees.tokens.reshape(-1),
             positions=trees.positions.reshape(-1),
             draft_token_num=width,
             custom_mask=custom_mask,
+            kv_loc_plan=kv_plan,
         )
-        prepared = verify_input.prepare_for_verify(batch, self.target_worker)
+        # host-side lengths cover the tree window while the release plans the verify (the base widens them by
+        # its block the same way), then go back to the committed lengths
+        saved = (getattr(batch, "seq_lens_cpu", None), getattr(batch, "seq_lens_sum", None))
+        if saved[0] is not None:
+            batch.seq_lens_cpu = saved[0] + width
+            batch.seq_lens_sum = int(batch.seq_lens_cpu.sum())  # a host tensor: no device sync
+        try:
+            prepared = verify_input.prepare_for_verify(batch, self.target_worker)
+        finally:
+            if saved[0] is not None:
+                batch.seq_lens_cpu, batch.seq_lens_sum = saved
         forward_batch = prepared[0] if isinstance(prepared, tuple) else prepared
         verify_input.custom_mask = custom_mask  # a prepare step may reset or rebuild it as a causal block mask
         result = self.target_worker.forward_batch_generation(None, forward_batch=forward_batch, is_verify=True)
@@ -457,10 +560,11 @@ class DDTreeWorker(DFlashWorkerV2):
         committed = trees.positions[:, 0].to(torch.int64)
         new_seq_lens = committed + counts.to(torch.int64)
         window = batch.out_cache_loc
+        write_ids = self._draft_write_ids(self.ddtree_kv_plan)  # the draft KV's ids for the tree window, as the base reads its own
         self._append_target_hidden_to_draft_kv_by_loc(
             target_hidden=hidden,
-            cache_loc=window,
-            cache_loc_2d=window.view(bs, width),
+            cache_loc=write_ids,
+            cache_loc_2d=write_ids.view(bs, width),
             positions=(committed.unsqueeze(1) + columns).reshape(-1),
             commit_lens=commit_lens,
         )
@@ -477,8 +581,11 @@ class DDTreeWorker(DFlashWorkerV2):
             next_token_ids=out_tokens.reshape(-1),
             accept_lens=commit_lens,
             new_seq_lens=new_seq_lens,
-            num_accepted_drafts=int((counts - 1).sum()),
-            num_accepted_drafts_per_req_cpu=(counts - 1).tolist(),
             next_draft_input=self._make_next_draft_input_decode(bonus_tokens=bonus, new_seq_lens=new_seq_lens),
         )
-        return GenerationBatchResult(**{name: values[name] for name in RESULT_KEYWORDS})
+        # host values (a device sync each), read only where the release's result takes them
+        values.update(
+            num_accepted_drafts=lambda: int((counts - 1).sum()),
+            num_accepted_drafts_per_req_cpu=lambda: (counts - 1).tolist(),
+        )
+        return GenerationBatchResult(**{name: values[name]() if callable(values[name]) and name in HOST_VALUES else values[name] for name in RESULT_KEYWORDS})

@@ -28,12 +28,14 @@ BASE_MODULE = "sglang.srt.speculative.dflash_worker"
 BASE_NAME = "DFlashWorker"
 INIT_PARAMS = ['server_args', 'gpu_id', 'tp_rank', 'dp_rank', 'moe_ep_rank', 'attn_cp_rank', 'moe_dp_rank', 'nccl_port', 'target_worker']
 VOCAB = 19
+PAD = 5  # the LM head's padding rows past the vocabulary (their logits would win if they were read)
 BUDGET = 10
-BLOCK = 7  # the DFlash block: the root and L = 6 draft positions
-WIDTH = BUDGET + 1
+BLOCK = 7  # the drafter's trained block: the root and L = 6 draft positions (its config's block_size)
+WIDTH = BUDGET + 1  # the tree's verify width, speculative_num_draft_tokens
 _INHERITED = object()
 # Server arguments DDTree runs exactly under: one rank, no CUDA graphs, a backend that applies the mask.
-EXACT_ARGS = dict(tp_size=1, disable_cuda_graph=True, attention_backend="triton", speculative_num_draft_tokens=WIDTH, page_size=None)
+EXACT_ARGS = dict(tp_size=1, disable_cuda_graph=True, attention_backend="triton", speculative_num_draft_tokens=WIDTH, page_size=None,
+                  speculative_draft_model_path="<drafter>")
 VERIFY_MODULE = "sglang.srt.speculative.dflash_info"
 VERIFY_NAME = "DFlashVerifyInput"
 VERIFY_FIELDS = ('draft_token', 'positions', 'draft_token_num', 'topk', 'custom_mask', 'capture_hidden_mode', 'num_tokens_per_batch')
@@ -42,6 +44,39 @@ BACKEND_GUARDS = ['update_mamba_state_after_mtp_verify']
 RESULT_MODULE = "sglang.srt.managers.scheduler"
 RESULT_NAME = "GenerationBatchResult"
 FORWARD_MODE_MODULE = "sglang.srt.model_executor.forward_batch_info"
+LOADER_MODULE, PARSER_MODULE = "sglang.srt.utils.hf_transformers_utils", "sglang.srt.speculative.dflash_utils"
+PHASES = []
+
+
+class _Bag:
+    """The release's settings bag: read-only leaves, a scoped override (the stand-in of server_args)."""
+
+    def __init__(self):
+        self.values = {"speculative_num_draft_tokens": WIDTH}
+
+    def __getattr__(self, name):
+        return self.__dict__["values"][name]
+
+    def override(self, **kwargs):
+        import contextlib
+
+        @contextlib.contextmanager
+        def scope():
+            saved = dict(self.values)
+            self.values.update(kwargs)
+            try:
+                yield self
+            finally:
+                self.values = saved
+        return scope()
+
+
+_BAG = _Bag()
+
+
+def _width_setting(server_args):
+    """speculative_num_draft_tokens as the release's DFlash worker reads it."""
+    return server_args.speculative_num_draft_tokens
 
 
 # Backends whose verify applies the custom mask, as the toy target models them; any other backend
@@ -118,6 +153,7 @@ class _StubVerifyInput:
     def prepare_for_verify(self, batch, page_size, *, build_custom_mask=True):
         batch = batch
         batch.input_ids = self.draft_token
+        batch.prepared_with = (getattr(batch, "seq_lens_cpu", None), getattr(batch, "seq_lens_sum", None))
         # As the release's prepare: reserve one slot per verify token and map them after the prefix.
         width = int(self.draft_token_num)
         batch.out_cache_loc = batch.token_to_kv_pool_allocator.alloc(len(batch.input_ids))
@@ -166,7 +202,9 @@ class _StubTarget:
         self.calls = 0
         self.attention_backend = attention_backend
         backend = SimpleNamespace(**{name: (lambda **kwargs: None) for name in self.backend_methods})
-        self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=torch.eye(VOCAB))), attn_backend=backend)
+        head = torch.cat([torch.eye(VOCAB), torch.full((PAD, VOCAB), 100.0)])  # padding rows past the vocabulary
+        self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=head)), attn_backend=backend,
+                                            model_config=SimpleNamespace(vocab_size=VOCAB))
 
     def forward_batch_generation(self, model_worker_batch, forward_batch=None, pp_proxy_tensors=None, is_verify=False, skip_attn_backend_init=False):
         assert is_verify is True
@@ -206,9 +244,13 @@ class _StubBase:
         self.page_size = getattr(self.server_args, "page_size", None) or self.page_size_default
         self.appended = []
         self.ran_past_draft = False
+        # as the release's DFlash worker: its block size is the speculative_num_draft_tokens setting
+        self.block_size = int(_width_setting(self.server_args))
+        self.phase_widths = {}
 
     def _draft_block(self, batch):
-        """As the release: the block's own slots are taken and given back around the draft forward."""
+        """As the release: the block's own slots are taken and given back around the draft forward, on its block size."""
+        assert batch.draft_rows.shape[1] == self.block_size - 1, f"the base drafts blocks of {self.block_size}, the drafter was trained on {BLOCK}"
         allocator = batch.token_to_kv_pool_allocator
         state = allocator.backup_state()
         try:
@@ -248,6 +290,9 @@ def worker_module(monkeypatch):
     setattr(_stub_module(monkeypatch, VERIFY_MODULE), VERIFY_NAME, _StubVerifyInput)
     setattr(_stub_module(monkeypatch, RESULT_MODULE), RESULT_NAME, _Result)
     setattr(_stub_module(monkeypatch, FORWARD_MODE_MODULE), "ForwardMode", SimpleNamespace(TARGET_VERIFY="TARGET_VERIFY", DECODE="DECODE"))
+    setattr(_stub_module(monkeypatch, LOADER_MODULE), "get_config", lambda path, **kwargs: SimpleNamespace(path=path, **kwargs))
+    trained = SimpleNamespace(resolve_block_size=lambda default=None: BLOCK)
+    setattr(_stub_module(monkeypatch, PARSER_MODULE), "parse_dflash_draft_config", lambda draft_hf_config: trained)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setenv("SGLANG_DDTREE_BUDGET", str(BUDGET))
     monkeypatch.setenv("SGLANG_DDTREE_TOPK", "3")
@@ -316,6 +361,8 @@ def _batch(seqs, draft_rows):
         forward_mode=_Mode(True),
         draft_rows=draft_rows,
         seq_lens=torch.tensor([len(s) - 1 for s in seqs]),
+        seq_lens_cpu=_host(torch.tensor([len(s) - 1 for s in seqs])),
+        seq_lens_sum=sum(len(s) - 1 for s in seqs),
         spec_info=SimpleNamespace(verified_id=torch.tensor([s[-1] for s in seqs])),
         req_pool_indices=torch.arange(len(seqs)),
         req_to_token_pool=SimpleNamespace(req_to_token=req_to_token),
@@ -324,6 +371,14 @@ def _batch(seqs, draft_rows):
         contexts=[s[:-1] for s in seqs],
         sampling_info=None,
     )
+
+
+class _HostTensor(torch.Tensor):
+    """A tensor on the host (the schedule batch's seq_lens_cpu): reading it back syncs no device."""
+
+
+def _host(tensor):
+    return tensor.as_subclass(_HostTensor)
 
 
 def _committed(batch, result, b):
@@ -542,3 +597,84 @@ def test_a_target_backend_needing_a_skipped_base_step_is_refused(worker_module, 
     monkeypatch.setattr(_StubTarget, "backend_methods", (name,))
     with pytest.raises(RuntimeError, match=re.escape(f"attention backend has {name}()")):
         _worker(worker_module)  # already there at construction
+
+
+def test_the_base_drafts_on_the_drafters_trained_block_not_the_tree_width(worker_module):
+    """Fix 5: speculative_num_draft_tokens holds the tree's width (budget + 1 = {WIDTH}); the base, which takes its
+    block from it, is built (and builds its draft side) on the drafter's trained block, so the tree is BLOCK - 1 deep."""
+    worker = _worker(worker_module)
+    assert worker.block_size == BLOCK and worker.ddtree_draft_width == BLOCK
+    assert worker.phase_widths == {} or set(worker.phase_widths.values()) == {BLOCK}
+    for name in PHASES:
+        getattr(worker, name)()
+    assert worker.phase_widths == {name: BLOCK for name in PHASES}
+    assert _width_setting(worker.server_args) == WIDTH  # restored: the scheduler and the target verify see the tree width
+    draft = torch.randn(1, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(2))
+    logits, _, _ = worker.ddtree_draft_logits(_batch([[1, 2, 3, 9]], draft))
+    assert logits.shape == (1, BLOCK - 1, VOCAB)  # depth = block - 1, the DDTree reference's draft horizon
+
+
+@pytest.mark.parametrize(("budget", "cap", "expected"), [(30, None, VOCAB), (4, None, 4), (30, "3", 3)])
+def test_top_k_per_depth_is_min_budget_vocabulary_at_run_time(worker_module, monkeypatch, budget, cap, expected):
+    """Fix 5: K = min(budget, vocabulary) as the DDTree reference, from the run-time budget; the vocabulary is the
+    target's (the LM head's padding rows are never candidates); SGLANG_DDTREE_TOPK caps it."""
+    monkeypatch.setenv("SGLANG_DDTREE_BUDGET", str(budget))
+    if cap is None:
+        monkeypatch.delenv("SGLANG_DDTREE_TOPK")
+    worker = _worker(worker_module, server_args=_args(speculative_num_draft_tokens=max(budget + 1, BLOCK)))
+    assert worker.ddtree_budget == budget
+    seen = []
+    topk_logprobs = worker_module.ddtree.topk_logprobs
+    monkeypatch.setattr(worker_module.ddtree, "topk_logprobs", lambda logits, k: seen.append(k) or topk_logprobs(logits, k))
+    draft = torch.randn(1, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(4))
+    logits, roots, committed = worker.ddtree_draft_logits(_batch([[1, 2, 3, 9]], draft))
+    assert logits.shape[-1] == VOCAB  # no padding row of the head reaches the tree
+    trees = worker_module.build_tree_batch(logits, roots, committed, worker.ddtree_budget, worker.ddtree_topk)
+    generated_cap = worker_module.ddtree.DEFAULT_TOPK  # a --topk given at generation caps it too
+    assert seen == [min(expected, generated_cap) if cap is None and generated_cap is not None else expected]
+    assert int(trees.tokens.max()) < VOCAB
+
+
+class _NoHostReads:
+    """Tensor reads back to the host (item, tolist, int, float, bool) fail while `on`, when worker.py or tree.py does them."""
+
+    NAMES = ("item", "tolist", "__int__", "__float__", "__bool__")
+
+    def __init__(self, monkeypatch, module):
+        self.on = False
+        files = {module.__file__, module.ddtree.__file__}
+        for name in self.NAMES:
+            original = getattr(torch.Tensor, name)
+
+            def guarded(tensor, *args, _original=original, _name=name, **kwargs):
+                caller = sys._getframe(1).f_code
+                if self.on and caller.co_filename in files and not isinstance(tensor, _HostTensor):
+                    raise AssertionError(f"host sync: Tensor.{_name}() in {caller.co_name}")
+                return _original(tensor, *args, **kwargs)
+
+            monkeypatch.setattr(torch.Tensor, name, guarded)
+
+    def off(self, fn):
+        def call(*args, **kwargs):
+            self.on = False
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.on = True
+        return call
+
+
+def test_a_tree_step_reads_nothing_back_from_the_device(worker_module, monkeypatch):
+    """Fix 5: outside the tree build and walk (Triton kernels on a GPU; their CPU fallback loops here), a decode step
+    is batched tensor work: no per-request loop reading values back, no host sync."""
+    guard = _NoHostReads(monkeypatch, worker_module)
+    monkeypatch.setattr(worker_module, "build_tree_batch", guard.off(worker_module.build_tree_batch))
+    monkeypatch.setattr(worker_module, "walk_trees", guard.off(worker_module.walk_trees))
+    worker = _worker(worker_module)
+    draft = torch.randn(2, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(5))
+    batch = _batch([[1, 2, 3, 9], [4, 5, 6, 7, 8, 2]], draft)
+    batch.sampling_info = _sampling()
+    guard.on = True
+    result = worker.forward_batch_generation(batch=batch)
+    guard.on = False
+    assert not isinstance(result, tuple) and worker.target_worker.calls == 1

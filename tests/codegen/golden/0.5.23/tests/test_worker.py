@@ -28,12 +28,14 @@ BASE_MODULE = "sglang.srt.speculative.dflash_worker_v2"
 BASE_NAME = "DFlashWorkerV2"
 INIT_PARAMS = ['server_args', 'gpu_id', 'nccl_port', 'target_worker']
 VOCAB = 19
+PAD = 5  # the LM head's padding rows past the vocabulary (their logits would win if they were read)
 BUDGET = 10
-BLOCK = 7  # the DFlash block: the root and L = 6 draft positions
-WIDTH = BUDGET + 1
+BLOCK = 7  # the drafter's trained block: the root and L = 6 draft positions (its config's block_size)
+WIDTH = BUDGET + 1  # the tree's verify width, speculative_num_draft_tokens
 _INHERITED = object()
 # Server arguments DDTree runs exactly under: one rank, no CUDA graphs, a backend that applies the mask.
-EXACT_ARGS = dict(tp_size=1, disable_cuda_graph=True, attention_backend="triton", speculative_num_draft_tokens=WIDTH, page_size=None)
+EXACT_ARGS = dict(tp_size=1, disable_cuda_graph=True, attention_backend="triton", speculative_num_draft_tokens=WIDTH, page_size=None,
+                  speculative_draft_model_path="<drafter>")
 VERIFY_MODULE = "sglang.srt.speculative.dflash_info"
 VERIFY_NAME = "DFlashVerifyInput"
 VERIFY_FIELDS = ('draft_token', 'positions', 'draft_token_num', 'topk', 'custom_mask', 'capture_hidden_mode', 'num_tokens_per_req', 'ragged_verify_layout', 'live_seq_lens_cpu', 'candidate_max_seq_len_upper_bound', 'kv_loc_plan', 'kv_loc_cols')
@@ -43,6 +45,41 @@ RESULT_MODULE = "sglang.srt.managers.scheduler"
 RESULT_NAME = "GenerationBatchResult"
 WINDOW_MODULE = "sglang.kernels.ops.speculative.cache_locs"
 MOVER_MODULE = "sglang.srt.speculative.spec_utils"
+KV_PLAN = "self.target_worker.model_runner.kv_index_translator.plan"  # the base's KV-location planning call
+LOADER_MODULE, PARSER_MODULE = "sglang.srt.utils.hf_transformers_utils", "sglang.srt.speculative.dflash_utils"
+BAG_MODULE = "sglang.srt.runtime_context"
+PHASES = ['alloc_memory_pool', 'init_attention_backends', 'init_cuda_graphs']
+
+
+class _Bag:
+    """The release's settings bag: read-only leaves, a scoped override (the stand-in of get_spec)."""
+
+    def __init__(self):
+        self.values = {"speculative_num_draft_tokens": WIDTH}
+
+    def __getattr__(self, name):
+        return self.__dict__["values"][name]
+
+    def override(self, **kwargs):
+        import contextlib
+
+        @contextlib.contextmanager
+        def scope():
+            saved = dict(self.values)
+            self.values.update(kwargs)
+            try:
+                yield self
+            finally:
+                self.values = saved
+        return scope()
+
+
+_BAG = _Bag()
+
+
+def _width_setting(server_args):
+    """speculative_num_draft_tokens as the release's DFlash worker reads it."""
+    return _BAG.speculative_num_draft_tokens
 
 
 # Backends whose verify applies the custom mask, as the toy target models them; any other backend
@@ -119,6 +156,7 @@ class _StubVerifyInput:
     def prepare_for_verify(self, batch, target_worker, *, defer_metadata_init=False):
         batch = batch
         batch.input_ids = self.draft_token
+        batch.prepared_with = (getattr(batch, "seq_lens_cpu", None), getattr(batch, "seq_lens_sum", None))
         batch.spec_info = self
         return SimpleNamespace(batch=batch, spec_info=self), False
 
@@ -132,7 +170,9 @@ class _StubTarget:
         self.calls = 0
         self.attention_backend = attention_backend
         backend = SimpleNamespace(**{name: (lambda **kwargs: None) for name in self.backend_methods})
-        self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=torch.eye(VOCAB))), attn_backend=backend)
+        head = torch.cat([torch.eye(VOCAB), torch.full((PAD, VOCAB), 100.0)])  # padding rows past the vocabulary
+        self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=head)), attn_backend=backend,
+                                            model_config=SimpleNamespace(vocab_size=VOCAB))
 
     def forward_batch_generation(self, batch, forward_batch=None, pp_proxy_tensors=None, is_verify=False, skip_attn_backend_init=None, *, capture_hidden_mode=None, return_kv_loc_plan=False):
         assert is_verify is True
@@ -146,6 +186,18 @@ class _StubTarget:
             batch.token_to_kv_pool_allocator.kv[slot] = (row // width, row % width)
         hidden = torch.tensor([[1000.0 * (row // width) + row % width] for row in range(logits.shape[0])])
         return SimpleNamespace(logits_output=SimpleNamespace(next_token_logits=logits, hidden_states=hidden), can_run_cuda_graph=False)
+
+
+class _Translator:
+    """The KV-index translator's plan(): records each call, returns the plan."""
+
+    def __init__(self):
+        self.plans = []
+
+    def plan(self, **kwargs):
+        plan = SimpleNamespace(**kwargs)
+        self.plans.append(plan)
+        return plan
 
 
 class _StubRunner:
@@ -162,7 +214,6 @@ class _Result:
 
 class _StubBase:
     page_size_default = 1  # the base's page size when server_args gives none
-    reserved = WIDTH  # self.speculative_num_draft_tokens: what the scheduler reserves per request and step
 
     def __init__(self, *args, **kwargs):
         self.init_args, self.init_kwargs = args, kwargs
@@ -170,12 +221,35 @@ class _StubBase:
         self.target_worker = _StubTarget(getattr(self.server_args, "attention_backend", None))
         self.draft_model_runner = _StubRunner()
         self.page_size = getattr(self.server_args, "page_size", None) or self.page_size_default
-        self.speculative_num_draft_tokens = self.reserved
         self.appended = []
         self.ran_past_draft = False
+        # as the release's DFlash worker: its block size is the speculative_num_draft_tokens setting
+        self.block_size = int(_width_setting(self.server_args))
+        self.phase_widths = {}
+        self.speculative_num_draft_tokens = self.block_size  # as the release: its verify width is its block
+        node = self
+        for part in KV_PLAN.split(".")[1:-2]:
+            if not hasattr(node, part):
+                setattr(node, part, SimpleNamespace())
+            node = getattr(node, part)
+        setattr(node, KV_PLAN.split(".")[-2], _Translator())
+
+    def alloc_memory_pool(self, *args, **kwargs):
+        self.phase_widths["alloc_memory_pool"] = int(_width_setting(self.server_args))
+
+    def init_attention_backends(self, *args, **kwargs):
+        self.phase_widths["init_attention_backends"] = int(_width_setting(self.server_args))
+
+    def init_cuda_graphs(self, *args, **kwargs):
+        self.phase_widths["init_cuda_graphs"] = int(_width_setting(self.server_args))
+
+    def _draft_write_ids(self, plan):
+        """The draft KV's ids for a planned window (here: the window's slots + 10000, told apart from them)."""
+        return plan.write_virtual + 10000
 
     def _draft_block(self, batch):
-        """As the release: the block's own slots are taken and given back around the draft forward."""
+        """As the release: the block's own slots are taken and given back around the draft forward, on its block size."""
+        assert batch.draft_rows.shape[1] == self.block_size - 1, f"the base drafts blocks of {self.block_size}, the drafter was trained on {BLOCK}"
         allocator = batch.token_to_kv_pool_allocator
         state = allocator.backup_state()
         try:
@@ -237,6 +311,10 @@ def worker_module(monkeypatch):
     setattr(_stub_module(monkeypatch, WINDOW_MODULE), "assign_extend_cache_locs_func", _window)
     setattr(_stub_module(monkeypatch, MOVER_MODULE), "move_accept_tokens_to_target_kvcache", _move)
     setattr(_stub_module(monkeypatch, "sglang.srt.arg_groups.overrides"), "resolving_view", lambda server_args: server_args)
+    setattr(_stub_module(monkeypatch, LOADER_MODULE), "get_config", lambda path, **kwargs: SimpleNamespace(path=path, **kwargs))
+    trained = SimpleNamespace(resolve_block_size=lambda default=None: BLOCK)
+    setattr(_stub_module(monkeypatch, PARSER_MODULE), "parse_dflash_draft_config", lambda draft_hf_config: trained)
+    setattr(_stub_module(monkeypatch, BAG_MODULE), "get_spec", lambda: _BAG)
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.setenv("SGLANG_DDTREE_BUDGET", str(BUDGET))
     monkeypatch.setenv("SGLANG_DDTREE_TOPK", "3")
@@ -275,6 +353,8 @@ def _default(name):
 
 
 def _worker(module, **given):
+    server_args = given.get("server_args", _default("server_args"))
+    _BAG.values = {"speculative_num_draft_tokens": getattr(server_args, "speculative_num_draft_tokens", None)}
     return module.DDTreeWorker(**{name: given.get(name, _default(name)) for name in INIT_PARAMS})
 
 
@@ -304,6 +384,8 @@ def _batch(seqs, draft_rows):
         forward_mode=_Mode(True),
         draft_rows=draft_rows,
         seq_lens=torch.tensor([len(s) - 1 for s in seqs]),
+        seq_lens_cpu=_host(torch.tensor([len(s) - 1 for s in seqs])),
+        seq_lens_sum=sum(len(s) - 1 for s in seqs),
         spec_info=SimpleNamespace(bonus_tokens=torch.tensor([s[-1] for s in seqs])),
         req_pool_indices=torch.arange(len(seqs)),
         req_to_token_pool=SimpleNamespace(req_to_token=req_to_token),
@@ -312,6 +394,14 @@ def _batch(seqs, draft_rows):
         contexts=[s[:-1] for s in seqs],
         sampling_info=None,
     )
+
+
+class _HostTensor(torch.Tensor):
+    """A tensor on the host (the schedule batch's seq_lens_cpu): reading it back syncs no device."""
+
+
+def _host(tensor):
+    return tensor.as_subclass(_HostTensor)
 
 
 def _committed(batch, result, b):
@@ -428,6 +518,8 @@ def test_commit_keeps_exactly_the_accepted_path(worker_module):
     assert call["target_hidden"][:3].view(-1).tolist() == [0.0, 2.0, 4.0]  # r, b, d's target hidden states
     assert call["commit_lens"].tolist() == [3]
     assert call["positions"][:3].tolist() == [3, 4, 5]
+    # the draft KV is written at the base's write ids for the tree window's plan, not at the target's slots
+    assert call["cache_loc"].tolist() == (window.reshape(-1) + 10000).tolist()
 
 
 def test_decode_equals_greedy_decoding(worker_module):
@@ -528,12 +620,15 @@ def test_temperature_only_sampling_runs_a_tree_and_samples_the_target(worker_mod
 
 
 def test_constructor_refuses_a_window_past_the_scheduler_reservation(worker_module, monkeypatch):
-    """Spec v2 reads the tree's window from req_to_token: budget + 1 must fit self.speculative_num_draft_tokens."""
-    monkeypatch.setattr(_StubBase, "reserved", WIDTH - 1)
-    with pytest.raises(RuntimeError, match=re.escape(f"budget + 1 = {WIDTH} KV slots per request and step, but the scheduler reserves self.speculative_num_draft_tokens = {WIDTH - 1}")):
-        _worker(worker_module)
-    monkeypatch.setattr(_StubBase, "reserved", WIDTH)
-    assert _worker(worker_module).ddtree_budget == BUDGET  # an exact fit is fine
+    """Spec v2 reads the tree's window and the draft block from req_to_token: both must fit speculative_num_draft_tokens."""
+    with pytest.raises(RuntimeError, match=re.escape(f"budget + 1 = {WIDTH} tokens per request and the drafter drafts blocks of {BLOCK}, but speculative_num_draft_tokens = {WIDTH - 1}")):
+        _worker(worker_module, server_args=_args(speculative_num_draft_tokens=WIDTH - 1))
+    monkeypatch.setenv("SGLANG_DDTREE_BUDGET", str(BLOCK - 2))  # a tree narrower than the drafter's block
+    with pytest.raises(RuntimeError, match=re.escape(f"drafter drafts blocks of {BLOCK}, but speculative_num_draft_tokens = {BLOCK - 1}")):
+        _worker(worker_module, server_args=_args(speculative_num_draft_tokens=BLOCK - 1))
+    monkeypatch.setenv("SGLANG_DDTREE_BUDGET", str(BUDGET))
+    worker = _worker(worker_module)
+    assert worker.ddtree_budget == BUDGET and worker.speculative_num_draft_tokens == WIDTH  # an exact fit is fine
 
 
 @pytest.mark.parametrize("name", BACKEND_GUARDS)
@@ -549,3 +644,109 @@ def test_a_target_backend_needing_a_skipped_base_step_is_refused(worker_module, 
     monkeypatch.setattr(_StubTarget, "backend_methods", (name,))
     with pytest.raises(RuntimeError, match=re.escape(f"attention backend has {name}()")):
         _worker(worker_module)  # already there at construction
+
+
+def test_the_base_drafts_on_the_drafters_trained_block_not_the_tree_width(worker_module):
+    """Fix 5: speculative_num_draft_tokens holds the tree's width (budget + 1 = {WIDTH}); the base, which takes its
+    block from it, is built (and builds its draft side) on the drafter's trained block, so the tree is BLOCK - 1 deep."""
+    worker = _worker(worker_module)
+    assert worker.block_size == BLOCK and worker.ddtree_draft_width == BLOCK
+    assert worker.phase_widths == {} or set(worker.phase_widths.values()) == {BLOCK}
+    for name in PHASES:
+        getattr(worker, name)()
+    assert worker.phase_widths == {name: BLOCK for name in PHASES}
+    assert _width_setting(worker.server_args) == WIDTH  # restored: the scheduler and the target verify see the tree width
+    draft = torch.randn(1, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(2))
+    logits, _, _ = worker.ddtree_draft_logits(_batch([[1, 2, 3, 9]], draft))
+    assert logits.shape == (1, BLOCK - 1, VOCAB)  # depth = block - 1, the DDTree reference's draft horizon
+
+
+@pytest.mark.parametrize(("budget", "cap", "expected"), [(30, None, VOCAB), (4, None, 4), (30, "3", 3)])
+def test_top_k_per_depth_is_min_budget_vocabulary_at_run_time(worker_module, monkeypatch, budget, cap, expected):
+    """Fix 5: K = min(budget, vocabulary) as the DDTree reference, from the run-time budget; the vocabulary is the
+    target's (the LM head's padding rows are never candidates); SGLANG_DDTREE_TOPK caps it."""
+    monkeypatch.setenv("SGLANG_DDTREE_BUDGET", str(budget))
+    if cap is None:
+        monkeypatch.delenv("SGLANG_DDTREE_TOPK")
+    worker = _worker(worker_module, server_args=_args(speculative_num_draft_tokens=max(budget + 1, BLOCK)))
+    assert worker.ddtree_budget == budget
+    seen = []
+    topk_logprobs = worker_module.ddtree.topk_logprobs
+    monkeypatch.setattr(worker_module.ddtree, "topk_logprobs", lambda logits, k: seen.append(k) or topk_logprobs(logits, k))
+    draft = torch.randn(1, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(4))
+    logits, roots, committed = worker.ddtree_draft_logits(_batch([[1, 2, 3, 9]], draft))
+    assert logits.shape[-1] == VOCAB  # no padding row of the head reaches the tree
+    trees = worker_module.build_tree_batch(logits, roots, committed, worker.ddtree_budget, worker.ddtree_topk)
+    generated_cap = worker_module.ddtree.DEFAULT_TOPK  # a --topk given at generation caps it too
+    assert seen == [min(expected, generated_cap) if cap is None and generated_cap is not None else expected]
+    assert int(trees.tokens.max()) < VOCAB
+
+
+def test_v2_verify_passes_the_base_kv_plan_write_ids_and_widened_host_lengths(worker_module):
+    """Fix 5: the tree verify plans its window's KV locations with the base's call and passes the plan as the base
+    does; the release's prepare sees host lengths widened by the tree width (restored after); the draft KV
+    append writes at the plan's write ids."""
+    worker = _worker(worker_module)
+    batch = _batch([[1, 2, 3, 9], [4, 5, 6, 7, 8, 2]], torch.zeros(2, BLOCK - 1, VOCAB))
+    worker.ddtree_draft_logits(batch)
+    window = batch.out_cache_loc.clone()
+    trees = _hand_trees(worker_module, [9, 1], [-1, 0], 3)
+    trees = worker_module.TreeBatch(*(t.repeat(2, *([1] * (t.dim() - 1))) for t in (trees.tokens, trees.parents, trees.sizes[:1].view(1), trees.mask, trees.depths)),
+                                    positions=trees.positions.repeat(2, 1) + torch.tensor([[0], [2]]), max_depth=trees.max_depth)
+    mask = worker_module.ddtree.verify_custom_mask(trees.mask, batch.seq_lens)
+    worker.ddtree_target_verify(batch, trees, mask)
+    translator = worker
+    for part in KV_PLAN.split(".")[1:-1]:
+        translator = getattr(translator, part)
+    (plan,) = translator.plans
+    assert torch.equal(plan.write_virtual, window) and plan.read_extent == WIDTH
+    assert plan.seq_lens.tolist() == [3, 5]
+    assert batch.spec_info.kv_loc_plan is plan
+    seen_lens, seen_sum = batch.prepared_with
+    assert seen_lens.tolist() == [3 + WIDTH, 5 + WIDTH] and seen_sum == 8 + 2 * WIDTH
+    assert batch.seq_lens_cpu.tolist() == [3, 5] and batch.seq_lens_sum == 8  # restored
+
+
+class _NoHostReads:
+    """Tensor reads back to the host (item, tolist, int, float, bool) fail while `on`, when worker.py or tree.py does them."""
+
+    NAMES = ("item", "tolist", "__int__", "__float__", "__bool__")
+
+    def __init__(self, monkeypatch, module):
+        self.on = False
+        files = {module.__file__, module.ddtree.__file__}
+        for name in self.NAMES:
+            original = getattr(torch.Tensor, name)
+
+            def guarded(tensor, *args, _original=original, _name=name, **kwargs):
+                caller = sys._getframe(1).f_code
+                if self.on and caller.co_filename in files and not isinstance(tensor, _HostTensor):
+                    raise AssertionError(f"host sync: Tensor.{_name}() in {caller.co_name}")
+                return _original(tensor, *args, **kwargs)
+
+            monkeypatch.setattr(torch.Tensor, name, guarded)
+
+    def off(self, fn):
+        def call(*args, **kwargs):
+            self.on = False
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.on = True
+        return call
+
+
+def test_a_tree_step_reads_nothing_back_from_the_device(worker_module, monkeypatch):
+    """Fix 5: outside the tree build and walk (Triton kernels on a GPU; their CPU fallback loops here), a decode step
+    is batched tensor work: no per-request loop reading values back, no host sync."""
+    guard = _NoHostReads(monkeypatch, worker_module)
+    monkeypatch.setattr(worker_module, "build_tree_batch", guard.off(worker_module.build_tree_batch))
+    monkeypatch.setattr(worker_module, "walk_trees", guard.off(worker_module.walk_trees))
+    worker = _worker(worker_module)
+    draft = torch.randn(2, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(5))
+    batch = _batch([[1, 2, 3, 9], [4, 5, 6, 7, 8, 2]], draft)
+    batch.sampling_info = _sampling()
+    guard.on = True
+    result = worker.forward_batch_generation(batch=batch)
+    guard.on = False
+    assert not isinstance(result, tuple) and worker.target_worker.calls == 1
