@@ -9,7 +9,11 @@ imported in a subprocess. What is checked there:
 - the worker imports and subclasses the release's own DFlash worker;
 - its constructor refuses, before the base loads anything, what would not be exact (TP > 1, CUDA
   graphs captured without the tree mask or for another width, attention backends that ignore the
-  mask), given real `ServerArgs` objects; and lets an exact configuration through to the base.
+  mask), given real `ServerArgs` objects; and lets an exact configuration through to the base;
+- the base is built (and builds its draft side) reading the drafter's trained block, read from the
+  draft config by the release's own loader, while the setting holds the tree's width otherwise;
+- spec v2: the tree verify's KV-location plan call, the verify field it fills and the base's
+  write-ids method are the release's own.
 """
 
 from __future__ import annotations
@@ -197,6 +201,88 @@ def test_the_worker_subclasses_the_release_base_and_refuses_before_loading(real)
     assert refusals["ok"].startswith("base: "), refusals  # nothing refused: the release's own constructor ran
     for case in ("tp", "graphs", "width", "fa3"):
         assert "\n" not in refusals[case]
+
+
+# How the release's own DFlash worker reads the setting it takes its block size from (dflash_worker_v2.py:507,
+# dflash_worker.py:164; test_plan.py checks the facts give the same).
+READ_WIDTH = {
+    "0.5.23": "__import__('sglang.srt.runtime_context', fromlist=['get_spec']).get_spec().speculative_num_draft_tokens",
+    "0.5.11": "args.speculative_num_draft_tokens",
+}
+
+
+def test_the_base_is_built_on_the_drafters_trained_block(real):
+    """Fix 5: --speculative-num-draft-tokens 33 is the tree's verify width; the release's DFlash worker, which takes
+    its block size from that setting, is built (and builds its draft side) while it reads the drafter's trained
+    block, 16 in the draft config, read by the release's own config loader; the setting reads 33 again after."""
+    base = real.plan.base
+    phases = list(real.plan.width.phases)
+    found = real.run(f'''
+        from ddtree_sglang import worker
+        from {base.module} import {base.name} as Base
+        args = server_args("--disable-cuda-graph", "--attention-backend", "triton", "--speculative-num-draft-tokens", "33")
+        try:
+            from sglang.srt.runtime_context import get_context
+            get_context().set_server_args(args)
+        except ImportError:
+            pass
+        read = lambda: {READ_WIDTH[real.version]}
+        seen = {{}}
+        class Stop(Exception):
+            pass
+        def init(self, *a, **k):
+            seen["__init__"] = read()
+            raise Stop()
+        Base.__init__ = init
+        for name in {phases!r}:
+            setattr(Base, name, lambda self, *a, _name=name, **k: seen.__setitem__(_name, read()))
+        params = dict.fromkeys(worker.DDTreeWorker.__init__.__code__.co_varnames[1:worker.DDTreeWorker.__init__.__code__.co_argcount], 0)
+        params.update(server_args=args, target_worker=None)
+        try:
+            worker.DDTreeWorker(**params)
+        except Stop:
+            pass
+        after = read()
+        built = object.__new__(worker.DDTreeWorker)
+        built.server_args, built.ddtree_draft_width = args, worker.drafter_block_size(args)
+        for name in {phases!r}:
+            getattr(built, name)()
+        print(json.dumps({{"seen": seen, "after": after, "block": built.ddtree_draft_width}}))
+    ''')
+    assert found["block"] == DRAFT_CONFIG["block_size"] == 16
+    assert found["seen"] == {name: 16 for name in ["__init__", *real.plan.width.phases]}, found
+    assert found["after"] == BUDGET + 1 == 33
+    if real.version == "0.5.23":
+        assert set(real.plan.width.phases) == {"alloc_memory_pool", "init_attention_backends", "init_cuda_graphs"}
+
+
+def test_the_tree_verify_passes_what_the_release_base_passes(real):
+    """Fix 5 (spec v2): the KV-location plan the tree verify builds is the release's own call (the translator's
+    plan() takes every keyword the worker passes), the verify input takes the plan in the field the base fills, and
+    the base has the write-ids method the commit reads the draft KV's ids with. Spec v1 plans nothing."""
+    engine = real.plan.engine
+    if real.version == "0.5.11":
+        assert engine.kv_plan is None and engine.write_ids_method is None
+        return
+    verify = real.plan.verify
+    base = real.plan.base
+    found = real.run(f'''
+        import inspect, torch
+        from ddtree_sglang import worker
+        from {base.module} import {base.name} as Base
+        from {verify.verify_module} import {verify.verify_name} as Verify
+        from sglang.srt.mem_cache.kv_index_translator import KVIndexTranslator
+        params = inspect.signature(KVIndexTranslator.{engine.kv_plan.rpartition(".")[2]}).parameters
+        plan = object()
+        verify_input = Verify(draft_token=torch.zeros(4, dtype=torch.long), positions=torch.zeros(4, dtype=torch.long),
+                              draft_token_num=4, custom_mask=None, {engine.kv_field}=plan)
+        print(json.dumps({{"plan_params": list(params), "passed": getattr(verify_input, "{engine.kv_field}") is plan,
+                          "write_ids": callable(getattr(Base, "{engine.write_ids_method}", None)),
+                          "source": inspect.getsource(worker.DDTreeWorker.ddtree_target_verify)}}))
+    ''')
+    assert set(engine.kv_plan_keywords) <= set(found["plan_params"]), found["plan_params"]
+    assert found["passed"] and found["write_ids"]
+    assert f"{engine.kv_field}=kv_plan" in found["source"] and "batch.seq_lens_cpu = saved[0] + width" in found["source"]
 
 
 def test_the_generated_worker_tests_run_with_the_real_package_importable(real):

@@ -11,9 +11,13 @@ lengths and tokens/s it prints are then smoke figures only. For a meaningful com
 models: SGLSCAN_GPU_TARGET=<target path> SGLSCAN_GPU_DRAFT=<DFlash drafter path>.
 
 Checked for batch 1 and 8: DDTREE's greedy output equals no speculation's and DFLASH's, token for
-token; printed: acceptance length (completion tokens per verify step) and tokens/s, DDTREE vs DFLASH.
-Not checked here: the KV pool's free size after the run (the server's info endpoint differs by
-release); a leak would show as a failed long run instead.
+token (`test_ddtree_greedy_equals_no_speculation_and_dflash`); the KV pool's used tokens
+(`num_used_tokens` of the server's load endpoint, `/v1/loads?include=core`) are back to their value
+before the first request once the server is idle (`test_the_kv_pool_is_back_to_its_start_after_the_run`:
+a tree commit that kept or lost slots shows here); the drafter ran on its trained block
+(`draft block` in the log line DFlash prints at start-up equals the draft config's block_size,
+while the tree verifies budget + 1); printed: acceptance length (completion tokens per verify step)
+and tokens/s, DDTREE vs DFLASH.
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ pytestmark = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
-BUDGET = 15  # verify width 16: DFlash's default block size
+BUDGET = 23  # verify width 24, wider than the drafter's block: the tree's width and the draft's are independent
+BLOCK = 16  # the drafter's trained block (DFlash's default)
 MAX_NEW = 48
 PROMPTS = [[(7 * i + 3 * j) % 200 + 10 for j in range(12 + i)] for i in range(8)]
 
@@ -52,7 +57,7 @@ TARGET_CONFIG = {
     "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2,
 }
 DRAFT_CONFIG = {
-    **TARGET_CONFIG, "architectures": ["DFlashDraftModel"], "num_hidden_layers": 1, "block_size": BUDGET + 1,
+    **TARGET_CONFIG, "architectures": ["DFlashDraftModel"], "num_hidden_layers": 1, "block_size": BLOCK,
     "dflash_config": {"target_layer_ids": [1, 2], "mask_token_id": 3}, "num_target_layers": 4,
 }
 
@@ -61,6 +66,18 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _used_tokens(base: str) -> int:
+    """KV tokens in use (not free, not evictable cache), summed over ranks, once the server has no request."""
+    deadline = time.monotonic() + 60
+    while True:
+        with urllib.request.urlopen(base + "/v1/loads?include=core", timeout=30) as response:
+            loads = json.loads(response.read())["loads"]
+        flat = [{**load, **load.get("core", {})} for load in loads]
+        if all(not f.get("num_running_reqs") for f in flat) or time.monotonic() > deadline:
+            return sum(int(f["num_used_tokens"]) for f in flat)
+        time.sleep(1)
 
 
 def _post(url: str, payload: dict, timeout: float = 600) -> dict:
@@ -98,13 +115,14 @@ def setup(tmp_path_factory):
 def _serve_and_generate(setup, algorithm: str | None) -> dict:
     root, target, draft, dummy = setup
     port = _free_port()
+    spec_width = BUDGET + 1 if algorithm == "DDTREE" else BLOCK  # DFLASH verifies its block; DDTREE its tree
     argv = [sys.executable, "-m", "sglang.launch_server", "--model-path", target, "--port", str(port),
             "--host", "127.0.0.1", "--attention-backend", "flashinfer", "--disable-cuda-graph", "--mem-fraction-static", "0.5"]
     if dummy:
         argv += ["--load-format", "dummy", "--skip-tokenizer-init"]
     if algorithm:
         argv += ["--speculative-algorithm", algorithm, "--speculative-draft-model-path", draft,
-                 "--speculative-num-draft-tokens", str(BUDGET + 1)]
+                 "--speculative-num-draft-tokens", str(spec_width)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
            "SGLANG_DDTREE_BUDGET": str(BUDGET)}
     log = open(root / f"server-{algorithm or 'none'}.log", "w")
@@ -120,7 +138,7 @@ def _serve_and_generate(setup, algorithm: str | None) -> dict:
             except OSError:
                 assert time.monotonic() < deadline, f"server for {algorithm} not healthy after 600 s: see {log.name}"
                 time.sleep(2)
-        results = {}
+        results = {"used_before": _used_tokens(base)}
         for batch in (1, 8):
             started = time.monotonic()
             reply = _post(base + "/generate", {
@@ -132,6 +150,9 @@ def _serve_and_generate(setup, algorithm: str | None) -> dict:
             tokens = sum(len(o) for o in outputs)
             verify = sum(r["meta_info"].get("spec_verify_ct", 0) for r in reply)
             results[batch] = {"outputs": outputs, "tok_s": tokens / elapsed, "accept": tokens / verify if verify else None}
+        results["used_after"] = _used_tokens(base)
+        log.flush()
+        results["log"] = (root / f"server-{algorithm or 'none'}.log").read_text(errors="replace")
         return results
     finally:
         server.terminate()
@@ -142,10 +163,33 @@ def _serve_and_generate(setup, algorithm: str | None) -> dict:
         log.close()
 
 
+_RUNS: dict = {}
+
+
+def _runs(setup) -> dict:
+    """One server per algorithm for the module: (none, DFLASH, DDTREE) results."""
+    if not _RUNS:
+        _RUNS.update(none=_serve_and_generate(setup, None), DFLASH=_serve_and_generate(setup, "DFLASH"),
+                     DDTREE=_serve_and_generate(setup, "DDTREE"))
+    return _RUNS
+
+
+def test_the_kv_pool_is_back_to_its_start_after_the_run(setup):
+    for name, run in _runs(setup).items():
+        assert run["used_after"] == run["used_before"], f"{name}: {run['used_before']} KV tokens in use before the run, {run['used_after']} after"
+
+
+def test_the_drafter_runs_on_its_trained_block(setup):
+    """DFlash logs `block_size=<n>` at start-up: under DDTREE it is the drafter's block, not budget + 1."""
+    if not setup[3]:
+        pytest.skip("real models: the drafter's block comes from its own config")
+    log = _runs(setup)["DDTREE"]["log"]
+    assert f"block_size={BLOCK}," in log and f"block_size={BUDGET + 1}," not in log, log[-3000:]
+
+
 def test_ddtree_greedy_equals_no_speculation_and_dflash(setup):
-    plain = _serve_and_generate(setup, None)
-    dflash = _serve_and_generate(setup, "DFLASH")
-    ddtree = _serve_and_generate(setup, "DDTREE")
+    runs = _runs(setup)
+    plain, dflash, ddtree = runs["none"], runs["DFLASH"], runs["DDTREE"]
     for batch in (1, 8):
         assert ddtree[batch]["outputs"] == plain[batch]["outputs"], f"batch {batch}: DDTREE differs from no speculation"
         assert dflash[batch]["outputs"] == plain[batch]["outputs"], f"batch {batch}: DFLASH differs from no speculation"

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from sgl_scan.analyzer.facts import CallFact, ClassFact, FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Analysis, Location
 from sgl_scan.analyzer.query import files_by_module, find_class, method, resolve_class, signature
+from sgl_scan.codegen.ddtree import checks
 
 # Result keywords the commit knows how to fill, by what they mean.
 RESULT_VALUES = {
@@ -105,7 +106,7 @@ class EngineGlue:
     write_ids_method: str | None = None  # v2: the base method turning the plan into the draft KV's write ids
     decisions: tuple[Decision, ...] = ()
     missing: tuple[str, ...] = ()
-    unverified: tuple[str, ...] = ()
+    unverified: tuple[tuple[str, str], ...] = ()  # (what is assumed, the test that shows it: checks.py)
 
     def where(self, key: str) -> Location | None:
         return next((d.location for d in self.decisions if d.key == key), None)
@@ -114,7 +115,7 @@ class EngineGlue:
 def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
     """Read the draft and commit glue from the base worker's decode path (see the module docstring)."""
     missing: list[str] = []
-    unverified: list[str] = []
+    unverified: list[tuple[str, str]] = []  # (what is assumed, the test that shows it: checks.py)
     decisions: list[Decision] = []
     facts, cls = find_class(analysis, base.qualname)
     own = {f.name: f for f in facts.functions if f.owner == cls.qualname}
@@ -192,7 +193,7 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             if arity != 4:
                 missing.append(f"{verify.verify_name}.{accept_method} ({hit[0].location(fn)}) does not return (tokens, commit lengths, hidden states, accepted per request)")
             else:
-                unverified.append(f"{verify.verify_name}.{accept_method}'s four results are (next root tokens, commit lengths, committed hidden states, accepted drafts per request) in that order ({hit[0].location(fn)}; its annotation gives only the types)")
+                unverified.append((f"{verify.verify_name}.{accept_method}'s four results are (next root tokens, commit lengths, committed hidden states, accepted drafts per request) in that order ({hit[0].location(fn)}; its annotation gives only the types)", checks.LOSSLESS))
     append_call = next((c for c in reversed(after) if c.callee.startswith("self.") and "hidden" in c.callee and c.callee.split(".")[1] in own), None)
     append_method = append_keywords = None
     if append_call is None:
@@ -207,7 +208,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             extra = [k for k in append_keywords if k not in APPEND_VALUES] + [k for k in required if k not in APPEND_VALUES]
             if extra:
                 missing.append(f"{base.name}.{append_method} ({facts.location(fn)}) is called with {', '.join(dict.fromkeys(extra))}, which the tree commit cannot supply")
-            unverified.append(f"the draft KV pool indexes the target's window slot ids (the base maps them through its KV plan first: {facts.location(fn)})")
+            slot_ids = (f"the draft KV pool indexes the target's window slot ids ({facts.location(fn)})", checks.LOSSLESS)
+            unverified.append(slot_ids)
         elif append_call.keywords or append_call.args != 2:
             missing.append(f"{base.name}.{append_method} ({at(append_call.line)}) is not called as (batch, draft_input)")
     next_input = next_keywords = None
@@ -229,8 +231,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             window_func = window.resolved
             decisions.append(Decision("window", f"verify window: {window.callee}({', '.join(k + '=' for k in window.keywords)}) over committed length + [0, budget + 1)", at(window.line)))
             if window_func.rsplit(".", 1)[0] not in files_by_module(analysis):
-                unverified.append(f"{window_func} (called at {at(window.line)}; defined outside the scanned files)")
-            unverified.append(WINDOW_ASSUMED)
+                unverified.append((f"{window_func} (called at {at(window.line)}; defined outside the scanned files)", checks.IMPORTS))
+            unverified.append((WINDOW_ASSUMED, checks.KV_POOL))
         mover = _function(analysis, KV_MOVER)
         if mover is None:
             missing.append(f"no {KV_MOVER}() in the snapshot to move the accepted nodes' KV to the front of each window")
@@ -242,8 +244,10 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             else:
                 kv_mover = f"{mfacts.module}.{KV_MOVER}"
                 decisions.append(Decision("mover", f"KV compaction: {kv_mover}(batch, accept_index, num_correct_drafts, batch.token_to_kv_pool_allocator)", mfacts.location(mfn)))
-                unverified.append("batch.token_to_kv_pool_allocator (the spec v2 schedule batch's allocator; read at run time)")
+                unverified.append(("batch.token_to_kv_pool_allocator (the spec v2 schedule batch's allocator; read at run time)", checks.KV_POOL))
     kv_plan, kv_plan_keywords, kv_field, write_ids = _kv_plan(analysis, facts, own, entry, verify, missing, decisions) if shape == "forward_batch" else (None, (), None, None)
+    if write_ids is not None:  # the draft KV is written at the plan's write ids, as the base writes it
+        unverified = [u for u in unverified if not u[0].startswith("the draft KV pool indexes the target's window slot ids")]
     publish = None
     if entry is not None:
         params = {p.name for p in base.entry.params}
@@ -260,7 +264,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         unknown = [k for k in result.keywords if k not in RESULT_VALUES]
         if unknown:
             missing.append(f"{result.callee} ({at(result.line)}) is built with {', '.join(unknown)}, which the tree commit cannot fill")
-    unverified.append("the target model's lm_head (read as self.<target>.model_runner.model.lm_head; the base reads it with getattr) projects the draft hidden states to the full vocabulary on one rank (no tensor-parallel gather)")
+    unverified.append(("the target model's lm_head (read as self.<target>.model_runner.model.lm_head, its first model_config.vocab_size rows: "
+                       "the rest are padding) projects the draft hidden states to the full vocabulary on one rank (no tensor-parallel gather)", checks.LOSSLESS))
 
     # -- what would go wrong silently: the worker refuses instead (see the module docstring)
     page_setting = None
@@ -272,7 +277,7 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
     reservation = None
     if shape == "forward_batch" and RESERVATION_KEYWORD in result_keywords:
         reservation = RESERVATION_KEYWORD
-        unverified = [u for u in unverified if u != WINDOW_ASSUMED]  # checked when the worker is constructed
+        unverified = [u for u in unverified if u[0] != WINDOW_ASSUMED]  # checked when the worker is constructed
         decisions.append(Decision("reservation", f"window bound: the base reports its verify width as {RESERVATION_KEYWORD}; DDTreeWorker() refuses a budget + 1 above self.{RESERVATION_KEYWORD} (the scheduler reserves no more per step)", at(result.line)))
     guards = []
     skip = {accept_method, append_method, next_input, draft_fn.name if draft_fn else None}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Algorithm, Analysis, DispatchSite, Location
 from sgl_scan.analyzer.query import Signature, files_by_module, find_class, find_method, method, resolve_class, signature
+from sgl_scan.codegen.ddtree import checks
 from sgl_scan.codegen.ddtree.engine import engine_glue
 from sgl_scan.codegen.ddtree.trust import check_plan
 from sgl_scan.codegen.ddtree.width import DraftWidth, draft_width
@@ -114,7 +115,7 @@ class VerifyGlue:
     result_field: str | None  # the field of the target forward's result holding the logits output
     result_location: Location | None  # the result class
     missing: tuple[str, ...]
-    unverified: tuple[str, ...] = ()  # names used but defined outside the scanned files (checked at run time)
+    unverified: tuple[tuple[str, str], ...] = ()  # (what is assumed, the test that shows it: checks.py)
 
     @property
     def verify_module(self) -> str:
@@ -525,7 +526,7 @@ VERIFY_MODE = "TARGET_VERIFY"  # the ForwardMode member of a verify forward
 def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
     """How the base worker's decode path builds and runs its target verify, from its own calls."""
     missing: list[str] = []
-    unverified: list[str] = []
+    unverified: list[tuple[str, str]] = []
     hit = find_class(analysis, base.qualname)
     facts, cls = hit
     own = [f for f in facts.functions if f.owner == cls.qualname]
@@ -591,7 +592,7 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
             result = resolve_class(analysis, found[0], returns)
             result_field = RESULT_FIELD
             if result is None:
-                unverified.append(f"{returns or 'the result'}.{RESULT_FIELD} (the class of {target_forward.location}'s result is outside the scanned files)")
+                unverified.append((f"{returns or 'the result'}.{RESULT_FIELD} (the class of {target_forward.location}'s result is outside the scanned files)", checks.LOSSLESS))
             elif any(a.target == RESULT_FIELD for a in result[1].attributes):
                 result_location = result[0].location(result[1])
             else:
@@ -602,7 +603,7 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
                 if name not in names:
                     missing.append(f"the target worker's {base.entry.name} ({target_forward.location}) takes no {name!r}")
     if target_forward is not None:
-        unverified.append(f"{RESULT_FIELD}.next_token_logits (the logits output class is not followed through the facts)")
+        unverified.append((f"{RESULT_FIELD}.next_token_logits (the logits output class is not followed through the facts)", checks.LOSSLESS))
     worker_batch_method = None
     forward_mode_module = None
     if verify is not None and not returns_forward_batch:
@@ -615,7 +616,7 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
         else:
             mode = resolve_class(analysis, facts, "ForwardMode")
             if mode is None:
-                unverified.append(f"ForwardMode.{VERIFY_MODE} ({forward_mode_module} is outside the scanned files)")
+                unverified.append((f"ForwardMode.{VERIFY_MODE} ({forward_mode_module} is outside the scanned files)", checks.LOSSLESS))
             elif VERIFY_MODE not in {m.name for m in mode[1].enum_members}:
                 missing.append(f"ForwardMode ({mode[0].location(mode[1])}) has no member {VERIFY_MODE}")
     return VerifyGlue(

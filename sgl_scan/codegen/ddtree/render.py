@@ -9,6 +9,7 @@ from typing import Mapping
 
 import jinja2
 
+from sgl_scan.codegen.ddtree import checks
 from sgl_scan.codegen.ddtree.patch import PatchResult
 from sgl_scan.analyzer.query import Signature
 from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, VERIFY_MODE, DDTreePlan
@@ -115,6 +116,7 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
                           "location": str(plan.settings_view[1])} if plan.settings_view else None,
         "engine": _engine_context(plan),
         "width": _width_context(plan),
+        "assumed": _assumed(plan),
     }
     context["attributes"] = tuple(dict.fromkeys(tuple(context["verify"]["attributes"]) + tuple(context["engine"]["attributes"])))
     if plan.plugin is not None:
@@ -175,7 +177,7 @@ def _verify_context(plan: DDTreePlan) -> dict[str, object]:
         "prepare_signature": forwarding(glue.prepare).signature,
         "prepare_batch": next(name for name, role in glue.prepare_args if role == "batch"),
         "fields": glue.fields,
-        "left_default": glue.left_default,
+        "left_default": tuple(k for k in glue.left_default if not (plan.engine and k == plan.engine.kv_field)),
         "returns_forward_batch": glue.returns_forward_batch,
         "target_attr": glue.target_attr,
         "target_forward": glue.target_forward.name,
@@ -271,6 +273,16 @@ def _engine_context(plan: DDTreePlan) -> dict[str, object]:
     if "page_size" in glue.accept_keywords:
         context["attributes"] = context["attributes"] + ("page_size",)
     return context
+
+
+def _assumed(plan: DDTreePlan) -> dict[str, list[tuple[str, str]]]:
+    """Every assumption the facts cannot prove, with the test that shows it, split by where that test runs."""
+    pairs = [*(plan.verify.unverified if plan.verify else ()), *(plan.engine.unverified if plan.engine else ()),
+             *(plan.width.unverified if plan.width else ())]
+    pairs.append(("the target's attention backend (flashinfer or triton) applies the tree's custom mask in verify, for a tree "
+                  "wider than the DFlash block", checks.LOSSLESS))
+    pairs = list(dict.fromkeys(pairs))
+    return {"cpu": [p for p in pairs if checks.on_cpu(p[1])], "gpu": [p for p in pairs if not checks.on_cpu(p[1])]}
 
 
 def _width_context(plan: DDTreePlan) -> dict[str, object]:

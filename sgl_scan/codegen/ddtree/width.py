@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from sgl_scan.analyzer.model import Analysis, Location
 from sgl_scan.analyzer.query import files_by_module, find_class, method, resolve_class
+from sgl_scan.codegen.ddtree import checks
 
 SETTING = "speculative_num_draft_tokens"
 BLOCK_METHOD = "resolve_block_size"
@@ -46,7 +47,7 @@ class DraftWidth:
     phases: tuple[str, ...]  # base methods building the draft side after construction
     decisions: tuple[tuple[str, str, Location | None], ...]  # (key, what, where)
     missing: tuple[str, ...]
-    unverified: tuple[str, ...]
+    unverified: tuple[tuple[str, str], ...]  # (what is assumed, the test that shows it: checks.py)
 
     def where(self, key: str) -> Location | None:
         return next((loc for k, _, loc in self.decisions if k == key), None)
@@ -56,7 +57,7 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
     """How the base reads its block size, and how DDTree makes it read the drafter's own."""
     decisions: list[tuple[str, str, Location | None]] = []
     missing: list[str] = []
-    unverified: list[str] = []
+    unverified: list[tuple[str, str]] = []
     facts, cls = find_class(analysis, base.qualname)
     init = method(facts, cls, "__init__")
     calls = init.calls if init else ()
@@ -91,7 +92,7 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
         if unknown:
             missing.append(f"{loader} is called with {', '.join(unknown)}, which DDTree cannot read from the server arguments")
         if loader.rsplit(".", 1)[0] not in files_by_module(analysis):
-            unverified.append(f"{loader} (defined outside the scanned files; imported when the worker is constructed)")
+            unverified.append((f"{loader} (defined outside the scanned files; imported when the worker is constructed)", checks.DRAFTER_BLOCK))
     bag = None
     # the settings read deciding the block: the last bag call before the .resolve_block_size() line
     # (`if get_spec().speculative_num_draft_tokens is None: ... resolve_block_size(...)`)
@@ -120,8 +121,8 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
                 phases.append(name)
                 decisions.append((name, f"draft-side phase: {base.name}.{name}() builds self.{parts[1]}; it runs under the same width scope", facts.location(fn)))
                 break
-    unverified.append(f"the release reads {SETTING} for the draft side only while the scope is on (attention backends and graphs "
-                      "read it when built, not per step)")
+    unverified.append((f"the release reads {SETTING} for the draft side only while the scope is on (attention backends and graphs "
+                       "read it when built, not per step)", checks.DRAFT_RUN))
     return DraftWidth(
         parser=parser,
         loader=loader,

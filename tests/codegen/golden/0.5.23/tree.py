@@ -206,6 +206,11 @@ def verify_custom_mask(tree_masks: torch.Tensor, prefix_lens, total: int | None 
     """
     width = int(tree_masks.shape[-1])
     device = tree_masks.device
+    if total is not None and int(tree_masks.shape[0]) == 1:  # one request: one slice, no index tensor (the common batch 1)
+        keys = int(total) // width
+        out = torch.ones((width, keys), dtype=torch.bool, device=device)
+        out[:, keys - width :] = tree_masks[0]
+        return out.reshape(-1)
     prefix = torch.as_tensor(prefix_lens, dtype=torch.int64).to(device)
     keys = prefix + width  # keys per query row
     sizes = keys * width
