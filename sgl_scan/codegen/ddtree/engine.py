@@ -193,6 +193,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             if arity != 4:
                 missing.append(f"{verify.verify_name}.{accept_method} ({hit[0].location(fn)}) does not return (tokens, commit lengths, hidden states, accepted per request)")
             else:
+                unverified.append((f"{verify.verify_name}.{accept_method} frees exactly the window slots past the accepted path and keeps the path's "
+                                   f"slots in the order the tree commit laid them out ({hit[0].location(fn)})", checks.KV_POOL))
                 unverified.append((f"{verify.verify_name}.{accept_method}'s four results are (next root tokens, commit lengths, committed hidden states, accepted drafts per request) in that order ({hit[0].location(fn)}; its annotation gives only the types)", checks.LOSSLESS))
     append_call = next((c for c in reversed(after) if c.callee.startswith("self.") and "hidden" in c.callee and c.callee.split(".")[1] in own), None)
     append_method = append_keywords = None
