@@ -614,10 +614,25 @@ def test_the_base_drafts_on_the_drafters_trained_block_not_the_tree_width(worker
     assert logits.shape == (1, BLOCK - 1, VOCAB)  # depth = block - 1, the DDTree reference's draft horizon
 
 
-@pytest.mark.parametrize(("budget", "cap", "expected"), [(30, None, VOCAB), (4, None, 4), (30, "3", 3)])
-def test_top_k_per_depth_is_min_budget_vocabulary_at_run_time(worker_module, monkeypatch, budget, cap, expected):
-    """Fix 5: K = min(budget, vocabulary) as the DDTree reference, from the run-time budget; the vocabulary is the
-    target's (the LM head's padding rows are never candidates); SGLANG_DDTREE_TOPK caps it."""
+def test_the_draft_logits_span_the_vocabulary_without_the_heads_padding_rows(worker_module):
+    """Fix 5: the LM head's rows past model_config.vocab_size are padding: never candidates."""
+    worker = _worker(worker_module)
+    draft = torch.randn(1, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(4))
+    logits, roots, committed = worker.ddtree_draft_logits(_batch([[1, 2, 3, 9]], draft))
+    assert logits.shape[-1] == VOCAB
+    trees = worker_module.build_tree_batch(logits, roots, committed, worker.ddtree_budget, worker.ddtree_topk)
+    assert int(trees.tokens.max()) < VOCAB
+
+
+_FROZEN = 2 * 32  # a run-time budget above anything fixed at generation (the budget, a --topk)
+
+
+@pytest.mark.parametrize(("budget", "vocab", "cap", "expected"), [
+    (_FROZEN, _FROZEN + 7, None, _FROZEN), (4, _FROZEN + 7, None, 4), (_FROZEN, VOCAB, None, VOCAB), (_FROZEN, _FROZEN + 7, "3", 3),
+])
+def test_top_k_per_depth_is_min_budget_vocabulary_at_run_time(worker_module, monkeypatch, budget, vocab, cap, expected):
+    """Fix 5: K = min(budget, vocabulary), as the DDTree reference, from the run-time budget (not a number fixed at
+    generation); SGLANG_DDTREE_TOPK, or a --topk given at generation, caps it."""
     monkeypatch.setenv("SGLANG_DDTREE_BUDGET", str(budget))
     if cap is None:
         monkeypatch.delenv("SGLANG_DDTREE_TOPK")
@@ -626,13 +641,10 @@ def test_top_k_per_depth_is_min_budget_vocabulary_at_run_time(worker_module, mon
     seen = []
     topk_logprobs = worker_module.ddtree.topk_logprobs
     monkeypatch.setattr(worker_module.ddtree, "topk_logprobs", lambda logits, k: seen.append(k) or topk_logprobs(logits, k))
-    draft = torch.randn(1, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(4))
-    logits, roots, committed = worker.ddtree_draft_logits(_batch([[1, 2, 3, 9]], draft))
-    assert logits.shape[-1] == VOCAB  # no padding row of the head reaches the tree
-    trees = worker_module.build_tree_batch(logits, roots, committed, worker.ddtree_budget, worker.ddtree_topk)
+    logits = torch.randn(1, BLOCK - 1, vocab, generator=torch.Generator().manual_seed(4))
+    worker_module.build_tree_batch(logits, torch.tensor([1]), torch.tensor([3]), worker.ddtree_budget, worker.ddtree_topk)
     generated_cap = worker_module.ddtree.DEFAULT_TOPK  # a --topk given at generation caps it too
     assert seen == [min(expected, generated_cap) if cap is None and generated_cap is not None else expected]
-    assert int(trees.tokens.max()) < VOCAB
 
 
 class _NoHostReads:
