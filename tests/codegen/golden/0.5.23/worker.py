@@ -560,12 +560,15 @@ class DDTreeWorker(DFlashWorkerV2):
         committed = trees.positions[:, 0].to(torch.int64)
         new_seq_lens = committed + counts.to(torch.int64)
         window = batch.out_cache_loc
+        # the accepted path (at most the drafter's block: depth <= block - 1, plus the root) leads each row: the draft
+        # KV append gets the block-wide window the base was built for
+        span = min(width, self.ddtree_draft_width)
         write_ids = self._draft_write_ids(self.ddtree_kv_plan)  # the draft KV's ids for the tree window, as the base reads its own
         self._append_target_hidden_to_draft_kv_by_loc(
-            target_hidden=hidden,
-            cache_loc=write_ids,
-            cache_loc_2d=write_ids.view(bs, width),
-            positions=(committed.unsqueeze(1) + columns).reshape(-1),
+            target_hidden=hidden.view(bs, width, -1)[:, :span].reshape(bs * span, -1),
+            cache_loc=write_ids.view(bs, width)[:, :span].reshape(-1),
+            cache_loc_2d=write_ids.view(bs, width)[:, :span].contiguous(),
+            positions=(committed.unsqueeze(1) + columns[:, :span]).reshape(-1),
             commit_lens=commit_lens,
         )
         verified.hidden_states = None

@@ -518,8 +518,10 @@ def test_commit_keeps_exactly_the_accepted_path(worker_module):
     assert call["target_hidden"][:3].view(-1).tolist() == [0.0, 2.0, 4.0]  # r, b, d's target hidden states
     assert call["commit_lens"].tolist() == [3]
     assert call["positions"][:3].tolist() == [3, 4, 5]
+    # the block-wide window the base's append was built for (the accepted path is at most a block long)
+    assert call["cache_loc_2d"].shape == (1, BLOCK) and call["target_hidden"].shape[0] == BLOCK
     # the draft KV is written at the base's write ids for the tree window's plan, not at the target's slots
-    assert call["cache_loc"].tolist() == (window.reshape(-1) + 10000).tolist()
+    assert call["cache_loc"].tolist() == (window[:, :BLOCK].reshape(-1) + 10000).tolist()
 
 
 def test_decode_equals_greedy_decoding(worker_module):
