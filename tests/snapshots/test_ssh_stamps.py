@@ -113,18 +113,25 @@ def test_a_base_stored_without_ctimes_is_not_trusted(tmp_path, sshd_server, sgla
     assert pull_ssh(params, store=store).unchanged  # the stamps are recorded now
 
 
-def test_a_find_without_printf_is_one_clear_error_not_an_empty_or_unstamped_listing(tmp_path, sshd_server, sglang_0_5_23):
+@pytest.mark.parametrize("find", ["stand-in", "busybox"])
+def test_a_find_without_printf_is_one_clear_error_not_an_empty_or_unstamped_listing(tmp_path, sshd_server, sglang_0_5_23, find):
     """A busybox or BSD find (no -printf, no -xtype) cannot give the stamps: the pull stops and says so."""
     package = _package(tmp_path / "remote", sglang_0_5_23)
     store = Store(tmp_path / "store")
     first = pull_ssh(ssh_params(sshd_server, package), store=store)
     fakebin = tmp_path / "fakebin"
     fakebin.mkdir()
-    real_find = shutil.which("find")
-    (fakebin / "find").write_text(  # what busybox find answers
-        "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in -printf|-xtype) echo \"find: unrecognized: $a\" >&2; exit 1;; esac; done\n"
-        f"exec {real_find} \"$@\"\n")
-    (fakebin / "find").chmod(0o755)
+    if find == "busybox":  # the real one, where installed: its find, and its date (no %N)
+        busybox = shutil.which("busybox")
+        if busybox is None:
+            pytest.skip("no busybox on this machine")
+        for applet in ("find", "date"):
+            (fakebin / applet).symlink_to(busybox)
+    else:  # what busybox find answers
+        (fakebin / "find").write_text(
+            "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in -printf|-xtype) echo \"find: unrecognized: $a\" >&2; exit 1;; esac; done\n"
+            f"exec {shutil.which('find')} \"$@\"\n")
+        (fakebin / "find").chmod(0o755)
     home = tmp_path / "home-busybox"
     home.mkdir()
     (home / ".bashrc").write_text(f"PATH={fakebin}:/usr/bin:/bin\nexport PATH\n")
