@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sgl_scan.errors import RemoteError
+from sgl_scan.snapshots import ssh
 from sgl_scan.snapshots.manifest import FileEntry
 from sgl_scan.snapshots.ssh import SETTLE_COARSE, SETTLE_FINE, Listed, parse_listing, parse_now, same_file, settled
 
@@ -37,7 +38,9 @@ def test_the_remote_clock_is_read_or_unknown(raw, now):
     assert parse_now(raw) == now
 
 
-def test_ctimes_too_close_to_the_remote_clock_are_not_trusted():
+def test_ctimes_too_close_to_the_remote_clock_are_not_trusted(monkeypatch):
+    monkeypatch.setattr(ssh, "SETTLE_FINE", SETTLE_FINE)  # the shipped windows (conftest zeroes them)
+    monkeypatch.setattr(ssh, "SETTLE_COARSE", SETTLE_COARSE)
     now = 1700000100.5
     listing = {
         "old.py": Listed(1, 1.0, now - 60.25, 1),
@@ -49,7 +52,7 @@ def test_ctimes_too_close_to_the_remote_clock_are_not_trusted():
     kept = {path: item.ctime for path, item in settled(listing, now).items()}
     assert kept == {"old.py": now - 60.25, "fresh.py": None, "future.py": None,
                     "coarse_old.py": float(int(now) - 3), "coarse_fresh.py": None}
-    assert SETTLE_COARSE > 1.0
+    assert SETTLE_FINE >= 0.02 and SETTLE_COARSE >= 2.0  # a few 10 ms clock ticks; FAT's 2 s stamps
     assert all(item.ctime is None for item in settled(listing, None).values())  # no remote clock: none
 
 

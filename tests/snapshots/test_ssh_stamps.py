@@ -8,6 +8,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -90,6 +91,30 @@ def test_without_the_ctime_the_same_edit_is_missed(tmp_path, sshd_server, sglang
     stale = pull_ssh(params, store=store)
     assert stale.unchanged and stale.snapshot.id == first.snapshot.id
     assert OFFSETS in (stale.snapshot.tree / "sglang" / LLAMA).read_bytes()  # the old content
+
+
+def test_a_file_changed_just_before_the_listing_is_fetched_again_next_time(tmp_path, sshd_server, sglang_0_5_23, monkeypatch):
+    """A ctime inside the settle window may be shared by a change right after the walk: the file is
+    fetched, recorded without a ctime, and so fetched again by the next pull."""
+    package = _package(tmp_path / "remote", sglang_0_5_23)
+    store = Store(tmp_path / "store")
+    params = ssh_params(sshd_server, package)
+    pull_ssh(params, store=store)
+    time.sleep(2.5)
+    with open(package / LLAMA, "ab") as handle:
+        handle.write(b"# edited\n")
+    monkeypatch.setattr(ssh, "SETTLE_FINE", 1.5)  # the edit is inside it; the other files, 2.5 s older, are not
+    second = pull_ssh(params, store=store)
+    assert second.fetched == (LLAMA,)
+    stamps = {f.path: f.ctime for f in second.snapshot.manifest.files}
+    assert stamps.pop("sglang/" + LLAMA) is None and None not in stamps.values()
+    third = pull_ssh(params, store=store)
+    assert third.fetched == (LLAMA,) and not third.unchanged
+    monkeypatch.setattr(ssh, "SETTLE_FINE", 0.0)
+    fourth = pull_ssh(params, store=store)
+    assert fourth.fetched in ((), (LLAMA,))  # () when the third pull was already outside the window
+    fifth = pull_ssh(params, store=store)
+    assert fifth.unchanged and fifth.fetched == ()
 
 
 def test_a_base_stored_without_ctimes_is_not_trusted(tmp_path, sshd_server, sglang_0_5_23):
