@@ -22,6 +22,8 @@ class FileEntry:
     size: int
     sha256: str
     mtime: float | None = None  # remote mtime where known (incremental re-pull)
+    ctime: float | None = None  # remote ctime (SSH pulls), None when unknown or not yet settled
+    inode: int | None = None  # remote inode number (SSH pulls)
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,7 @@ class Manifest:
         data["skipped"] = [asdict(s) for s in self.skipped]
         data["files"] = []
         head = json.dumps(data, indent=2, sort_keys=True)
-        rows = ",\n".join(
-            "    " + json.dumps({"mtime": f.mtime, "path": f.path, "sha256": f.sha256, "size": f.size})
-            for f in self.files
-        )
+        rows = ",\n".join("    " + json.dumps(_file_row(f)) for f in self.files)
         if not rows:
             return head
         return head.replace('\n  "files": []', '\n  "files": [\n' + rows + "\n  ]", 1)
@@ -88,6 +87,16 @@ class Manifest:
             skipped=tuple(SkippedFile(**s) for s in data.get("skipped", ())),
             manifest_version=data.get("manifest_version", MANIFEST_VERSION),
         )
+
+
+def _file_row(f: FileEntry) -> dict[str, Any]:
+    """One file's JSON object; the remote stamps `ctime` and `inode` only where known."""
+    row: dict[str, Any] = {"mtime": f.mtime, "path": f.path, "sha256": f.sha256, "size": f.size}
+    if f.ctime is not None:
+        row["ctime"] = f.ctime
+    if f.inode is not None:
+        row["inode"] = f.inode
+    return row
 
 
 @dataclass(frozen=True)

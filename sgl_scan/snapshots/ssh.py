@@ -9,17 +9,22 @@ ever used as `"$1"`, so a remote root like `a b;touch /x;$(id)'"` is just a fold
    `/sgl-workspace/sglang/python/sglang`),
 2. reports the git commit, branch, dirty state and `git diff HEAD` of a checkout (git runs only when
    `$GIT_DIR` is set or a `.git` exists in the root or a folder above it),
-3. lists, in one walk (`find -printf`, NUL-separated, tagged), the `*.py` regular files with size and
-   mtime, the symlinks and the other non-folders named `*.py`, then the byte-search hits (`grep -lZE`),
-   then
+3. reads its clock (`date +%s.%N`), then lists, in one walk (`find -printf`, NUL-separated, tagged),
+   the `*.py` regular files with size, mtime, ctime and inode, the symlinks and the other non-folders
+   named `*.py`, then the byte-search hits (`grep -lZE`); a find without `-printf` (busybox, BSD) is an
+   error, never an empty or unstamped listing, then
 4. reads the NUL-separated names the client wants from stdin and streams them with
    `tar --null -T -`.
 
 Sections of the reply are framed by a random nonce. The client compares the listing with the latest
 snapshot of the same host and root (found and size-checked in a thread while the remote works, not
 while the connection is made, whose packets the thread would hold up),
-asks only for new or changed (size or mtime) files, takes the rest from that snapshot, and extracts
-the tar while reading it (`tarstream`). If nothing changed, the earlier snapshot is returned as is.
+asks only for new or changed files, takes the rest from that snapshot, and extracts
+the tar while reading it (`tarstream`). A file is unchanged only when its size, mtime, ctime and inode
+all match the snapshot's: an edit that keeps the size and sets the mtime back (`touch -r`, a checkout
+tool) still moves the ctime, which no user can set back. A snapshot stored without ctimes, or a ctime
+too close to the remote clock to be settled (`SETTLE_FINE`), is never trusted: the file is fetched.
+If nothing changed, the earlier snapshot is returned as is.
 Compression is off: on loopback/LAN `gzip -1` costs the remote more CPU than the smaller stream saves.
 """
 
@@ -38,7 +43,7 @@ import paramiko
 
 from sgl_scan.errors import RemoteError, SnapshotError
 from sgl_scan.snapshots import scope as scopes
-from sgl_scan.snapshots.manifest import GitState, Manifest, PullInfo, Snapshot, SkippedFile
+from sgl_scan.snapshots.manifest import FileEntry, GitState, Manifest, PullInfo, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
 from sgl_scan.snapshots.sshconnect import Connector, Target, resolve_target
 from sgl_scan.snapshots.store import PATCH_FILE, Store
@@ -48,9 +53,16 @@ log = logging.getLogger(__name__)
 
 PREFIX = "sglang/"
 RECV = 1 << 24  # take paramiko's whole buffer at once: its reads shift the rest
-# records of the one `find` walk: f<size> <mtime> <path> (a regular file), l<path> (a symlink),
-# o<path> (another non-folder named *.py)
-FIND_FMT = "f%s %T@ %p\\0"
+# records of the one `find` walk: f<size> <mtime> <ctime> <inode> <path> (a regular file), l<path> (a
+# symlink), o<path> (another non-folder named *.py)
+FIND_FMT = "f%s %T@ %C@ %i %p\\0"
+# A file's ctime is its change stamp: any write, chmod or `touch -r` sets it to the current time and no
+# user can set it back. A ctime this close to the remote's clock (taken before the walk) may be shared
+# by a change made right after the walk (same clock tick), so it is not trusted: the file is fetched,
+# and recorded without a ctime, so the next pull fetches it again. Whole-second stamps (a coarse
+# filesystem) get the longer window.
+SETTLE_FINE = 0.05  # s: a few coarse-clock ticks (the kernel stamps files from a 1-10 ms clock)
+SETTLE_COARSE = 2.0  # s: filesystems with 1 s or 2 s stamps
 
 REMOTE_SCRIPT = r"""
 set -u
@@ -109,10 +121,13 @@ for d in srt srt/speculative srt/arg_groups srt/managers srt/models; do
   fi
 done
 case " $loop " in *" srt "*) fail "srt/ is a symlink to a folder holding the package (a loop)";; esac
+sec now; date +%s.%N 2>/dev/null
 sec list
 find -H srt $follow \( -type f -name '*.py' -printf "$FMT" \) \
   -o \( -type l \( -name '*.py' -o -xtype d -o -xtype l \) -printf 'l%p\0' \) \
-  -o \( -name '*.py' ! -type d -printf 'o%p\0' \) 2>/dev/null
+  -o \( -name '*.py' ! -type d -printf 'o%p\0' \) 2>/dev/null ||
+  [ -n "$(find srt -maxdepth 0 -printf x 2>/dev/null)" ] ||
+  fail "the remote find cannot list the files with their stamps (GNU find's -printf; busybox and BSD find lack it), so nothing is pulled; install GNU findutils on the remote host"
 if [ "$scope" != full ]; then
   sec grep; find -H srt $follow -type f -name '*.py' -exec grep -lZE -e "$pattern" -- {} + 2>/dev/null
 fi
@@ -126,6 +141,8 @@ exec tar -cf - --null --no-recursion --hard-dereference -T -
 class Listed(NamedTuple):  # a tuple: thousands are made per pull
     size: int
     mtime: float
+    ctime: float | None = None  # None: not trusted as settled (see SETTLE_FINE)
+    inode: int | None = None
 
 
 @dataclass(frozen=True)
@@ -228,8 +245,8 @@ def parse_listing(raw: bytes) -> Listing:
         tag = record[:1]
         try:
             if tag == b"f":
-                size, mtime, path = record[1:].split(b" ", 2)
-                files[path.decode("utf-8", "surrogateescape")] = Listed(int(size), float(mtime))
+                size, mtime, ctime, inode, path = record[1:].split(b" ", 4)
+                files[path.decode("utf-8", "surrogateescape")] = Listed(int(size), float(mtime), float(ctime), int(inode))
             elif tag == b"l" and len(record) > 1:
                 listing.links.add(record[1:].decode("utf-8", "surrogateescape"))
             elif tag == b"o" and len(record) > 1:
@@ -239,6 +256,35 @@ def parse_listing(raw: bytes) -> Listing:
         except ValueError as exc:
             raise RemoteError(f"the remote file listing is malformed near {record[:60]!r}") from exc
     return listing
+
+
+def parse_now(raw: bytes) -> float | None:
+    """The remote clock (`date +%s.%N`); a `date` without %N gives whole seconds, rounded down."""
+    text = raw.decode("ascii", "replace").strip()
+    head, _, tail = text.partition(".")
+    if not head.isdigit():
+        return None
+    return float(f"{head}.{tail}") if tail.isdigit() else float(head)
+
+
+def settled(listing: dict[str, Listed], now: float | None) -> dict[str, Listed]:
+    """`listing` with the ctimes not trusted as settled (too close to `now`, or no clock) set to None."""
+    out = {}
+    for path, item in listing.items():
+        ctime = item.ctime
+        if ctime is not None and (now is None or now - ctime < (SETTLE_COARSE if ctime.is_integer() else SETTLE_FINE)):
+            item = item._replace(ctime=None)
+        out[path] = item
+    return out
+
+
+def same_file(old: FileEntry | None, item: Listed) -> bool:
+    """Whether a listed file is the one a base snapshot holds: same size, mtime, ctime and inode.
+
+    A base entry without a ctime (stored before ctimes were, or not settled then) is never trusted."""
+    return (old is not None and old.ctime is not None and item.ctime is not None
+            and old.size == item.size and old.mtime == item.mtime and old.ctime == item.ctime
+            and old.inode == item.inode)
 
 
 def _printable(text: str) -> str:
@@ -391,7 +437,10 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
     root = sections["root"].decode("utf-8", "surrogateescape").rstrip("\n")
     how = sections.get("how", b"").decode(errors="replace")
     found = parse_listing(sections.get("list", b"") + b"\0" + sections.get("version", b""))
-    listing = found.files
+    now = parse_now(sections.get("now", b""))
+    if now is None:
+        log.warning("%s: the remote clock is unreadable (no `date`?): every file is fetched", target.describe())
+    listing = settled(found.files, now)
     undecodable = [p for p in listing if scopes.utf8_name(p) is not None]
     for path in undecodable:
         del listing[path]  # never requested; recorded as skipped
@@ -420,9 +469,7 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
     base_files = {e.path: e for e in base.manifest.files} if base else {}
     fetch, reuse = [], []
     for path in wanted_all:
-        old = base_files.get(PREFIX + path)
-        item = listing[path]
-        if old is not None and old.size == item.size and old.mtime == item.mtime:
+        if same_file(base_files.get(PREFIX + path), listing[path]):
             reuse.append(path)
         else:
             fetch.append(path)
@@ -451,6 +498,10 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
                 limits=limits,
             )
             stage.flush()
+        for path in wanted_all:  # the remote stamps the next re-pull compares
+            item = listing[path]
+            entry = stage.files[PREFIX + path]
+            stage.files[entry.path] = replace(entry, mtime=item.mtime, ctime=item.ctime, inode=item.inode)
         sender.join(timeout=max(0.0, deadline - time.monotonic()))
         status = _exit_status(channel, deadline) if fetch else 0
         if status != 0:

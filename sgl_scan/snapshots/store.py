@@ -16,7 +16,7 @@ Every file's sha256 is in the manifest and checked by `open`; `manifest.sha256` 
 
 Content reuse: each snapshot folder holds `content.key`, the digest of what it is (source identity,
 root, scope, git state and patch, skipped files, every file's path, size and sha256; for SSH also the
-remote mtimes its incremental re-pulls compare). `commit` gives back the stored snapshot with the same
+remote mtimes, ctimes and inodes its incremental re-pulls compare). `commit` gives back the stored snapshot with the same
 key (its files re-verified) instead of storing a copy, and so does `find_same` for callers that can
 compute the key before copying anything.
 
@@ -56,7 +56,7 @@ KEY_FILE = "content.key"
 LATEST_FILE = ".latest"
 # how an SSH pull went (its base, what crossed the wire), not what it read: not part of a source's identity
 VOLATILE_SOURCE_KEYS = frozenset({"base", "fetched", "reused", "found_by"})
-MTIME_KINDS = frozenset({"ssh"})  # sources whose re-pulls compare stored mtimes: the mtimes are part of the content
+MTIME_KINDS = frozenset({"ssh"})  # sources whose re-pulls compare stored stamps: the stamps are part of the content
 CHUNK = 1 << 20
 WRITERS = 4  # file creation is mostly waiting on the filesystem; threads overlap it
 MAX_PENDING_FILES = 256
@@ -98,9 +98,17 @@ def content_key(*, source_kind: str, source: Mapping, root: str, scope: str, git
         "git": [git.commit, git.branch, git.dirty] if git else None,
         "patch": hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest() if patch else None,
         "skipped": [[s.path, s.reason] for s in skipped],
-        "files": sorted([f.path, f.size, f.sha256] + ([f.mtime] if with_mtime else []) for f in files),
+        "files": sorted([f.path, f.size, f.sha256] + (_stamps(f) if with_mtime else []) for f in files),
     }
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _stamps(f: FileEntry) -> list:
+    """A file's remote stamps as its content key counts them (ctime and inode only where recorded,
+    so the keys of snapshots stored before they were are unchanged)."""
+    if f.ctime is None and f.inode is None:
+        return [f.mtime]
+    return [f.mtime, f.ctime, f.inode]
 
 
 def recorded_git(git: GitState | None, patch: str | None) -> GitState | None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
-REAL_TOOLS = ("sh", "find", "tar", "grep", "head", "git", "python3", "cat", "sleep", "tail", "kill", "printf")
+REAL_TOOLS = ("sh", "find", "tar", "grep", "head", "git", "python3", "cat", "sleep", "tail", "kill", "printf", "date")
 
 
 def entry_point() -> list[str]:

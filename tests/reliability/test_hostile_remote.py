@@ -149,7 +149,7 @@ def _broken_remote(tmp_path, stand_ins=None, drop=()) -> tuple:
 @pytest.mark.parametrize("stand_ins, drop, root_given, expected", [
     ({}, ("find",), True, "has no 'find' command"),
     ({}, ("tar",), True, "has no 'tar' command"),
-    ({"find": "exit 1\n"}, (), True, "no SGLang files found"),
+    ({"find": "exit 1\n"}, (), True, "the remote find cannot list the files with their stamps"),
     ({"find": "printf 'garbage without separators'\n"}, (), True, "listing is malformed"),
     ({"find": "printf '12 notatime srt/x.py\\0'\n"}, (), True, "listing is malformed"),
     ({"tar": "cat >/dev/null; echo 'tar: boom' >&2; exit 2\n"}, (), True, "did not start with a tar stream"),

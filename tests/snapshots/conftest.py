@@ -7,8 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from sgl_scan.snapshots import ssh
 from tests.support.gitrepo import copy_package, write_files
 from tests.support.releases import release_tree, release_wheel
+
+@pytest.fixture(autouse=True)
+def _ctimes_settle_at_once(monkeypatch):
+    """In-process SSH pulls trust every ctime, however fresh: these tests edit a file and pull within
+    milliseconds, faster on a quick machine than `ssh.SETTLE_FINE`. What a fresh ctime does is tested
+    on its own (test_ssh_stamps.py, test_ssh_listing.py), with the windows set there."""
+    monkeypatch.setattr(ssh, "SETTLE_FINE", 0.0)
+    monkeypatch.setattr(ssh, "SETTLE_COARSE", 0.0)
+
 
 # A tiny package that exercises every scope rule (see sgl_scan/snapshots/scope.py).
 MINI_FILES = {

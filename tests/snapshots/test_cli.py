@@ -151,13 +151,24 @@ def test_ssh_pulls_say_what_they_did_and_content_is_stored_once(capsys, tmp_path
     assert f"pulled 1 files ({len(MINI_SPECULATIVE) - 1} unchanged) into snapshot {second}" in err
     code, out, err = _run(capsys, *args)
     assert (code, out.strip()) == (0, second) and f"reused snapshot {second}" in err
-    target.write_bytes(original)  # the edit undone, mtime and all: the first snapshot again, not a copy
+    # the edit undone, mtime and all: the file's ctime moved, so it is fetched again and the snapshot
+    # is a new one (stamps are part of an SSH snapshot), holding the first snapshot's content
+    target.write_bytes(original)
     os.utime(target, ns=(stamp, stamp))
     code, out, err = _run(capsys, *args)
-    assert (code, out.strip()) == (0, first) and f"reused snapshot {first}" in err
-    assert Store(tmp_path / "sgl-scan-home" / "snapshots").ids() == sorted([first, second])
+    third = out.strip()
+    assert code == 0 and third not in (first, second)
+    assert f"pulled 1 files ({len(MINI_SPECULATIVE) - 1} unchanged) into snapshot {third}" in err
+    store = Store(tmp_path / "sgl-scan-home" / "snapshots")
+    assert store.ids() == sorted([first, second, third])
+    hashes = [{f.path: f.sha256 for f in store.open(snap).manifest.files} for snap in (first, third)]
+    assert hashes[0] == hashes[1]
+    stored = [store.open(snap).tree / "sglang/srt/server_args.py" for snap in (first, third)]
+    assert stored[0].stat().st_ino == stored[1].stat().st_ino  # the content is stored once (one blob)
+    code, out, err = _run(capsys, *args)
+    assert (code, out.strip()) == (0, third) and f"reused snapshot {third}" in err
     code, out, _ = _run(capsys, "snapshot", "show", "latest", "--json")
-    assert json.loads(out)["id"] == first
+    assert json.loads(out)["id"] == third
 
 
 def test_ssh_errors_name_the_remote_root_and_the_config_file(capsys, tmp_path, sshd_server, mini_package):
