@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Algorithm, Analysis, DispatchSite, Location
 from sgl_scan.analyzer.query import Signature, files_by_module, find_class, find_method, method, resolve_class, signature
+from sgl_scan.codegen.ddtree.attention import AttentionPlan, attention_plan
 from sgl_scan.codegen.ddtree.engine import engine_glue
 from sgl_scan.codegen.ddtree.trust import check_plan
 from sgl_scan.errors import CodegenError
@@ -150,6 +151,7 @@ class DDTreePlan:
     inherited: tuple[Signature, ...] = ()  # plugin mode: enum methods the plugin base lacks, run as the release's own code
     verify: VerifyGlue | None = None
     engine: "EngineGlue | None" = None  # draft and commit glue (engine.py)
+    attention: AttentionPlan | None = None  # backends that verify a tree, the release's default per architecture
 
     @property
     def enum_name(self) -> str:
@@ -227,6 +229,7 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int, mode: str = "auto
         inherited=_inherited(analysis, plugin, predicates, delegated) if chosen_mode == "plugin" else (),
         verify=verify,
         engine=engine_glue(analysis, base, verify),
+        attention=attention_plan(analysis),
     )
     check_plan(plan)  # tree text reaches generated code only when it matches its strict pattern
     return plan

@@ -113,6 +113,7 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
         "settings_view": {"module": plan.settings_view[0].rpartition(".")[0], "name": plan.settings_view[0].rpartition(".")[2],
                           "location": str(plan.settings_view[1])} if plan.settings_view else None,
         "engine": _engine_context(plan),
+        "attention": _attention_context(plan),
     }
     context["attributes"] = tuple(dict.fromkeys(tuple(context["verify"]["attributes"]) + tuple(context["engine"]["attributes"])))
     if plan.plugin is not None:
@@ -139,6 +140,23 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
             }
         )
     return context
+
+
+def _attention_context(plan: DDTreePlan) -> dict[str, object]:
+    """The attention facts as Python literals for worker.py (tree text only through the `py` filter)."""
+    att = plan.attention
+    if att is None:
+        return {"function": None, "arms": (), "unread": "no attention facts were planned", "reading": {}, "refused": {},
+                "graphs": ()}
+    arms = tuple(((a.kind, a.module, a.getter, a.attribute), a.backends, a.conditional, str(a.location)) for a in att.arms)
+    return {
+        "function": att.function,
+        "arms": arms,
+        "unread": att.unread,
+        "reading": {b.backend: f"{b.reason} (registered at {b.location})" for b in att.backends if b.reads_mask},
+        "refused": {b.backend: b.reason if b.reads_mask is False else f"unread: {b.reason}" for b in att.backends if not b.reads_mask},
+        "graphs": tuple(str(g) for g in att.verify_graphs),
+    }
 
 
 def _server_args_param(plan: DDTreePlan) -> str:
