@@ -147,9 +147,14 @@ def _attention_context(plan: DDTreePlan) -> dict[str, object]:
     att = plan.attention
     if att is None:
         return {"function": None, "arms": (), "unread": "no attention facts were planned", "reading": {}, "refused": {},
-                "graphs": ()}
+                "graphs": (), "wanted": None, "table": ()}
     arms = tuple(((a.kind, a.module, a.getter, a.attribute), a.backends, a.conditional, str(a.location)) for a in att.arms)
+    reading = att.mask_reading
+    order = [b for a in att.arms if a.kind == "else" for b in a.backends if b in reading] + list(reading)
     return {
+        "wanted": order[0] if order else None,
+        "table": tuple((a.attribute or a.getter or "else", ", ".join(a.backends), a.conditional,
+                        all(b in reading for b in a.backends), str(a.location)) for a in att.arms),
         "function": att.function,
         "arms": arms,
         "unread": att.unread,
