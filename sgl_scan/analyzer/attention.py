@@ -1,7 +1,7 @@
 """Attention facts across files: the release's default backend per architecture (MHA models) and,
 per backend name, whether its target-verify path reads the verify input's custom mask.
 
-Built from the `attention` extractor's records (`extractors/attention.py`). Whatever cannot be read
+Built from the `spec_attention` extractor's records (`extractors/attention.py`). Whatever cannot be read
 is said so (`unread`, with why); codegen refuses there instead of guessing.
 """
 
@@ -72,7 +72,7 @@ def attention_facts(analysis: Analysis) -> AttentionFacts:
     graphs: list[Location] = []
     for path in files_mentioning(analysis, _WORDS):
         facts = analysis.files[path]
-        for record in (facts.extras or {}).get("attention", ()):
+        for record in (facts.extras or {}).get("spec_attention", ()):
             if isinstance(record, DefaultArm) and record.family == "mha":
                 arms.setdefault((path, record.function), []).append((record, path))
             elif isinstance(record, MaskRead):

@@ -42,7 +42,7 @@ ATTENTION = "srt/layers/attention/"
 
 # Folders a scope reads from: followed even when they are symlinks (unless they loop), locally and
 # over SSH. Any other symlink is recorded as skipped.
-SCOPE_ROOTS = ("srt", "srt/speculative", "srt/arg_groups", "srt/managers", "srt/models")
+SCOPE_ROOTS = ("srt", "srt/speculative", "srt/arg_groups", "srt/managers", "srt/models", "srt/layers/attention")
 
 VOCAB_PATTERN = r"(^|[^A-Za-z0-9])(d2t|t2d)([^A-Za-z0-9]|$)"
 SPEC_ALGO_LITERALS = ("SpeculativeAlgorithm", "spec_algo", "speculative_algo")

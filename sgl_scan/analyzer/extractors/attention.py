@@ -229,7 +229,7 @@ def _module_predicates(tree: ast.Module, r: Resolver, walker: _Walker) -> dict[s
 
 
 class AttentionExtractor:
-    name = "attention"
+    name = "spec_attention"
     version = 1
     parser = "ast"
     trigger = Trigger(r"use_mla_backend\b", r"custom_mask\b", r"generate_attn_arg_prefill\(", r"register_attention_backend\(",

@@ -211,7 +211,7 @@ CHAINS = {
 def test_default_chain_of_older_and_newer_releases(version):
     path, expected = CHAINS[version]
     files = scan_tree(release_tree(version), only=(path,))
-    found = [(r.line, r.arch, r.backends) for r in files[path].extras["attention"] if isinstance(r, DefaultArm) and r.family == "mha"]
+    found = [(r.line, r.arch, r.backends) for r in files[path].extras["spec_attention"] if isinstance(r, DefaultArm) and r.family == "mha"]
     assert found == expected
 
 
