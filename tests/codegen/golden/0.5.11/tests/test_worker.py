@@ -351,7 +351,6 @@ def test_constructor_forwards_every_parameter(worker_module):
     ({"disable_cuda_graph": False}, "refuses CUDA graphs: the release captures verify graphs with DFlash's verify input"),
     ({"disable_cuda_graph": False, "speculative_num_draft_tokens": 16}, "captured for speculative_num_draft_tokens=16 tokens per request"),
     ({"attention_backend": "fa3"}, "needs an attention backend whose verify reads the tree mask"),
-    ({"attention_backend": None}, "cannot tell the default attention backend on this GPU"),  # the release's predicates are stubbed out here
     ({"decode_attention_backend": "fa3"}, "decode_attention_backend=fa3"),
 ])
 def test_constructor_refuses_what_would_not_be_exact_before_the_base_runs(worker_module, changes, reason):
@@ -403,6 +402,21 @@ def test_the_server_args_hook_forces_a_mask_reading_backend_where_the_default_wo
     chosen = _args(attention_backend="fa3" if causal != "fa3" else "torch_native")  # chosen by the user, not the default here
     with pytest.raises(ValueError, match="needs an attention backend whose verify reads the tree mask"):
         worker_module.ddtree_server_args(chosen)
+
+
+def test_a_release_predicate_that_cannot_answer_is_refused(worker_module, monkeypatch):
+    if all(arm[0][0] == "else" for arm in worker_module.DEFAULT_ARMS) and worker_module.DEFAULT_UNREAD is None:
+        pytest.skip("this release's default chain tests no architecture")
+
+    def cannot_answer(test):
+        if test[0] == "else":
+            return True
+        raise ImportError(f"no {test[1]} here")
+
+    monkeypatch.setattr(worker_module, "_holds", cannot_answer)
+    with pytest.raises(RuntimeError, match="cannot tell the default attention backend on this GPU") as info:
+        _worker(worker_module, server_args=_args(attention_backend=None))
+    assert "\n" not in str(info.value)
 
 
 def test_a_gpu_whose_default_reads_the_tree_mask_needs_nothing(worker_module, monkeypatch):
