@@ -109,3 +109,16 @@ def test_an_unread_default_chain_is_refused_never_guessed(plan_0_5_23):
     force, line = space["attention_decision"](SimpleNamespace(attention_backend=None))
     assert force is None and "could not be read (several default-backend chains" in line
     assert space["attention_decision"](SimpleNamespace(attention_backend="triton")) == (None, None)  # an explicit mask reader is fine
+
+
+def test_an_arm_naming_a_predicate_outside_the_release_is_unread():
+    from sgl_scan.analyzer.attention import Arm, AttentionFacts
+    from sgl_scan.analyzer.model import Location
+    from sgl_scan.codegen.ddtree.attention import attention_plan
+
+    at = Location("sglang/srt/server_args.py", 7)
+    facts = AttentionFacts("pick", (Arm("call:os.getpid", (), ("fa3",), at), Arm("else", (), ("triton",), at)), None, (), ())
+    plan = attention_plan(None, facts)
+    assert plan.arms == () and plan.unread == "the architecture test at sglang/srt/server_args.py:7 names no predicate the worker can call"
+    ok = AttentionFacts("pick", (Arm("call:sglang.srt.utils.is_hip", (), ("aiter",), at), Arm("else", (), ("triton",), at)), None, (), ())
+    assert [a.getter for a in attention_plan(None, ok).arms] == ["is_hip", None]

@@ -49,16 +49,18 @@ class AttentionPlan:
 
 
 def _arm(arch: str) -> tuple[str, str | None, str | None, str | None] | None:
+    """(kind, module, getter, attribute) of an arm's test; None unless it names a predicate of the
+    release's own package (the generated code calls it: nothing outside `sglang.` is ever called)."""
     if arch == "else":
         return "else", None, None, None
     kind, _, rest = arch.partition(":")
     if kind == "call":
         module, _, name = rest.rpartition(".")
-        return ("call", module, name, None) if module else None
+        return ("call", module, name, None) if module.startswith("sglang.") else None
     if kind == "platform":
         getter, _, attribute = rest.partition(":")
         module, _, name = getter.rpartition(".")
-        return ("platform", module, name, attribute) if module and attribute else None
+        return ("platform", module, name, attribute) if module.startswith("sglang.") and attribute else None
     return None
 
 
