@@ -9,6 +9,8 @@ always taken (they name the release; newer releases keep the literal in the gene
 `speculative` (default), every `*.py` that is
 - under `srt/speculative/` or `srt/arg_groups/` (any depth), or is `srt/server_args.py`;
 - directly in `srt/models/` with `eagle` or `dflash` in its file name;
+- directly in `srt/layers/attention/`: `attention_registry.py` and every `*_backend.py` (which
+  backend each name builds, and whether its verify reads the tree mask: `gen ddtree` needs both);
 - any other file under `srt/` (any depth) whose bytes match `SCOPE_PATTERN`: it touches the
   speculative algorithm (`SpeculativeAlgorithm`, `spec_algo…`, `speculative_algo…`: every file that
   registers an algorithm or dispatches on one, wherever it lives: `model_executor/`, `mem_cache/`,
@@ -36,10 +38,11 @@ SPEC_TREES = ("srt/speculative/", "srt/arg_groups/")
 SPEC_FILES = ("srt/server_args.py",)
 MODELS = "srt/models/"
 MODEL_NAME_WORDS = ("eagle", "dflash")
+ATTENTION = "srt/layers/attention/"
 
 # Folders a scope reads from: followed even when they are symlinks (unless they loop), locally and
 # over SSH. Any other symlink is recorded as skipped.
-SCOPE_ROOTS = ("srt", "srt/speculative", "srt/arg_groups", "srt/managers", "srt/models")
+SCOPE_ROOTS = ("srt", "srt/speculative", "srt/arg_groups", "srt/managers", "srt/models", "srt/layers/attention")
 
 VOCAB_PATTERN = r"(^|[^A-Za-z0-9])(d2t|t2d)([^A-Za-z0-9]|$)"
 SPEC_ALGO_LITERALS = ("SpeculativeAlgorithm", "spec_algo", "speculative_algo")
@@ -121,6 +124,8 @@ def _by_name(path: str, scope: str) -> bool:
         return True
     if path.startswith(SPEC_TREES) or path in SPEC_FILES:
         return True
+    if path.startswith(ATTENTION) and "/" not in path[len(ATTENTION):]:
+        return path.endswith(("/attention_registry.py", "_backend.py"))
     return path.startswith(MODELS) and "/" not in path[len(MODELS):] and _model_by_name(path)
 
 

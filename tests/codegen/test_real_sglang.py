@@ -14,6 +14,8 @@ imported in a subprocess. What is checked there:
   draft config by the release's own loader, while the setting holds the tree's width otherwise;
 - spec v2: the tree verify's KV-location plan call, the verify field it fills and the base's
   write-ids method are the release's own.
+- the release's default attention backend on Hopper (its own predicate made to answer yes): fa3,
+  replaced by 0.5.23's server-args hook, refused by 0.5.11's worker naming the release's line.
 """
 
 from __future__ import annotations
@@ -181,7 +183,11 @@ def test_the_worker_subclasses_the_release_base_and_refuses_before_loading(real)
             "ok": ["--disable-cuda-graph", "--attention-backend", "triton", "--speculative-num-draft-tokens", "33"],
         }}
         for case, argv in cases.items():
-            args = server_args(*argv)
+            try:
+                args = server_args(*argv)
+            except ValueError as exc:  # the plugin's server-args hook refused first
+                refusals[case] = "hook: " + str(exc)
+                continue
             params = dict.fromkeys(worker.DDTreeWorker.__init__.__code__.co_varnames[1:worker.DDTreeWorker.__init__.__code__.co_argcount], 0)
             params.update(server_args=args, target_worker=None)
             try:
@@ -195,9 +201,13 @@ def test_the_worker_subclasses_the_release_base_and_refuses_before_loading(real)
     assert found["subclass"], found
     refusals = found["refusals"]
     assert "refuses tensor parallelism (tp_size=2)" in refusals["tp"], refusals
-    assert "CUDA graphs are captured with DFlash's causal block" in refusals["graphs"] or "verify CUDA graphs" in refusals["graphs"], refusals
+    assert "refuses CUDA graphs: the release captures verify graphs with DFlash's verify input" in refusals["graphs"], refusals
+    for site in (str(g) for g in real.plan.attention.verify_graphs):
+        assert site in refusals["graphs"], (site, refusals)
     assert "CUDA graphs are captured for speculative_num_draft_tokens=16" in refusals["width"], refusals
-    assert "needs an attention backend that applies the tree mask" in refusals["fa3"] and "attention_backend=fa3" in refusals["fa3"], refusals
+    # fa3 chosen on a machine whose default is not fa3: 0.5.23's hook refuses it, 0.5.11's worker does
+    assert refusals["fa3"].startswith("hook: " if real.plan.mode == "plugin" else "DDTree"), refusals
+    assert "needs an attention backend whose verify reads the tree mask" in refusals["fa3"] and "attention_backend=fa3" in refusals["fa3"], refusals
     assert refusals["ok"].startswith("base: "), refusals  # nothing refused: the release's own constructor ran
     for case in ("tp", "graphs", "width", "fa3"):
         assert "\n" not in refusals[case]
@@ -283,6 +293,69 @@ def test_the_tree_verify_passes_what_the_release_base_passes(real):
     assert set(engine.kv_plan_keywords) <= set(found["plan_params"]), found["plan_params"]
     assert found["passed"] and found["write_ids"]
     assert f"{engine.kv_field}=kv_plan" in found["source"] and "batch.seq_lens_cpu = saved[0] + width" in found["source"]
+
+
+# The arm of each release's default chain that picks fa3 on Hopper (read by hand from the source).
+HOPPER_DEFAULT = {
+    "0.5.23": ("platform", "sglang.srt.runtime_context", "get_platform", "is_hopper_with_cuda_12_3",
+               "sglang/srt/arg_groups/model_override_base.py:305"),
+    "0.5.11": ("call", "sglang.srt.utils.common", "is_hopper_with_cuda_12_3", None, "sglang/srt/server_args.py:2492"),
+}
+
+
+def test_the_release_default_on_hopper_is_forced_by_the_hook_or_refused_by_the_worker(real):
+    """Real ServerArgs, no --attention-backend: on this CPU the release's default (its else arm) reads
+    the tree mask and nothing changes; with the release's Hopper predicate answering yes, it picks fa3,
+    which 0.5.23's server-args hook replaces and 0.5.11's worker (no hook) refuses naming the line."""
+    kind, module, getter, attribute, where = HOPPER_DEFAULT[real.version]
+    arm = real.plan.attention.arms[0]
+    assert (arm.kind, arm.module, arm.getter, arm.attribute, str(arm.location), arm.backends) == (kind, module, getter, attribute, where, ("fa3",))
+    found = real.run(f'''
+        import contextlib
+        from ddtree_sglang import worker
+        try:
+            from sglang.srt.arg_groups.overrides import resolving_view
+        except ImportError:
+            resolving_view = lambda args: args
+        out = {{}}
+
+        def attempt(key, *argv):
+            try:
+                args = server_args(*argv)
+            except ValueError as exc:
+                out[key] = {{"hook": str(exc)}}
+                return
+            out[key] = {{"backend": resolving_view(args).attention_backend, "refusal": worker.ddtree_refusal(args, {BUDGET})}}
+
+        @contextlib.contextmanager
+        def hopper():
+            if {kind!r} == "platform":
+                from sglang.srt.runtime_context import override_platform
+                with override_platform(**{{{attribute!r}: True}}):
+                    yield
+                return
+            import sglang.srt.server_args as sa, sglang.srt.utils.common as common
+            saved = sa.{getter}, common.{getter}
+            sa.{getter} = common.{getter} = lambda: True
+            try:
+                yield
+            finally:
+                sa.{getter}, common.{getter} = saved
+
+        argv = ("--disable-cuda-graph", "--speculative-num-draft-tokens", "{BUDGET + 1}")
+        attempt("here", *argv)
+        with hopper():
+            attempt("hopper", *argv)
+        print(json.dumps(out))
+    ''')
+    assert found["here"]["refusal"] is None and found["here"]["backend"] in ("flashinfer", "triton"), found
+    hopper = found["hopper"]
+    if real.plan.mode == "plugin":
+        assert hopper == {"backend": "flashinfer", "refusal": None}, found  # forced by the hook, then accepted
+    else:
+        assert hopper["backend"] == "fa3", found  # the release's own choice on Hopper
+        assert f"default attention backend on this GPU" in hopper["refusal"] and f"is fa3 ({where})" in hopper["refusal"], found
+        assert "--attention-backend flashinfer" in hopper["refusal"] and "\n" not in hopper["refusal"], found
 
 
 def test_the_generated_worker_tests_run_with_the_real_package_importable(real):

@@ -37,6 +37,15 @@ def test_vocab_pattern_is_a_token_search(text, hit):
     assert scope.matches(scope.VOCAB_PATTERN, text.encode()) is hit
 
 
+def test_attention_backends_and_their_registry_are_taken_by_name():
+    """`gen ddtree` reads which backend each name builds and whether its verify reads the tree mask."""
+    data = {p: b"x = 1\n" for p in ("srt/layers/attention/flashinfer_backend.py", "srt/layers/attention/attention_registry.py",
+                                    "srt/layers/attention/utils.py", "srt/layers/attention/triton_ops/extend_backend.py",
+                                    "srt/layers/other_backend.py")}
+    assert scope.select_local(list(data), "speculative", data.__getitem__) == [
+        "srt/layers/attention/attention_registry.py", "srt/layers/attention/flashinfer_backend.py"]
+
+
 def test_unknown_scope_is_refused():
     with pytest.raises(ValueError):
         scope.check_scope("everything")
@@ -53,7 +62,10 @@ def test_real_release_speculative_scope_against_the_wheel_listing():
     expected |= {"srt/server_args.py", "version.py", "_version.py"}
     for name, body in data.items():
         top_model = name.startswith("srt/models/") and name.count("/") == 2
-        if top_model and ("eagle" in name.rsplit("/", 1)[1] or "dflash" in name.rsplit("/", 1)[1]):
+        attention = name.startswith("srt/layers/attention/") and name.count("/") == 3
+        if attention and (name.endswith("_backend.py") or name.endswith("/attention_registry.py")):
+            expected.add(name)
+        elif top_model and ("eagle" in name.rsplit("/", 1)[1] or "dflash" in name.rsplit("/", 1)[1]):
             expected.add(name)
         elif re.search(rb"(^|\W)(d2t|t2d)(\W|$)", body.replace(b"_", b" ")):
             expected.add(name)
@@ -69,6 +81,8 @@ def test_real_release_speculative_scope_against_the_wheel_listing():
             "srt/mem_cache/kv_cache_configurator.py",
             "srt/layers/layer_boundary/exit.py"} <= chosen
     assert "srt/layers/linear.py" not in chosen
+    assert {"srt/layers/attention/flashattention_backend.py", "srt/layers/attention/trtllm_mha_backend.py",
+            "srt/layers/attention/attention_registry.py"} <= chosen
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ Each returns frozen records (see `records.py`) stored under `FileFacts.extras[ex
 from __future__ import annotations
 
 from sgl_scan.analyzer.extractors.algorithm_class import AlgorithmClassExtractor
+from sgl_scan.analyzer.extractors.attention import AttentionExtractor
 from sgl_scan.analyzer.extractors.aliases import AliasResolverExtractor
 from sgl_scan.analyzer.extractors.d2t import D2tExtractor
 from sgl_scan.analyzer.extractors.dispatch import DispatchExtractor
@@ -20,6 +21,7 @@ EXTRACTORS = (
     OptionsExtractor(),
     D2tExtractor(),
     AliasResolverExtractor(),
+    AttentionExtractor(),
 )
 
 __all__ = ["EXTRACTORS"]

@@ -15,6 +15,7 @@ from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Algorithm, Analysis, DispatchSite, Location
 from sgl_scan.analyzer.query import Signature, files_by_module, find_class, find_method, method, resolve_class, signature
 from sgl_scan.codegen.ddtree import checks
+from sgl_scan.codegen.ddtree.attention import AttentionPlan, attention_plan
 from sgl_scan.codegen.ddtree.engine import engine_glue
 from sgl_scan.codegen.ddtree.trust import check_plan
 from sgl_scan.codegen.ddtree.width import DraftWidth, draft_width
@@ -153,6 +154,7 @@ class DDTreePlan:
     verify: VerifyGlue | None = None
     engine: "EngineGlue | None" = None  # draft and commit glue (engine.py)
     width: DraftWidth | None = None  # how the drafter keeps its trained block (width.py)
+    attention: AttentionPlan | None = None  # backends that verify a tree, the release's default per architecture
 
     @property
     def enum_name(self) -> str:
@@ -232,6 +234,7 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int | None = None, mod
         verify=verify,
         engine=engine_glue(analysis, base, verify),
         width=draft_width(analysis, base),
+        attention=attention_plan(analysis),
     )
     check_plan(plan)  # tree text reaches generated code only when it matches its strict pattern
     return plan

@@ -117,6 +117,7 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
         "engine": _engine_context(plan),
         "width": _width_context(plan),
         "assumed": _assumed(plan),
+        "attention": _attention_context(plan),
     }
     context["attributes"] = tuple(dict.fromkeys(tuple(context["verify"]["attributes"]) + tuple(context["engine"]["attributes"])))
     if plan.plugin is not None:
@@ -143,6 +144,28 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
             }
         )
     return context
+
+
+def _attention_context(plan: DDTreePlan) -> dict[str, object]:
+    """The attention facts as Python literals for worker.py (tree text only through the `py` filter)."""
+    att = plan.attention
+    if att is None:
+        return {"function": None, "arms": (), "unread": "no attention facts were planned", "reading": {}, "refused": {},
+                "graphs": (), "wanted": None, "table": ()}
+    arms = tuple(((a.kind, a.module, a.getter, a.attribute), a.backends, a.conditional, str(a.location)) for a in att.arms)
+    reading = att.mask_reading
+    order = [b for a in att.arms if a.kind == "else" for b in a.backends if b in reading] + list(reading)
+    return {
+        "wanted": order[0] if order else None,
+        "table": tuple((a.attribute or a.getter or "else", ", ".join(a.backends), a.conditional,
+                        all(b in reading for b in a.backends), str(a.location)) for a in att.arms),
+        "function": att.function,
+        "arms": arms,
+        "unread": att.unread,
+        "reading": {b.backend: f"{b.reason} (registered at {b.location})" for b in att.backends if b.reads_mask},
+        "refused": {b.backend: b.reason if b.reads_mask is False else f"unread: {b.reason}" for b in att.backends if not b.reads_mask},
+        "graphs": tuple(str(g) for g in att.verify_graphs),
+    }
 
 
 def _server_args_param(plan: DDTreePlan) -> str:

@@ -33,6 +33,7 @@ logits, which only its greedy rule is sure to take as given).
 from __future__ import annotations
 
 import json
+import importlib
 import logging
 import os
 from collections import Counter
@@ -172,10 +173,146 @@ def verify_width_setting(server_args) -> int | None:
     return int(value) if value is not None else None
 
 
-# Attention backends whose target-verify path reads the verify input's custom_mask. Others (fa3 on
-# Hopper, the default there, among them) run a causal verify and would check a linear block.
-MASK_BACKENDS = ("flashinfer", "triton")
+# The attention facts of SGLang 0.5.11, read from its source by sgl-scan (no fixed table).
+# Backends whose target-verify path reads the verify input's custom mask (the tree mask), and where:
+MASK_READING = {
+    'aiter': "AiterAttnBackend.init_forward_metadata reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/aiter_backend.py:884 (registered at sglang/srt/layers/attention/attention_registry.py:66)",
+    'flashinfer': "FlashInferIndicesUpdaterPrefill.call_begin_forward reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/flashinfer_backend.py:1439 (registered at sglang/srt/layers/attention/attention_registry.py:32)",
+    'triton': 'TritonAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/triton_backend.py:374 (registered at sglang/srt/layers/attention/attention_registry.py:96)',
+    'wave': 'WaveAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/wave_backend.py:274 (registered at sglang/srt/layers/attention/attention_registry.py:73)',
+}
+# Backends whose verify does not read it (a causal verify checks a linear block, not the tree), or
+# whose code could not be read: never used for DDTree.
+NOT_MASK_READING = {
+    'ascend': 'unread: sglang.srt.hardware_backend.npu.attention.ascend_backend.AscendAttnBackend is not in the files read',
+    'cutlass_mla': "sglang/srt/layers/attention/cutlass_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+    'dual_chunk_flash_attn': "sglang/srt/layers/attention/dual_chunk_flashattention_backend.py never reads the verify input's custom_mask (causal verify)",
+    'fa3': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:438), the layout of EAGLE's topk > 1; otherwise a causal verify",
+    'fa4': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:438), the layout of EAGLE's topk > 1; otherwise a causal verify",
+    'flashmla': "sglang/srt/layers/attention/flashmla_backend.py never reads the verify input's custom_mask (causal verify)",
+    'flex_attention': "sglang/srt/layers/attention/torch_flex_backend.py never reads the verify input's custom_mask (causal verify)",
+    'intel_amx': "sglang/srt/layers/attention/intel_amx_backend.py never reads the verify input's custom_mask (causal verify)",
+    'intel_xpu': "reads custom_mask only under a topk test (sglang/srt/layers/attention/xpu_backend.py:271), the layout of EAGLE's topk > 1; otherwise a causal verify",
+    'nsa': "sglang/srt/layers/attention/nsa_backend.py never reads the verify input's custom_mask (causal verify)",
+    'torch_native': "sglang/srt/layers/attention/torch_native_backend.py never reads the verify input's custom_mask (causal verify)",
+    'trtllm_mha': "sglang/srt/layers/attention/trtllm_mha_backend.py never reads the verify input's custom_mask (causal verify)",
+    'trtllm_mla': "sglang/srt/layers/attention/trtllm_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+}
+# The release's default backend for MHA models (ServerArgs._get_default_attn_backend), arm by arm:
+# (its architecture test: ("call", module, function, None) | ("platform", module, getter, attribute)
+# | ("else", None, None, None); the backends the arm picks; whether other conditions share the test;
+# where). Evaluated at run time with the release's own predicates, on this machine's GPU.
+DEFAULT_ARMS = (
+    (('call', 'sglang.srt.utils.common', 'is_hopper_with_cuda_12_3', None), ('fa3',), True, 'sglang/srt/server_args.py:2492'),
+    (('call', 'sglang.srt.utils.common', 'is_sm100_supported', None), ('trtllm_mha',), True, 'sglang/srt/server_args.py:2498'),
+    (('call', 'sglang.srt.utils.common', 'is_hip', None), ('aiter',), False, 'sglang/srt/server_args.py:2506'),
+    (('call', 'sglang.srt.utils.common', 'is_mps', None), ('torch_native',), False, 'sglang/srt/server_args.py:2508'),
+    (('else', None, None, None), ('flashinfer', 'triton'), False, 'sglang/srt/server_args.py:2512'),
+)
+DEFAULT_UNREAD = None
+# Where the release's CUDA-graph runners capture target verify, with DFlash's verify input: nothing in
+# the release's code shows a replay of those graphs carrying the tree mask, so DDTree runs eager.
+VERIFY_GRAPH_CAPTURE = ('sglang/srt/model_executor/cuda_graph_runner.py:629', 'sglang/srt/model_executor/model_runner.py:2444')
 ATTENTION_SETTINGS = ("attention_backend", "prefill_attention_backend", "decode_attention_backend")
+
+
+def gpu_arch() -> str:
+    """This machine's GPU for messages ("sm90", from torch.cuda.get_device_capability), else "no CUDA device"."""
+    try:
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability()
+            return f"sm{major}{minor}"
+    except (RuntimeError, AssertionError):  # a CUDA setup that cannot answer: the release's predicates still decide
+        pass
+    return "no CUDA device"
+
+
+def _holds(test) -> bool:
+    """One architecture test of the release, evaluated here with the release's own predicate."""
+    kind, module, name, attribute = test
+    if kind == "else":
+        return True
+    found = getattr(importlib.import_module(module), name)
+    return bool(found() if kind == "call" else getattr(found(), attribute))
+
+
+def release_defaults() -> list:
+    """(backends, where) of each arm of the release's default chain that may pick the backend on this
+    machine, in its order: the first arm whose architecture test holds, and the later ones while a
+    holding arm has other conditions that may fail. RuntimeError where that cannot be told."""
+    if DEFAULT_UNREAD is not None:
+        raise RuntimeError(f"the release's default attention backend could not be read ({DEFAULT_UNREAD})")
+    reachable = []
+    for test, backends, conditional, where in DEFAULT_ARMS:
+        try:
+            holds = _holds(test)
+        except Exception as exc:  # noqa: BLE001 - any failure of the release's predicate means: cannot tell
+            raise RuntimeError(f"the release's architecture test at {where} failed here ({type(exc).__name__}: {exc})") from None
+        if holds:
+            reachable.append((backends, where))
+            if not conditional:
+                break
+    return reachable
+
+
+def mask_backend() -> str | None:
+    """The backend DDTree asks for: the release's own fallback order (its default chain's else arm)
+    among the backends whose verify reads the tree mask."""
+    order = [b for test, backends, _, _ in DEFAULT_ARMS if test[0] == "else" for b in backends if b in MASK_READING]
+    order += [b for b in MASK_READING if b not in order]
+    return order[0] if order else None
+
+
+def attention_decision(settings) -> tuple[str | None, str | None]:
+    """(backend to force, one line) for resolved server arguments on this machine.
+
+    A backend the release picks by default on this GPU whose verify does not read the tree mask is to
+    be replaced (the plugin's server-args hook does; the worker, built after the target model, can only
+    refuse); a backend the user chose that does not read it, or one that cannot be read, is refused.
+    (None, None) when the configuration verifies the tree.
+    """
+    version = "SGLang 0.5.11"
+    wanted = mask_backend()
+    ask = f"pass --attention-backend {wanted}" if wanted else "no backend of this release reads the tree mask"
+    chosen = {name: getattr(settings, name, None) for name in ATTENTION_SETTINGS}
+    wrong = {name: value for name, value in chosen.items() if value is not None and value not in MASK_READING}
+    unset = chosen["attention_backend"] is None and None in (chosen["prefill_attention_backend"], chosen["decode_attention_backend"])
+    if not wrong and not unset:
+        return None, None
+    try:
+        picked, unknown = [(b, where) for backends, where in release_defaults() for b in backends], None
+    except RuntimeError as exc:
+        picked, unknown = [], exc
+    if unset and not wrong:
+        if unknown is not None:
+            return None, f"DDTree on {version} cannot tell the default attention backend on this GPU ({gpu_arch()}): {unknown}; {ask}"
+        causal = [(b, where) for b, where in picked if b not in MASK_READING]
+        if not causal:
+            return None, None
+        backend, where = causal[0]
+    elif list(wrong) == ["attention_backend"] and any(b == wrong["attention_backend"] for b, _ in picked):
+        backend = wrong["attention_backend"]
+        where = next(w for b, w in picked if b == backend)
+    else:
+        name, value = next(iter(wrong.items()))
+        why = NOT_MASK_READING.get(value, "not among the backends this release registers")
+        return None, (f"DDTree on {version} needs an attention backend whose verify reads the tree mask "
+                      f"({', '.join(MASK_READING) or 'none'}); got {name}={value}: {why}; {ask}")
+    why = NOT_MASK_READING.get(backend, "not among the backends this release registers")
+    line = (f"DDTree on {version}: the release's default attention backend on this GPU ({gpu_arch()}) is {backend} ({where}), "
+            f"whose verify does not read the tree mask ({why}); {ask}")
+    return wanted, line
+
+
+def ddtree_server_args(server_args) -> None:
+    """The plugin's server-args hook: where the release's default backend on this GPU would not read the
+    tree mask, set a mask-reading one (logged); anything else that cannot verify a tree raises, one line."""
+    force, line = attention_decision(server_args)
+    if force is not None:
+        logger.warning("%s: using --attention-backend %s", line.rsplit("; ", 1)[0], force)
+        server_args.attention_backend = force
+    elif line is not None:
+        raise ValueError(line)
 
 
 def _settings(server_args):
@@ -214,19 +351,12 @@ def ddtree_refusal(server_args, budget: int) -> str | None:
                 f"request, but the tree verifies budget + 1 = {budget + 1}; set --speculative-num-draft-tokens "
                 f"{budget + 1} and disable CUDA graphs (--disable-cuda-graph)"
             )
+        where = ", ".join(VERIFY_GRAPH_CAPTURE) or "its CUDA-graph runner (capture site unread)"
         return (
-            f"DDTree on {version}: the release's verify CUDA graphs are captured with DFlash's causal block, "
-            "not the tree mask (replay would ignore it or assert); run with --disable-cuda-graph"
+            f"DDTree on {version} refuses CUDA graphs: the release captures verify graphs with DFlash's verify input "
+            f"({where}) and nothing in its code shows a replay carrying the tree mask; run eager with --disable-cuda-graph"
         )
-    chosen = {name: getattr(server_args, name, None) for name in ATTENTION_SETTINGS}
-    wrong = {name: value for name, value in chosen.items() if value is not None and value not in MASK_BACKENDS}
-    if wrong or chosen["attention_backend"] is None and None in (chosen["prefill_attention_backend"], chosen["decode_attention_backend"]):
-        shown = ", ".join(f"{name}={value}" for name, value in (wrong or chosen).items())
-        return (
-            f"DDTree on {version} needs an attention backend that applies the tree mask in verify "
-            f"({' or '.join(MASK_BACKENDS)}); got {shown}: pass --attention-backend {MASK_BACKENDS[0]}"
-        )
-    return None
+    return attention_decision(server_args)[1]  # a backend to force is refused here: the target model is already built
 
 
 @dataclass(frozen=True)

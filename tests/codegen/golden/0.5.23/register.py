@@ -3,7 +3,9 @@
 `SpeculativeAlgorithm.register` (sglang/srt/speculative/spec_info.py:68) takes a `CustomSpecAlgo` subclass
 (sglang/srt/speculative/spec_registry.py:26). `DDTreeSpecAlgo` answers every `is_*`/`supports_*` predicate of
 `SpeculativeAlgorithm` as DFLASH does, so DDTREE counts as DFlash family wherever
-DFLASH does. Call `register()` once per process before SGLang reads
+DFLASH does. Its server-args hook, where the release has one, also sets an attention
+backend whose verify reads the tree mask where the release's default on this GPU would not
+(`ddtree_server_args` in worker.py). Call `register()` once per process before SGLang reads
 `--speculative-algorithm` (see README.md).
 """
 
@@ -83,7 +85,11 @@ class DDTreeSpecAlgo(CustomSpecAlgo):
         return SpeculativeAlgorithm.DFLASH.build_disagg_draft_input(batch=batch, last_tokens_tensor=last_tokens_tensor, future_map=future_map)
 
     def handle_server_args(self, server_args):  # sglang/srt/speculative/spec_info.py:235 branches on DFLASH
-        return SpeculativeAlgorithm.DFLASH.handle_server_args(server_args=server_args)
+        result = SpeculativeAlgorithm.DFLASH.handle_server_args(server_args=server_args)
+        from .worker import ddtree_server_args
+
+        ddtree_server_args(server_args)  # the attention backend DDTree verifies with, on this GPU (worker.py)
+        return result
 
     def create_future_map(self, device, req_to_token_pool, needs_cpu_seq_lens=True, needs_confidence_relay=False):  # sglang/srt/speculative/spec_info.py:185: CustomSpecAlgo lacks it; the release's own code, run on this object
         return SpeculativeAlgorithm.create_future_map(self, device=device, req_to_token_pool=req_to_token_pool, needs_cpu_seq_lens=needs_cpu_seq_lens, needs_confidence_relay=needs_confidence_relay)

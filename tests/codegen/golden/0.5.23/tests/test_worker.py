@@ -427,10 +427,9 @@ def test_constructor_forwards_every_parameter(worker_module):
 
 @pytest.mark.parametrize(("changes", "reason"), [
     ({"tp_size": 2}, "refuses tensor parallelism (tp_size=2)"),
-    ({"disable_cuda_graph": False}, "verify CUDA graphs are captured with DFlash's causal block"),
+    ({"disable_cuda_graph": False}, "refuses CUDA graphs: the release captures verify graphs with DFlash's verify input"),
     ({"disable_cuda_graph": False, "speculative_num_draft_tokens": 16}, "captured for speculative_num_draft_tokens=16 tokens per request"),
-    ({"attention_backend": "fa3"}, "needs an attention backend that applies the tree mask"),
-    ({"attention_backend": None}, "needs an attention backend that applies the tree mask"),
+    ({"attention_backend": "fa3"}, "needs an attention backend whose verify reads the tree mask"),
     ({"decode_attention_backend": "fa3"}, "decode_attention_backend=fa3"),
 ])
 def test_constructor_refuses_what_would_not_be_exact_before_the_base_runs(worker_module, changes, reason):
@@ -438,6 +437,78 @@ def test_constructor_refuses_what_would_not_be_exact_before_the_base_runs(worker
     with pytest.raises(RuntimeError, match=re.escape(reason)) as info:
         _worker(worker_module, server_args=_args(**changes))
     assert "\n" not in str(info.value)
+
+
+def _gpu(monkeypatch, module, arms):
+    """The release's architecture tests answered as on a GPU where exactly the arms `arms` (indices into
+    DEFAULT_ARMS) hold; the final else always does."""
+    holding = [module.DEFAULT_ARMS[i][0] for i in arms]
+    monkeypatch.setattr(module, "_holds", lambda test: test[0] == "else" or test in holding)
+
+
+def _causal_arm(module):
+    """(index, arm) of the first arm of the release's default chain that picks a backend whose verify
+    does not read the tree mask (fa3 on Hopper, trtllm_mha on sm100 ...), or None."""
+    return next(((i, arm) for i, arm in enumerate(module.DEFAULT_ARMS) if any(b not in module.MASK_READING for b in arm[1])), None)
+
+
+def test_a_default_that_ignores_the_tree_mask_is_refused_naming_the_release_line(worker_module, monkeypatch):
+    found = _causal_arm(worker_module)
+    if found is None:
+        pytest.skip("no arm of this release's default chain picks a backend that ignores the tree mask")
+    index, (test, backends, _, where) = found
+    causal = next(b for b in backends if b not in worker_module.MASK_READING)
+    _gpu(monkeypatch, worker_module, [index])
+    for chosen in (causal, None):  # resolved to the default, or not yet resolved
+        with pytest.raises(RuntimeError, match=re.escape(f"default attention backend on this GPU")) as info:
+            _worker(worker_module, server_args=_args(attention_backend=chosen))
+        assert f"is {causal} ({where})" in str(info.value) and f"--attention-backend {worker_module.mask_backend()}" in str(info.value)
+    monkeypatch.setattr(worker_module, "MASK_READING", {**worker_module.MASK_READING, causal: "as if it read the mask"})
+    _worker(worker_module, server_args=_args(attention_backend=causal))  # the refusal follows the facts
+
+
+def test_the_server_args_hook_forces_a_mask_reading_backend_where_the_default_would_not(worker_module, monkeypatch):
+    found = _causal_arm(worker_module)
+    if found is None:
+        pytest.skip("no arm of this release's default chain picks a backend that ignores the tree mask")
+    index, (_, backends, _, _) = found
+    causal = next(b for b in backends if b not in worker_module.MASK_READING)
+    _gpu(monkeypatch, worker_module, [index])
+    args = _args(attention_backend=causal)
+    worker_module.ddtree_server_args(args)
+    assert args.attention_backend == worker_module.mask_backend() in worker_module.MASK_READING
+    _worker(worker_module, server_args=args)  # and the worker then runs
+    chosen = _args(attention_backend="fa3" if causal != "fa3" else "torch_native")  # chosen by the user, not the default here
+    with pytest.raises(ValueError, match="needs an attention backend whose verify reads the tree mask"):
+        worker_module.ddtree_server_args(chosen)
+
+
+def test_a_release_predicate_that_cannot_answer_is_refused(worker_module, monkeypatch):
+    if all(arm[0][0] == "else" for arm in worker_module.DEFAULT_ARMS) and worker_module.DEFAULT_UNREAD is None:
+        pytest.skip("this release's default chain tests no architecture")
+
+    def cannot_answer(test):
+        if test[0] == "else":
+            return True
+        raise ImportError(f"no {test[1]} here")
+
+    monkeypatch.setattr(worker_module, "_holds", cannot_answer)
+    with pytest.raises(RuntimeError, match="cannot tell the default attention backend on this GPU") as info:
+        _worker(worker_module, server_args=_args(attention_backend=None))
+    assert "\n" not in str(info.value)
+
+
+def test_a_gpu_whose_default_reads_the_tree_mask_needs_nothing(worker_module, monkeypatch):
+    _gpu(monkeypatch, worker_module, [])  # only the else arm holds (e.g. sm120 where no arm names it)
+    otherwise = worker_module.DEFAULT_ARMS[-1][1]
+    args = _args(attention_backend=None)
+    if all(b in worker_module.MASK_READING for b in otherwise):
+        worker_module.ddtree_server_args(args)
+        assert args.attention_backend is None
+        _worker(worker_module, server_args=args)
+    else:
+        with pytest.raises(RuntimeError, match="default attention backend on this GPU"):
+            _worker(worker_module, server_args=args)
 
 
 def test_constructor_refuses_missing_engine_glue(worker_module, monkeypatch):
@@ -530,7 +601,7 @@ def test_decode_equals_greedy_decoding(worker_module):
 
 def test_a_causal_only_backend_would_break_losslessness_so_it_is_refused(worker_module, monkeypatch):
     """fa3-like verify (mask ignored): the constructor refuses it; forced past the refusal, decoding diverges."""
-    with pytest.raises(RuntimeError, match="needs an attention backend that applies the tree mask"):
+    with pytest.raises(RuntimeError, match="needs an attention backend whose verify reads the tree mask"):
         _worker(worker_module, server_args=_args(attention_backend="fa3"))
     monkeypatch.setattr(worker_module, "ddtree_refusal", lambda server_args, budget: None)
     _decode_against_greedy(_worker(worker_module, server_args=_args(attention_backend="fa3")), exact=False)

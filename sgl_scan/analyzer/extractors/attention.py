@@ -1,0 +1,245 @@
+"""Attention-backend facts: the release's default backend per GPU architecture, which backends'
+verify code reads the speculative custom mask, and which class each backend name builds.
+
+- The default: an if/elif chain under `if not <...>use_mla_backend:` (its body: MHA models such as
+  Llama and Qwen; its else: MLA) whose arms test an architecture predicate (`is_sm100_supported()`,
+  `get_platform().is_hopper_with_cuda_12_3`, `_is_hip`) and return or assign `attention_backend`
+  string literals (0.5.4 `ModelRunner`, 0.5.11 `ServerArgs._get_default_attn_backend`, 0.5.20+
+  `arg_groups/model_override_base.get_default_attn_backend`). One record per arm, in order.
+- A mask read: `<x>.custom_mask` read inside a function, with the `if` tests that guard it (the else
+  side written `not (test)`), so a read only for `topk > 1` (fa3) is told from an unconditional one.
+- A registration: `@register_attention_backend("name")` and the classes its body returns.
+- A verify graph capture: `capture_forward_mode = ForwardMode.TARGET_VERIFY` in a CUDA-graph runner.
+Nothing is evaluated; predicates are recorded by qualified name for the generated code to call.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+from sgl_scan.analyzer.extractors._ast import Resolver, Source
+from sgl_scan.analyzer.extractors._cst import Trigger
+from sgl_scan.analyzer.extractors.records import At
+
+_MLA = re.compile(r"use_mla_backend\b")
+_PREDICATE = re.compile(r"^_?is_\w+$")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class DefaultArm(At):
+    """One arm of the default-backend chain (`line`: its `if`/`elif` test, or the else body)."""
+
+    function: str  # qualname of the enclosing function
+    family: str  # "mha" | "mla"
+    arch: str  # the predicate: "call:<qualified>" | "platform:<getter>:<attr>" | "else" | "unread:<text>"
+    conditions: tuple[str, ...]  # the test's other conjuncts, as written
+    backends: tuple[str, ...]  # literals the arm returns or assigns, in order
+
+
+@dataclass(frozen=True)
+class MaskRead(At):
+    """`<x>.custom_mask` read in `function` of `owner` (a class qualname, "" at module level)."""
+
+    owner: str
+    function: str
+    guards: tuple[str, ...]  # enclosing if-tests, innermost last ("not (t)" on the else side)
+    how: str = "attribute"  # "attribute" (x.custom_mask) | "getattr" | "generate_attn_arg_prefill" (the input hands it)
+
+
+@dataclass(frozen=True)
+class BackendRegistration(At):
+    name: str  # the backend name users pass to --attention-backend
+    classes: tuple[tuple[str, tuple[str, ...]], ...]  # (qualified class, guards) per returned class
+
+
+@dataclass(frozen=True)
+class VerifyGraphCapture(At):
+    """`<x>.capture_forward_mode = ForwardMode.TARGET_VERIFY`: a CUDA-graph runner capturing verify."""
+
+    owner: str
+    function: str
+
+
+class _Walker:
+    def __init__(self, r: Resolver, module_vars: dict[str, str]) -> None:
+        self.r, self.vars = r, module_vars
+        self.out: list = []
+
+    # default chains ---------------------------------------------------------------------------
+    def predicate(self, node: ast.AST) -> str | None:
+        """The architecture predicate a conjunct tests, qualified, or None when it tests something else."""
+        if isinstance(node, ast.Call) and not node.args and not node.keywords and isinstance(node.func, (ast.Name, ast.Attribute)):
+            name = self.r.last_name(node.func)
+            if name and _PREDICATE.match(name):
+                return f"call:{self.r.resolve(node.func)}"
+        if isinstance(node, ast.Attribute) and _PREDICATE.match(node.attr) and isinstance(node.value, ast.Call) \
+                and not node.value.args:
+            return f"platform:{self.r.resolve(node.value.func)}:{node.attr}"
+        if isinstance(node, ast.Name) and node.id in self.vars:
+            return self.vars[node.id]
+        return None
+
+    def arm(self, test: ast.AST) -> tuple[str, tuple[str, ...]]:
+        parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        arch, rest = None, []
+        for part in parts:
+            found = self.predicate(part) if arch is None else None
+            if found is not None:
+                arch = found
+            else:
+                rest.append(self.r.text(part))
+        return arch or f"unread:{self.r.text(test)}", tuple(rest)
+
+    def backends(self, body: list[ast.stmt]) -> tuple[str, ...]:
+        found = []
+        for statement in body:
+            for node in _walk(statement):
+                value = None
+                if isinstance(node, ast.Return):
+                    value = node.value
+                elif isinstance(node, ast.Assign) and any(self.r.last_name(t) == "attention_backend" for t in node.targets):
+                    value = node.value
+                for lit in _literals(value):
+                    if lit not in found:
+                        found.append(lit)
+        return tuple(found)
+
+    def chain(self, function: str, family: str, body: list[ast.stmt]) -> None:
+        head = next((s for s in body if isinstance(s, ast.If)), None)
+        node = head
+        while node is not None:
+            arch, conditions = self.arm(node.test)
+            backends = self.backends(node.body)
+            if backends:
+                self.out.append(DefaultArm(**vars(self.r.at(node.test)), function=function, family=family, arch=arch,
+                                           conditions=conditions, backends=backends))
+            if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+                node = node.orelse[0]
+                continue
+            if node.orelse:
+                backends = self.backends(node.orelse)
+                if backends:
+                    self.out.append(DefaultArm(**vars(self.r.at(node.orelse[0])), function=function, family=family,
+                                               arch="else", conditions=(), backends=backends))
+            node = None
+
+    # the walk ---------------------------------------------------------------------------------
+    def walk(self, node: ast.AST, owner: str, function: str, guards: tuple[str, ...]) -> None:
+        if isinstance(node, ast.ClassDef):
+            for child in node.body:
+                self.walk(child, f"{owner}.{node.name}" if owner else node.name, "", ())
+            return
+        if isinstance(node, _FUNCTIONS):
+            self.registration(node)
+            for child in node.body:
+                self.walk(child, owner, node.name if not function else f"{function}.<locals>.{node.name}", ())
+            return
+        if isinstance(node, ast.If):
+            test = self.r.text(node.test)
+            negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
+            if function and negated and _MLA.search(test) and node.orelse:
+                qualname = f"{owner}.{function}" if owner else function
+                self.chain(qualname, "mha", node.body)
+                self.chain(qualname, "mla", node.orelse)
+            self.walk(node.test, owner, function, guards)
+            for child in node.body:
+                self.walk(child, owner, function, guards + (test,))
+            for child in node.orelse:
+                self.walk(child, owner, function, guards + (f"not ({test})",))
+            return
+        if isinstance(node, ast.Assign) and function and any(self.r.last_name(t) == "capture_forward_mode" for t in node.targets) \
+                and self.r.last_name(node.value) == "TARGET_VERIFY":
+            self.out.append(VerifyGraphCapture(**vars(self.r.at(node)), owner=owner, function=function))
+        how = _mask_read(node)
+        if how is not None and function:
+            self.out.append(MaskRead(**vars(self.r.at(node)), owner=owner, function=function, guards=guards, how=how))
+        for child in ast.iter_child_nodes(node):
+            self.walk(child, owner, function, guards)
+
+    def registration(self, node: ast.AST) -> None:
+        for decorator in node.decorator_list:
+            if not (isinstance(decorator, ast.Call) and self.r.last_name(decorator.func) == "register_attention_backend"):
+                continue
+            name = _literals(decorator.args[0]) if decorator.args else ()
+            if len(name) != 1:
+                continue
+            classes = []
+            self.returns(node.body, (), classes)
+            self.out.append(BackendRegistration(**vars(self.r.at(node)), name=name[0], classes=tuple(classes)))
+
+    def returns(self, body: list[ast.stmt], guards: tuple[str, ...], out: list) -> None:
+        for statement in body:
+            if isinstance(statement, ast.If):
+                test = self.r.text(statement.test)
+                self.returns(statement.body, guards + (test,), out)
+                self.returns(statement.orelse, guards + (f"not ({test})",), out)
+            elif isinstance(statement, ast.Return) and isinstance(statement.value, ast.Call):
+                cls = self.r.resolve(statement.value.func)
+                if cls:
+                    out.append((cls, guards))
+            elif not isinstance(statement, (*_FUNCTIONS, ast.ClassDef)):
+                for field in ("body", "orelse", "finalbody"):
+                    inner = getattr(statement, field, None)
+                    if isinstance(inner, list):
+                        self.returns(inner, guards, out)
+
+
+def _mask_read(node: ast.AST) -> str | None:
+    """How `node` reads the verify input's custom mask, or None."""
+    if isinstance(node, ast.Attribute) and node.attr == "custom_mask" and isinstance(node.ctx, ast.Load):
+        return "attribute"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2 \
+            and _literals(node.args[1]) == ("custom_mask",):
+        return "getattr"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "generate_attn_arg_prefill":
+        return "generate_attn_arg_prefill"
+    return None
+
+
+def _walk(node: ast.AST):
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            yield from _walk(child)
+
+
+def _literals(node: ast.AST | None) -> tuple[str, ...]:
+    """String constants an expression can evaluate to (`"a"`, `"a" if c else "b"`, `("a", p)` first)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return (node.value,)
+    if isinstance(node, ast.IfExp):
+        return _literals(node.body) + _literals(node.orelse)
+    if isinstance(node, ast.Tuple) and node.elts:
+        return _literals(node.elts[0])
+    return ()
+
+
+def _module_predicates(tree: ast.Module, r: Resolver, walker: _Walker) -> dict[str, str]:
+    """`_is_hip = is_hip()` at module level: the name stands for the predicate call."""
+    out = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            found = walker.predicate(statement.value)
+            if found is not None and found.startswith("call:"):
+                out[statement.targets[0].id] = found
+    return out
+
+
+class AttentionExtractor:
+    name = "spec_attention"
+    version = 1
+    parser = "ast"
+    trigger = Trigger(r"use_mla_backend\b", r"custom_mask\b", r"generate_attn_arg_prefill\(", r"register_attention_backend\(",
+                      r"capture_forward_mode\b")
+    metadata = ()
+
+    def extract(self, tree: ast.Module, context) -> tuple:
+        r = Resolver(tree, Source(context.text), context.module)
+        walker = _Walker(r, {})
+        walker.vars = _module_predicates(tree, r, walker)
+        for statement in tree.body:
+            walker.walk(statement, "", "", ())
+        return tuple(walker.out)
