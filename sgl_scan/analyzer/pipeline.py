@@ -57,6 +57,7 @@ _WORKER: dict[str, Any] = {}
 def _init_worker(extractors: tuple[Any, ...], cache: FactsCache | None, pause_gc: bool = False) -> None:
     _WORKER["extractors"] = extractors
     _WORKER["cache"] = cache
+    _WORKER["defer_cst"] = pause_gc  # a pool process leaves libcst files to the parent
     if pause_gc:  # a pool process: its garbage is freed by reference counting, and it exits at the end
         gc.freeze()
         gc.disable()
@@ -87,18 +88,29 @@ def matching_extractors(data: bytes, extractors: Sequence[Any]) -> tuple[Any, ..
     return tuple(ex for ex in extractors if ex.trigger.search(text))
 
 
-def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"]:
-    """Parse one file; returns (path, sha256, pickled facts, note) and stores the facts in the cache."""
+def _needs_libcst(extractors: Sequence[Any]) -> bool:
+    return any(getattr(ex, "parser", "cst") != "ast" for ex in extractors)
+
+
+def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tuple[None, str, str]:
+    """Parse one file; returns (path, sha256, pickled facts, note) and stores the facts in the cache.
+
+    In a pool worker (`_WORKER["defer_cst"]`) a file that a libcst extractor needs is not parsed:
+    (None, absolute, rel) sends it back to the parent, the one process that loads libcst.
+    """
     absolute, rel = job
     extractors = _WORKER.get("extractors", ())
     try:
         data = Path(absolute).read_bytes()
     except OSError as exc:
         raise AnalysisError(f"cannot read {rel}: {exc.strerror or exc}") from exc
+    matched = matching_extractors(data, extractors)
+    if _WORKER.get("defer_cst") and _needs_libcst(matched):
+        return None, absolute, rel
     sha = hashlib.sha256(data).hexdigest()
-    from sgl_scan.analyzer.parse import parse_file  # libcst: loaded only when something is parsed
+    from sgl_scan.analyzer.parse import parse_file  # stdlib ast; libcst only for files that need it
 
-    facts = parse_file(rel, data, sha, matching_extractors(data, extractors))
+    facts = parse_file(rel, data, sha, matched)
     blob = dumps(facts)
     cache = _WORKER.get("cache")
     if cache is not None:
@@ -285,12 +297,19 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
     return FactsRun(files, tuple(sorted(parsed)), False, key, notes)
 
 
+POOL_MIN_BYTES = 1 << 20  # below this much source (~0.2 s of parsing) one process beats starting a pool
+
+
 def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int | None) -> Iterator[tuple]:
+    """Parse `todo`: in this process when the work is small, else in a pool whose workers parse with
+    stdlib `ast` and hand the few files a libcst extractor needs back to this process (which parses
+    them while the workers go on), so libcst is imported once, here, and only when needed."""
     if not todo:
         return
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     workers = max(1, min(workers, len(todo)))
-    if workers == 1 or len(todo) < PARALLEL_MIN_FILES:
+    sizes = {job[0]: _size(job[0]) for job in todo} if workers > 1 and len(todo) >= PARALLEL_MIN_FILES else {}
+    if workers == 1 or len(todo) < PARALLEL_MIN_FILES or sum(sizes.values()) < POOL_MIN_BYTES:
         _init_worker(extractors, cache)
         try:
             for job in todo:
@@ -298,14 +317,19 @@ def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int
         finally:
             _WORKER.clear()
         return
-    import sgl_scan.analyzer.parse  # noqa: F401  (libcst loaded once, before the workers fork)
+    import sgl_scan.analyzer.parse  # noqa: F401  (the ast side, loaded once before the workers fork)
 
     # biggest files first so the last chunks are small and the workers finish together
-    todo = sorted(todo, key=lambda job: -_size(job[0]))
+    todo = sorted(todo, key=lambda job: -sizes[job[0]])
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
                              initializer=_init_worker, initargs=(extractors, cache, True)) as pool:
-        yield from pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16))))
+        _init_worker(extractors, cache)
+        try:
+            for result in pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16)))):
+                yield result if result[0] is not None else _parse_one((result[1], result[2]))
+        finally:
+            _WORKER.clear()
 
 
 def _size(path: str) -> int:

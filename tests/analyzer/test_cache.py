@@ -156,6 +156,7 @@ def test_pool_and_serial_give_the_same_facts(tree, tmp_path, monkeypatch):
     for i in range(60):  # enough files for the pool
         _write(tree, f"sglang/srt/many/m{i}.py", f"import os\n\ndef f{i}(x):\n    return os.path.join(x, '{i}')\n")
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
+    monkeypatch.setattr(pipeline, "POOL_MIN_BYTES", 0)
     pooled = collect_facts(tree, cache_dir=tmp_path / "c1", jobs=2)
     serial = collect_facts(tree, use_cache=False, jobs=1)
     assert len(pooled.parsed) == 64
@@ -196,6 +197,7 @@ def test_cold_analysis_unpickles_only_files_with_records(tree, tmp_path, monkeyp
     for i in range(50):
         _write(tree, f"sglang/srt/many/m{i}.py", f"X = {i}\n")
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
+    monkeypatch.setattr(pipeline, "POOL_MIN_BYTES", 0)
     analysis = analyze_tree(tree, cache_dir=tmp_path / "cache", jobs=2)
     assert set(analysis.files._ready) == {"sglang/srt/speculative/spec_info.py"}
     assert [s.function for s in analysis.inventory.dispatch_sites] == ["sglang.srt.speculative.spec_info.f"]
