@@ -5,7 +5,8 @@ path and content sha256 and live in a folder named after the signature (analyzer
 minor version, libcst version, extractor names and versions): changing any of them starts a fresh
 cache. Each entry is `MAGIC + sha256(payload) + payload` (a pickle); an entry that is truncated,
 corrupt or of another format reads as missing and is rebuilt. A *pack* holds all facts of one tree
-(keyed by the digest of its sorted (path, sha256) list) so a warm re-scan is one read.
+(keyed by the digest of its sorted (path, sha256) list) so a warm re-scan is one read, and unpickles
+only the files it reads (`Pack`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pickle
 import re
 import sys
 import tempfile
+from bisect import bisect_right
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -24,6 +26,7 @@ from importlib import metadata
 
 ANALYZER_VERSION = 1
 MAGIC = b"SGLF1\n"
+PACK_MAGIC = b"SGLP2\n"
 _DIGEST = 32
 KEEP_PACKS = 12
 
@@ -157,14 +160,15 @@ class FactsCache:
         except OSError:
             pass
 
-    def get_pack(self, key: str) -> dict[str, Any] | None:
+    def get_pack(self, key: str) -> "Pack | None":
+        """The packed facts of tree `key` (None when missing or damaged)."""
         data = _read(self._pack_path(key))
-        value = decode(data) if data is not None else None
-        return value if isinstance(value, dict) else None
+        return Pack.decode(data) if data is not None else None
 
-    def put_pack(self, key: str, pack: Mapping[str, Any]) -> None:
+    def put_pack(self, key: str, pack: Mapping[str, tuple[str, bytes]]) -> None:
+        """Store {path: (sha256, pickled facts)} of one tree as a pack."""
         try:
-            _write_atomic(self._pack_path(key), encode(dict(pack)))
+            _write_atomic(self._pack_path(key), Pack.encode(pack))
             self._prune_packs()
         except OSError:
             pass
@@ -198,6 +202,81 @@ class FactsCache:
                 old.unlink()
             except OSError:
                 pass
+
+
+class Pack:
+    """The facts of one tree in one file: a small index, then every file's pickled facts back to back.
+
+    `PACK_MAGIC + sha256(index) + sha256(blobs) + len(index) (8 bytes) + index + blobs`, the index a
+    pickle of {path: (sha256, offset, length)}. Reading it costs one read and one digest; a file's
+    facts are unpickled only when asked for (`blob`), and `mentioning` searches every file's pickled
+    bytes at once.
+    """
+
+    def __init__(self, index: dict[str, tuple[str, int, int]], blobs: bytes) -> None:
+        self.index, self._blobs = index, blobs
+        self._starts: list[tuple[int, str]] | None = None
+
+    @staticmethod
+    def encode(pack: Mapping[str, tuple[str, bytes]]) -> bytes:
+        index, parts, offset = {}, [], 0
+        for path in sorted(pack):
+            sha, blob = pack[path]
+            index[path] = (sha, offset, len(blob))
+            parts.append(blob)
+            offset += len(blob)
+        blobs = b"".join(parts)
+        head = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+        return (PACK_MAGIC + hashlib.sha256(head).digest() + hashlib.sha256(blobs).digest()
+                + len(head).to_bytes(8, "little") + head + blobs)
+
+    @classmethod
+    def decode(cls, data: bytes) -> "Pack | None":
+        start = len(PACK_MAGIC) + 2 * _DIGEST + 8
+        if len(data) < start or not data.startswith(PACK_MAGIC):
+            return None
+        size = int.from_bytes(data[start - 8:start], "little")
+        view = memoryview(data)
+        head, blobs = view[start:start + size], view[start + size:]
+        digests = data[len(PACK_MAGIC):start - 8]
+        if len(head) != size or digests != hashlib.sha256(head).digest() + hashlib.sha256(blobs).digest():
+            return None
+        try:
+            index = pickle.loads(head)
+        except Exception:
+            return None
+        if not isinstance(index, dict) or any(o + n > len(blobs) for _, o, n in index.values()):
+            return None
+        return cls(index, blobs)
+
+    def sha(self, path: str) -> str | None:
+        entry = self.index.get(path)
+        return entry[0] if entry is not None else None
+
+    def blob(self, path: str) -> memoryview:
+        _, offset, length = self.index[path]
+        return self._blobs[offset:offset + length]
+
+    def mentioning(self, needles: Sequence[bytes]) -> set[str]:
+        """Paths whose pickled facts contain one of `needles` (one search over all files per needle)."""
+        if self._starts is None:
+            self._starts = sorted((offset, path) for path, (_, offset, _) in self.index.items())
+        offsets = [offset for offset, _ in self._starts]
+        data = self._blobs.obj if isinstance(self._blobs, memoryview) else self._blobs
+        base = len(data) - len(self._blobs)  # where the blobs start in `data`
+        found: set[str] = set()
+        for needle in needles:
+            at = data.find(needle, base)
+            while at >= 0:
+                i = bisect_right(offsets, at - base) - 1
+                offset, path = self._starts[i]
+                end = offset + self.index[path][2]
+                if at - base + len(needle) <= end:
+                    found.add(path)
+                    at = data.find(needle, base + end)  # the rest of this file cannot add anything
+                else:  # straddles two files' bytes: not in either
+                    at = data.find(needle, at + 1)
+        return found
 
 
 _SIGNATURE_DIR = re.compile(r"^[0-9a-f]{16}$")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from sgl_scan.analyzer.cache import FactsCache, dumps, signature, tree_key
+from sgl_scan.analyzer.cache import FactsCache, Pack, dumps, signature, tree_key
 from sgl_scan.analyzer.facts import FileFacts
 from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
 from sgl_scan.errors import AnalysisError
@@ -120,27 +120,32 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tup
 
 # -- the pipeline ---------------------------------------------------------------------------------
 class LazyFiles(Mapping[str, FileFacts]):
-    """path -> FileFacts, unpickled from the cache on first access (a warm scan reads few files)."""
+    """path -> FileFacts, unpickled from the cache on first access (a warm scan reads few files).
 
-    def __init__(self, blobs: Mapping[str, bytes], ready: Mapping[str, FileFacts] | None = None) -> None:
-        self._blobs = dict(blobs)
+    `blobs` is {path: pickled facts} or a `Pack` (whose files are all of this mapping)."""
+
+    def __init__(self, blobs: "Mapping[str, bytes] | Pack", ready: Mapping[str, FileFacts] | None = None) -> None:
+        self._pack = blobs if isinstance(blobs, Pack) else None
+        self._blobs = None if self._pack is not None else dict(blobs)
+        self._paths = self._pack.index if self._pack is not None else self._blobs
         self._ready: dict[str, FileFacts] = dict(ready or {})
 
     def __getitem__(self, path: str) -> FileFacts:
         facts = self._ready.get(path)
         if facts is None:
-            facts = pickle.loads(self._blobs[path])
+            blob = self._pack.blob(path) if self._pack is not None else self._blobs[path]
+            facts = pickle.loads(blob)
             self._ready[path] = facts
         return facts
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._blobs)
+        return iter(self._paths)
 
     def __len__(self) -> int:
-        return len(self._blobs)
+        return len(self._paths)
 
     def __contains__(self, path: object) -> bool:
-        return path in self._blobs
+        return path in self._paths
 
     def __reduce__(self) -> tuple:
         return (dict, (dict(self.items()),))
@@ -150,6 +155,9 @@ class LazyFiles(Mapping[str, FileFacts]):
         without unpickling (a pickle holds every string's UTF-8 bytes); files already read are
         included as they are."""
         needles = [word.encode("utf-8") for word in words]
+        if self._pack is not None:
+            found = self._pack.mentioning(needles)
+            return [path for path in self._paths if path in self._ready or path in found]
         return [path for path, blob in self._blobs.items()
                 if path in self._ready or any(needle in blob for needle in needles)]
 
@@ -257,10 +265,10 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
 
     if cache is not None:
         pack = cache.get_pack(key)
-        if pack is not None and all(pack.get(p, (None,))[0] == s for p, s in items):
+        if pack is not None and len(pack.index) == len(items) and all(pack.sha(p) == s for p, s in items):
             if progress:
                 progress(len(items), len(items))
-            return FactsRun(LazyFiles({p: pack[p][1] for p in rels}), (), True, key)
+            return FactsRun(LazyFiles(pack), (), True, key)
 
     ready: dict[str, FileFacts] = {}
     notes: dict[str, FileNote] = {}

@@ -25,6 +25,7 @@ from sgl_scan.errors import SnapshotError
 from sgl_scan.snapshots import scope as scopes
 from sgl_scan.snapshots.manifest import FileEntry, GitState, PullInfo, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
+from sgl_scan.snapshots.stamps import source_stamps
 from sgl_scan.snapshots.store import Store, content_key, recorded_git
 from sgl_scan.snapshots.tarstream import Limits, human
 
@@ -78,14 +79,17 @@ def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
         if os.path.islink(package / top) and _loops(package / top, package):
             skipped.append(SkippedFile(top, "symlink to a folder holding the package (a loop), not followed"))
             continue
-        for dirpath, dirnames, filenames in os.walk(package / top, onerror=unreadable):
+        base = str(package / top)
+        for dirpath, dirnames, filenames in os.walk(base, onerror=unreadable):
+            below = dirpath[len(base):].replace(os.sep, "/")  # os.walk joins onto `base`: no relpath per file
+            prefix = f"{top}{below}/"
             kept = []
             for d in sorted(dirnames):
                 if d == "__pycache__":
                     continue
                 full = os.path.join(dirpath, d)
                 if os.path.islink(full):
-                    rel = os.path.relpath(full, package).replace(os.sep, "/")
+                    rel = prefix + d
                     rel = scopes.utf8_name(rel) or rel
                     if rel in scopes.SCOPE_ROOTS:
                         tops.append(rel)  # walked on its own, as a scope root
@@ -96,7 +100,7 @@ def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
             dirnames[:] = kept
             for filename in filenames:
                 full = os.path.join(dirpath, filename)
-                rel = os.path.relpath(full, package).replace(os.sep, "/")
+                rel = prefix + filename
                 if not filename.endswith(".py"):
                     if os.path.islink(full) and not os.path.exists(full):
                         skipped.append(SkippedFile(scopes.utf8_name(rel) or rel, "symlink, not followed"))
@@ -139,61 +143,101 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
     folder = Path(params["local_path"]).expanduser().absolute()
     package = find_package(folder)
     files, skipped = list_files(package)
+    stamps = source_stamps(store.root, package)
+    stats: dict[str, os.stat_result | OSError] = {}
+    learned: dict[str, dict] = {}  # rel -> {"sha256", "match"}: from the stamps, or from the bytes read now
     contents: dict[str, tuple[bytes, float] | OSError] = {}
+
+    def stat(rel: str) -> os.stat_result | OSError:
+        if rel not in stats:
+            try:
+                stats[rel] = os.stat(files[rel])
+            except OSError as exc:
+                stats[rel] = exc
+        return stats[rel]
+
+    def known(rel: str) -> dict:
+        """What is known of the file's bytes without reading them (its stamp settled and unchanged)."""
+        if rel not in learned:
+            st = stat(rel)
+            value = stamps.get(rel, st) if not isinstance(st, OSError) else None
+            learned[rel] = dict(value) if isinstance(value, dict) else {}
+        return learned[rel]
 
     def load(rel: str) -> tuple[bytes, float] | OSError:
         """The bytes and mtime of one file, read once (the scope's byte search and the copy share them)."""
         if rel not in contents:
             try:
                 with open(files[rel], "rb") as handle:
-                    contents[rel] = (handle.read(), os.fstat(handle.fileno()).st_mtime)
+                    st = os.fstat(handle.fileno())
+                    contents[rel] = (handle.read(), st.st_mtime)
+                stats[rel] = st
+                learned[rel] = {}
             except OSError as exc:
                 contents[rel] = exc
         return contents[rel]
 
+    def remember(rel: str, **facts) -> None:
+        learned[rel].update(facts)
+        st = stats.get(rel)
+        if not isinstance(st, OSError) and st is not None:
+            stamps.put(rel, st, dict(learned[rel]))
+
     oversized: list[tuple[str, int]] = []
 
-    def read(rel: str) -> bytes:
-        """The bytes the scope's search reads: a file over --max-file-size (by stat) is never read."""
-        try:
-            size = files[rel].stat().st_size
-        except OSError:
-            return b""
-        if size > limits.max_file_size:
-            oversized.append((rel, size))
-            return b""
+    def mentions(rel: str, pattern: str) -> bool:
+        """The scope's byte search: a file over --max-file-size (by stat) is never read."""
+        st = stat(rel)
+        if isinstance(st, OSError):
+            return False
+        if st.st_size > limits.max_file_size:
+            oversized.append((rel, st.st_size))
+            return False
+        if pattern == scopes.SCOPE_PATTERN and "match" in known(rel):
+            return known(rel)["match"]
         got = load(rel)
-        return b"" if isinstance(got, OSError) else got[0]
+        if isinstance(got, OSError):
+            return False
+        found = scopes.matches(pattern, got[0])
+        if pattern == scopes.SCOPE_PATTERN:
+            remember(rel, match=found)
+        return found
 
-    chosen = scopes.select_local(files, scope, read)
+    chosen = scopes.select(files, scope, mentions)
     skipped += [SkippedFile(rel, f"larger than --max-file-size ({human(n)}); not searched") for rel, n in sorted(oversized)]
     limits.check_totals(len(chosen), 0)  # --max-bytes is counted below, from what is read
-    entries, data, total = [], {}, 0
+    entries, total = [], 0
     for number, rel in enumerate(chosen, 1):
-        try:
-            size = files[rel].stat().st_size
-        except OSError as exc:
-            raise SnapshotError(f"cannot read {files[rel]}: {exc.strerror or exc}") from exc
-        if size > limits.max_file_size:
-            skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(size)})"))
+        st = stat(rel)
+        if isinstance(st, OSError):
+            raise SnapshotError(f"cannot read {files[rel]}: {st.strerror or st}") from st
+        if st.st_size > limits.max_file_size:
+            skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(st.st_size)})"))
             continue
-        got = load(rel)
-        if isinstance(got, PermissionError):
-            skipped.append(SkippedFile(rel, f"unreadable: {got.strerror}"))
-            continue
-        if isinstance(got, OSError):
-            raise SnapshotError(f"cannot read {files[rel]}: {got.strerror or got}") from got
-        body, mtime = got
-        if len(body) > limits.max_file_size:  # grew since it was listed
-            skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(len(body))})"))
-            continue
-        total += len(body)
+        sha = known(rel).get("sha256") if rel not in contents else None
+        if sha is not None:  # unchanged since it was hashed: not read again
+            size, mtime = st.st_size, st.st_mtime
+        else:
+            got = load(rel)
+            if isinstance(got, PermissionError):
+                skipped.append(SkippedFile(rel, f"unreadable: {got.strerror}"))
+                continue
+            if isinstance(got, OSError):
+                raise SnapshotError(f"cannot read {files[rel]}: {got.strerror or got}") from got
+            body, mtime = got
+            if len(body) > limits.max_file_size:  # grew since it was listed
+                skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(len(body))})"))
+                continue
+            size, sha = len(body), hashlib.sha256(body).hexdigest()
+            if len(body) == stats[rel].st_size:
+                remember(rel, sha256=sha)
+        total += size
         if total > limits.max_bytes:
             raise SnapshotError(f"the selected files hold more than --max-bytes {human(limits.max_bytes)}")
-        path = "sglang/" + rel
-        data[path] = (body, mtime)
-        entries.append(FileEntry(path=path, size=len(body), sha256=hashlib.sha256(body).hexdigest(), mtime=mtime))
+        entries.append(FileEntry(path="sglang/" + rel, size=size, sha256=sha, mtime=mtime))
         progress.update(f"{number}/{len(chosen)} files")
+    stamps.keep_only(set(files))
+    stamps.save()
     git, patch = git_state(package)
     source = {"path": str(folder)}
     key = content_key(source_kind="local", source=source, root=str(package), scope=scope,
@@ -204,8 +248,15 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
         progress.done()
         return replace(same, pulled=PullInfo(reused=True, unchanged=len(same.manifest.files)))
     with store.stage() as stage:
-        for path, (body, mtime) in data.items():
-            stage.write_later(path, body, mtime=mtime)
+        for entry in entries:
+            rel = entry.path[len("sglang/"):]
+            unread = rel not in contents  # known by its stamp: read only now, so check it is what was hashed
+            got = load(rel)
+            if isinstance(got, OSError):
+                raise SnapshotError(f"cannot read {files[rel]}: {got.strerror or got}") from got
+            if unread and hashlib.sha256(got[0]).hexdigest() != entry.sha256:
+                raise SnapshotError(f"{files[rel]} changed while it was being read; run again")
+            stage.write_later(entry.path, got[0], mtime=got[1])
         progress.done()
         return stage.commit(source_kind="local", source=source, root=str(package), scope=scope,
                             git=git, patch=patch, skipped=tuple(skipped))
