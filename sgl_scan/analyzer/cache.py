@@ -22,8 +22,6 @@ from bisect import bisect_right
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from importlib import metadata
-
 ANALYZER_VERSION = 1
 MAGIC = b"SGLF1\n"
 PACK_MAGIC = b"SGLP2\n"
@@ -50,6 +48,8 @@ def signature(extractors: Sequence[Any] | None) -> str:
 
 def _libcst_version() -> str:
     """libcst's installed version (the module has no `__version__`; reading metadata avoids importing it)."""
+    from importlib import metadata
+
     try:
         return metadata.version("libcst")
     except metadata.PackageNotFoundError:

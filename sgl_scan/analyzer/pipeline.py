@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import multiprocessing
 import os
 import pickle
 import time
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -325,6 +323,9 @@ def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int
         finally:
             _WORKER.clear()
         return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     import sgl_scan.analyzer.parse  # noqa: F401  (the ast side, loaded once before the workers fork)
 
     # biggest files first so the last chunks are small and the workers finish together

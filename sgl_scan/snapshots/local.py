@@ -57,8 +57,8 @@ def _loops(link: Path, package: Path) -> bool:
     return target == home or target in home.parents
 
 
-def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
-    """Regular `*.py` files under `srt/` plus the version files, by package-relative path.
+def list_files(package: Path) -> tuple[dict[str, str], list[SkippedFile]]:
+    """Regular `*.py` files under `srt/` plus the version files: package-relative path -> full path.
 
     A scope root (`srt/`, or a folder a scope names, `scopes.SCOPE_ROOTS`) that is a symlink to a
     folder is followed, unless it leads back into the package (a loop); every other symlink is
@@ -68,7 +68,7 @@ def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
     for name in scopes.VERSION_FILES:
         path = package / name
         if path.is_file() and not path.is_symlink():
-            files[name] = path
+            files[name] = str(path)
 
     def unreadable(exc: OSError) -> None:
         skipped.append(SkippedFile(os.path.relpath(exc.filename, package).replace(os.sep, "/"), f"unreadable folder: {exc.strerror}"))
@@ -112,7 +112,7 @@ def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
                 if os.path.islink(full) or not os.path.isfile(full):
                     skipped.append(SkippedFile(rel, "not a regular file"))
                     continue
-                files[rel] = Path(full)
+                files[rel] = full
     return files, sorted(skipped, key=lambda s: s.path)
 
 
