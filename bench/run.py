@@ -400,10 +400,16 @@ def main(argv: list[str] | None = None) -> int:
     if not (tree / "sglang" / "srt").is_dir():
         parser.error(f"{tree} has no sglang/srt folder")
 
+    args.out = args.out.resolve()
     if args.profile:
+        here = os.getcwd()
         with tempfile.TemporaryDirectory(prefix="sgl-scan-profile-") as work:
-            analysis_bench.freeze_code(Path(work))
-            print(profile(tree, Path(work), args.profile, args.profile_top))
+            os.chdir(work)  # not the checkout: `-m sgl_scan` would import the live code first
+            try:
+                analysis_bench.freeze_code(Path(work))
+                print(profile(tree, Path(work), args.profile, args.profile_top))
+            finally:
+                os.chdir(here)
         return 0
 
     marker = tree / ".complete"  # tests.support.releases writes the version there
@@ -422,6 +428,10 @@ def main(argv: list[str] | None = None) -> int:
     rss = rev_rss = None
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sgl-scan-bench-")))
+        # `python -m sgl_scan` puts the current folder first on sys.path: run from the checkout, every
+        # command would import the live code instead of the frozen copy (or the --compare-rev one).
+        stack.callback(os.chdir, os.getcwd())
+        os.chdir(work)
         analysis_bench.freeze_code(work)
         rev = None
         if args.compare_rev:
