@@ -46,8 +46,24 @@ def signature(extractors: Sequence[Any] | None) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=1)
 def _libcst_version() -> str:
-    """libcst's installed version (the module has no `__version__`; reading metadata avoids importing it)."""
+    """libcst's installed version, without importing it: the name of the `libcst-<version>.dist-info`
+    folder beside the package (one directory listing), else the package metadata (a search of sys.path)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("libcst")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin:
+        site = os.path.dirname(os.path.dirname(spec.origin))
+        try:
+            found = [name for name in os.listdir(site) if name.startswith("libcst-") and name.endswith(".dist-info")]
+        except OSError:
+            found = []
+        if len(found) == 1:
+            return found[0][len("libcst-"):-len(".dist-info")]
     from importlib import metadata
 
     try:
