@@ -1,9 +1,11 @@
 """Snapshot a local folder: an SGLang checkout, an installed package, or a snapshot copied by hand.
 
-Every selected file is read and hashed on every pull, and a folder whose files, git state and
-patch are those of a stored snapshot of the same folder and scope is not stored again: that
-snapshot is returned, so a repeated scan copies nothing. Content decides, not mtimes: a same-size
-edit whose mtime was restored (`cp -p`, `rsync -t`, `tar x`) is a new snapshot.
+Every selected file is hashed, and a folder whose files, git state and patch are those of a stored
+snapshot of the same folder and scope is not stored again: that snapshot is returned, so a repeated
+scan copies nothing. A file is read only when its stamp (`stamps.py`: size, mtime_ns, ctime_ns,
+inode, device) is not the settled one recorded when it was last hashed (and its scope match found),
+so content decides, not mtimes: a same-size edit whose mtime was restored (`cp -p`, `rsync -t`,
+`tar x`) moves the ctime and is a new snapshot.
 
 The package folder (the one holding `srt/`) is found at the folder itself, or under `sglang/`,
 `python/sglang/` or `tree/sglang/`. Only regular files are read; a symlinked scope root (`srt/`,
