@@ -126,12 +126,12 @@ def decode(data: bytes) -> Any | None:
         return None
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
+def _write_atomic(target: Path, data: bytes | list[bytes]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            handle.writelines([data] if isinstance(data, bytes) else data)
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -184,7 +184,7 @@ class FactsCache:
     def put_pack(self, key: str, pack: Mapping[str, tuple[str, bytes]]) -> None:
         """Store {path: (sha256, pickled facts)} of one tree as a pack."""
         try:
-            _write_atomic(self._pack_path(key), Pack.encode(pack))
+            _write_atomic(self._pack_path(key), Pack.chunks(pack))
             self._prune_packs()
         except OSError:
             pass
@@ -234,17 +234,24 @@ class Pack:
         self._starts: list[tuple[int, str]] | None = None
 
     @staticmethod
-    def encode(pack: Mapping[str, tuple[str, bytes]]) -> bytes:
+    def chunks(pack: Mapping[str, tuple[str, bytes]]) -> list[bytes]:
+        """The pack file as a list of byte strings, written one after the other (the files' pickles
+        are never copied into one buffer: a cold full scan's peak memory stays lower)."""
         index, parts, offset = {}, [], 0
+        digest = hashlib.sha256()
         for path in sorted(pack):
             sha, blob = pack[path]
             index[path] = (sha, offset, len(blob))
             parts.append(blob)
+            digest.update(blob)
             offset += len(blob)
-        blobs = b"".join(parts)
         head = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
-        return (PACK_MAGIC + hashlib.sha256(head).digest() + hashlib.sha256(blobs).digest()
-                + len(head).to_bytes(8, "little") + head + blobs)
+        return [PACK_MAGIC + hashlib.sha256(head).digest() + digest.digest() + len(head).to_bytes(8, "little"),
+                head, *parts]
+
+    @classmethod
+    def encode(cls, pack: Mapping[str, tuple[str, bytes]]) -> bytes:
+        return b"".join(cls.chunks(pack))
 
     @classmethod
     def decode(cls, data: bytes) -> "Pack | None":
