@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -22,43 +23,47 @@ def sgl_scan_command(tree: Path, scope: str) -> list[str]:
     ]
 
 
-_FROZEN: list[Path] = []  # the copy of sgl_scan every run uses (see freeze_code)
+_FROZEN: dict[str, Path] = {}  # label ("" for this checkout, else a git revision) -> the frozen copy of sgl_scan
 
 
-def code_env() -> dict[str, str]:
-    """The environment that runs the frozen copy of sgl_scan with bytecode caching on."""
+def code_env(label: str = "") -> dict[str, str]:
+    """The environment that runs a frozen copy of sgl_scan (this checkout's, or `label`'s) with bytecode on."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if _FROZEN:
-        env["PYTHONPATH"] = os.pathsep.join([str(_FROZEN[0]), *filter(None, [env.get("PYTHONPATH")])])
+    if label in _FROZEN:
+        env["PYTHONPATH"] = os.pathsep.join([str(_FROZEN[label]), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
-def env_for(home: Path) -> dict[str, str]:
+def env_for(home: Path, label: str = "") -> dict[str, str]:
     """The environment of an sgl-scan run: its own `$SGLSCAN_HOME`, the frozen code, bytecode on.
 
     An installed package has its `.pyc` files; a checkout run with PYTHONDONTWRITEBYTECODE=1 would
     compile every module on every start, which no user pays.
     """
-    env = code_env()
+    env = code_env(label)
     env["SGLSCAN_HOME"] = str(home)
     return env
 
 
-def freeze_code(work: Path) -> Path:
-    """Copy the checkout's sgl_scan package into `work` and compile it; every run uses that copy.
+def freeze_code(work: Path, source: Path | None = None, label: str = "") -> Path:
+    """Copy the checkout's sgl_scan package (or the one in `source`, a checkout of revision `label`)
+    into `work` and compile it; every run of that code uses the copy.
 
     The checkout is edited while the bench runs (a shared working tree), and the facts cache is keyed
     by the analyzer's source: without a frozen copy an edit between a cold and a warm run turns the
     warm run into a cold one, and runs would measure different code.
     """
-    import sgl_scan
+    if source is None:
+        import sgl_scan
 
-    target = work / "code"
-    shutil.copytree(Path(sgl_scan.__file__).parent, target / "sgl_scan",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    _FROZEN[:] = [target]
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(target)], env=code_env(), capture_output=True)
+        package = Path(sgl_scan.__file__).parent
+    else:
+        package = source / "sgl_scan"
+    target = work / (f"code-{label}" if label else "code")
+    shutil.copytree(package, target / "sgl_scan", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    _FROZEN[label] = target
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(target)], env=code_env(label), capture_output=True)
     return target
 
 
@@ -85,11 +90,13 @@ def _watch_signatures(once, home: Path, key: str, anomalies: dict[str, int]):
 
 
 def analysis_steps(tree: Path, work: Path, semgrep: Path | None, semgrep_why_not: str | None,
-                   have_scan: bool) -> tuple[list[Step], dict[str, Stats], dict[str, Path]]:
+                   have_scan: bool, labels: tuple[str, ...] = ("",)) -> tuple[list[Step], dict[str, Stats], dict[str, Path]]:
     """The analysis measurements as interleaved steps, the ones that cannot run, and output files.
 
-    Keys: grep_{full,speculative}, semgrep_{full,speculative}, sgl_{full,speculative}_{cold,warm}.
-    Each round's cold scan gets an empty `$SGLSCAN_HOME`; the warm scan right after it reuses it.
+    Keys: grep_{full,speculative}, semgrep_{full,speculative}, sgl_{full,speculative}_{cold,warm};
+    for each other code label (a `--compare-rev` revision) `rev_` + the sgl-scan keys, measured in
+    the same rounds. Each round's cold scan gets an empty `$SGLSCAN_HOME`; the warm scan right after
+    it reuses it. Outputs: `sgl_{scope}` (the cold scan's JSON) and `sgl_{scope}_warm` (the warm one's).
     """
     subdirs = {"full": "sglang/srt", "speculative": "sglang/srt/speculative"}
     steps: list[Step] = []
@@ -110,22 +117,45 @@ def analysis_steps(tree: Path, work: Path, semgrep: Path | None, semgrep_why_not
         command = semgrep_tool.semgrep_command(semgrep, subdir)
         steps.append(Step(f"semgrep_{part}", name, lambda out=out, command=command: run_checked(
             command, cwd=tree, env=semgrep_tool.semgrep_env(), ok_codes=(0, 1), stdout_path=out)))
-    for scope in subdirs:
-        home = work / f"home-{scope}"
-        out = outputs[f"sgl_{scope}"] = work / f"sgl-scan-{scope}.json"
-        command = sgl_scan_command(tree, scope)
-        for kind in ("cold", "warm"):
-            key, name = f"sgl_{scope}_{kind}", f"sgl-scan scan, {scope}, {kind}"
-            if not have_scan:
-                missing[key] = unavailable(name, "sgl-scan scan --format json is not available in this checkout yet")
-                continue
-            once = (lambda command=command, home=home, out=out: run_checked(
-                command, env=env_for(home), ok_codes=SCAN_OK, stdout_path=out))
-            if kind == "cold":
-                steps.append(Step(key, name, once, before=lambda home=home: _fresh(home)))
-            else:
-                steps.append(Step(key, name, _watch_signatures(once, home, key, anomalies), requires=f"sgl_{scope}_cold"))
+    for label in labels:
+        prefix, suffix = ("rev_", f" [{label}]") if label else ("", "")
+        for scope in subdirs:
+            home = work / f"home-{prefix}{scope}"
+            command = sgl_scan_command(tree, scope)
+            for kind in ("cold", "warm"):
+                key, name = f"{prefix}sgl_{scope}_{kind}", f"sgl-scan scan, {scope}, {kind}{suffix}"
+                out = outputs[f"{prefix}sgl_{scope}" + ("_warm" if kind == "warm" else "")] = \
+                    work / f"{prefix}sgl-scan-{scope}-{kind}.json"
+                if not have_scan:
+                    missing[key] = unavailable(name, "sgl-scan scan --format json is not available in this checkout yet")
+                    continue
+                once = (lambda command=command, home=home, out=out, label=label: run_checked(
+                    command, env=env_for(home, label), ok_codes=SCAN_OK, stdout_path=out))
+                if kind == "cold":
+                    steps.append(Step(key, name, once, before=lambda home=home: _fresh(home)))
+                else:
+                    steps.append(Step(key, name, _watch_signatures(once, home, key, anomalies),
+                                      requires=f"{prefix}sgl_{scope}_cold"))
     return steps, missing, outputs
+
+
+def same_answer(a: Path, b: Path) -> bool | None:
+    """Whether two scans' JSON reports say the same, apart from which snapshot (id, creation time)
+    they were drawn from; None when either is missing."""
+    try:
+        first, second = json.loads(a.read_bytes()), json.loads(b.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return _anonymous(first) == _anonymous(second)
+
+
+def _anonymous(document: dict) -> str:
+    snapshot = document.get("snapshot") or {}
+    text = json.dumps(document, sort_keys=True)
+    for value in (snapshot.get("id"), snapshot.get("created")):
+        if value:
+            text = text.replace(json.dumps(value), '"*"')
+    return text
 
 
 def scores(sgl_json: Path | None, grep_out: Path | None, semgrep_json: Path | None) -> dict[str, list[dict]]:
@@ -142,12 +172,13 @@ def scores(sgl_json: Path | None, grep_out: Path | None, semgrep_json: Path | No
     return out
 
 
-def measure_rss(tree: Path, work: Path) -> tuple[float | None, str | None]:
-    """Peak RSS in MiB of one cold full-tree scan (see `peak_rss_mib`), or (None, reason)."""
-    home = work / "home-rss"
+def measure_rss(tree: Path, work: Path, label: str = "") -> tuple[float | None, str | None]:
+    """Peak RSS in MiB of one cold full-tree scan (see `peak_rss_mib`) by this checkout's code (or
+    `label`'s), or (None, reason)."""
+    home = work / (f"home-rss-{label}" if label else "home-rss")
     _fresh(home)
     try:
-        return peak_rss_mib(sgl_scan_command(tree, "full"), env=env_for(home), ok_codes=SCAN_OK), None
+        return peak_rss_mib(sgl_scan_command(tree, "full"), env=env_for(home, label), ok_codes=SCAN_OK), None
     except Exception as exc:
         return None, f"failed: {str(exc).splitlines()[0][:300]}"
 

@@ -18,9 +18,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # `python bench/run.py` puts bench/ first, not the repository
@@ -82,7 +83,8 @@ def _abs_target(name: str, limit: float, stats: Stats | None, unit: str = "s") -
     return Target(name, limit, stats.median, unit, f"median of {len(stats.times)}{cpu}")
 
 
-def targets(results: dict[str, Stats], rss: tuple[float | None, str | None] | None) -> list[Target]:
+def targets(results: dict[str, Stats], rss: tuple[float | None, str | None] | None,
+            rev: str | None = None, rev_rss: tuple[float | None, str | None] | None = None) -> list[Target]:
     g = results.get
     out = [
         _ratio_target("full-tree cold scan ≤ 0.5 × Semgrep", 0.5, g("sgl_full_cold"), g("semgrep_full")),
@@ -93,10 +95,20 @@ def targets(results: dict[str, Stats], rss: tuple[float | None, str | None] | No
         _ratio_target("cold full pull ≤ 1.0 × rsync", 1.0, g("pull_sgl_full_cold"), g("rsync_full_cold")),
         _ratio_target("no-change re-pull ≤ 0.8 × rsync", 0.8, g("pull_sgl_full_nochange"), g("rsync_full_nochange")),
     ]
+    out += issue17_targets(g)
+    if rev is not None:
+        out += [Target(f"{t.name} [{rev}]", t.limit, t.value, t.unit, t.basis)
+                for t in issue17_targets(lambda key: g(f"rev_{key}") if key.startswith("sgl_") else g(key))]
     if rss is not None:
         mib, why = rss
         out.append(Target("peak RSS of a full-tree scan ≤ 1 GB", 1024.0, mib, "MiB",
                           "max single-process ru_maxrss" if mib is not None else (why or "not measured")))
+        if rev is not None and rev_rss is not None:
+            before, why_before = rev_rss
+            value = mib / before if mib is not None and before else None
+            basis = (f"{mib:.0f} MiB / {before:.0f} MiB" if value is not None
+                     else why or why_before or "not measured")
+            out.append(Target(f"peak RSS of a full-tree scan ≤ 1 × {rev}'s", 1.0, value, "x", basis))
     out.append(_abs_target("gen ddtree (with validation) ≤ 5 s", 5.0, g("gen_warm")))
     out.append(_ratio_target("fleet: 8 hosts cold ≤ 2 × 1 host", 2.0, g("fleet_8_cold"), g("fleet_1_cold")))
     out.append(_ratio_target("fleet: 8 hosts no-change re-pull ≤ 2 × 1 host", 2.0, g("fleet_8_nochange"),
@@ -108,6 +120,18 @@ def targets(results: dict[str, Stats], rss: tuple[float | None, str | None] | No
         out.append(Target("fleet: peak RSS of the 64-host run ≤ 1 GB", 1024.0, mib, "MiB",
                           "max single-process ru_maxrss" if mib is not None else fleet_rss.reason or "not measured"))
     return out
+
+
+def issue17_targets(g) -> list[Target]:
+    """Issue 17's speed floor: warm re-scan ≤ 0.3 s and ≤ 1 × grep, default-scope cold ≤ 0.25 ×
+    Semgrep on srt/speculative, full cold ≤ 0.15 × Semgrep (the re-pull's 0.8 × rsync is above)."""
+    return [
+        _abs_target("issue 17: warm full re-scan ≤ 0.3 s", 0.3, g("sgl_full_warm")),
+        _ratio_target("issue 17: warm full re-scan ≤ 1 × grep over srt", 1.0, g("sgl_full_warm"), g("grep_full")),
+        _ratio_target("issue 17: default-scope cold scan ≤ 0.25 × Semgrep on srt/speculative", 0.25,
+                      g("sgl_speculative_cold"), g("semgrep_speculative")),
+        _ratio_target("issue 17: full-tree cold scan ≤ 0.15 × Semgrep", 0.15, g("sgl_full_cold"), g("semgrep_full")),
+    ]
 
 
 # ---------------------------------------------------------------- what is available
@@ -145,14 +169,25 @@ def _git_commit() -> str:
 # ---------------------------------------------------------------- sections
 
 
-def run_analysis(tree: Path, work: Path, runs: int, install: bool, venv: Path, results: dict, extra: dict) -> None:
+def run_analysis(tree: Path, work: Path, runs: int, install: bool, venv: Path, results: dict, extra: dict,
+                 rev: str | None = None) -> None:
     binary, why_not = semgrep_tool.semgrep_binary(venv, install=install)
     extra["semgrep_version"] = f"semgrep {semgrep_tool.semgrep_version(binary)}" if binary else f"semgrep n/a ({why_not})"
-    steps, missing, outputs = analysis_bench.analysis_steps(tree, work, binary, why_not, _scan_has_json())
+    labels = ("", rev) if rev else ("",)
+    steps, missing, outputs = analysis_bench.analysis_steps(tree, work, binary, why_not, _scan_has_json(), labels)
     measured = interleave(steps, runs)
-    for key in ("grep_full", "grep_speculative", "semgrep_full", "semgrep_speculative", "sgl_full_cold",
-                "sgl_full_warm", "sgl_speculative_cold", "sgl_speculative_warm"):
+    sgl_keys = ("sgl_full_cold", "sgl_full_warm", "sgl_speculative_cold", "sgl_speculative_warm")
+    for key in ("grep_full", "grep_speculative", "semgrep_full", "semgrep_speculative", *sgl_keys,
+                *(f"rev_{k}" for k in sgl_keys if rev)):
         results[key] = measured.get(key) or missing[key]
+    answers = extra.setdefault("answers", {})
+    for scope in ("full", "speculative"):
+        cold, warm = outputs.get(f"sgl_{scope}"), outputs.get(f"sgl_{scope}_warm")
+        if cold is not None and warm is not None and cold.exists() and warm.exists():
+            answers[f"{scope}: warm report = cold report, byte for byte"] = cold.read_bytes() == warm.read_bytes()
+        if rev and cold is not None and outputs.get(f"rev_sgl_{scope}") is not None:
+            answers[f"{scope}: same answer as {rev} (snapshot id and time aside)"] = \
+                analysis_bench.same_answer(cold, outputs[f"rev_sgl_{scope}"])
     for key, rounds in analysis_bench.ANOMALIES.items():
         stats = results[key]
         results[key] = Stats(stats.name, stats.times, stats.reason or
@@ -214,10 +249,54 @@ def run_analyzer(tree: Path, runs: int, extra: dict) -> None:
         f"n/a (analyzer_bench.py exited {result.returncode}: {result.stderr.strip()[-300:]})"
 
 
-def run_memory(tree: Path, work: Path) -> tuple[float | None, str | None]:
+def run_memory(tree: Path, work: Path, label: str = "") -> tuple[float | None, str | None]:
     if not _scan_has_json():
         return None, "sgl-scan scan --format json is not available in this checkout yet"
-    return analysis_bench.measure_rss(tree, work)
+    return analysis_bench.measure_rss(tree, work, label)
+
+
+@contextmanager
+def _checkout(rev: str, where: Path) -> Iterator[str]:
+    """A detached git worktree of `rev` at `where` for the length of the run; yields its short name."""
+    short = subprocess.run(["git", "rev-parse", "--short", rev], capture_output=True, text=True, cwd=REPO)
+    if short.returncode != 0:
+        raise SystemExit(f"--compare-rev: unknown revision {rev!r}: {short.stderr.strip()}")
+    added = subprocess.run(["git", "worktree", "add", "--detach", str(where), rev], capture_output=True, text=True,
+                           cwd=REPO)
+    if added.returncode != 0:
+        raise SystemExit(f"--compare-rev: git worktree add failed: {added.stderr.strip()}")
+    try:
+        yield short.stdout.strip()
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(where)], capture_output=True, cwd=REPO)
+
+
+PROFILES = ("sgl_full_cold", "sgl_full_warm", "sgl_speculative_cold", "sgl_speculative_warm")
+
+
+def profile(tree: Path, work: Path, measurement: str, top: int) -> str:
+    """One sgl-scan measurement under cProfile (a warm one after an unprofiled cold run in the same
+    home): the top `top` entries by cumulative time, as pstats prints them."""
+    import io
+    import pstats
+
+    _, scope, kind = measurement.split("_")
+    home = work / "home"
+    home.mkdir()
+    command = analysis_bench.sgl_scan_command(tree, scope)
+    env = analysis_bench.env_for(home)
+    if kind == "warm":
+        subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = work / "profile.out"
+    start = time.perf_counter()
+    subprocess.run([command[0], "-m", "cProfile", "-o", str(out), *command[1:]], env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - start
+    if not out.exists():
+        return f"{measurement}: the profiled run wrote no profile"
+    text = io.StringIO()
+    pstats.Stats(str(out), stream=text).sort_stats("cumulative").print_stats(top)
+    return f"{measurement}: {elapsed:.3f} s wall under the profiler\n{text.getvalue()}"
 
 
 def run_gen(tree: Path, work: Path, runs: int, results: dict) -> None:
@@ -263,6 +342,11 @@ def markdown(results: dict[str, Stats], goals: list[Target], extra: dict) -> str
     for stats in results.values():
         lines.append(f"| {stats.name} | {len(stats.times)} | {_fmt(stats.min)} | {_fmt(stats.median)} | "
                      f"{_fmt(stats.max)} | {_fmt(stats.cpu_median)} | {stats.reason or ''} |")
+    answers = extra.get("answers") or {}
+    if answers:
+        lines += ["", "## Same answers", "", "| check | result |", "|---|---|"]
+        for check, same in answers.items():
+            lines.append(f"| {check} | {'yes' if same else 'n/a' if same is None else '**NO**'} |")
     tree = extra.get("tree", {})
     if tree:
         lines += ["", "## Tree", "", "| part | files | lines | bytes |", "|---|---|---|---|"]
@@ -293,6 +377,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench", help="where results.json and results.md go")
     parser.add_argument("--no-install", action="store_true", help="do not pip-install Semgrep into bench/.venv-semgrep")
     parser.add_argument("--semgrep-venv", type=Path, default=semgrep_tool.DEFAULT_VENV, help="the venv holding Semgrep")
+    parser.add_argument("--compare-rev", metavar="REV",
+                        help="also measure sgl-scan at git revision REV (a worktree of it), round by round in this "
+                             "same run: before/after ratios, peak RSS and answers side by side")
+    parser.add_argument("--profile", metavar="MEASUREMENT", choices=PROFILES,
+                        help=f"profile one sgl-scan measurement instead ({', '.join(PROFILES)}): python -m cProfile "
+                             "around the CLI, the top cumulative entries printed (pool workers are not profiled)")
+    parser.add_argument("--profile-top", type=int, default=40, help="how many entries --profile prints (default 40)")
     args = parser.parse_args(argv)
     sections = [s.strip() for s in args.only.split(",") if s.strip()]
     unknown = sorted(set(sections) - set(SECTIONS + OPTIONAL_SECTIONS))
@@ -309,6 +400,18 @@ def main(argv: list[str] | None = None) -> int:
     if not (tree / "sglang" / "srt").is_dir():
         parser.error(f"{tree} has no sglang/srt folder")
 
+    args.out = args.out.resolve()
+    if args.profile:
+        here = os.getcwd()
+        with tempfile.TemporaryDirectory(prefix="sgl-scan-profile-") as work:
+            os.chdir(work)  # not the checkout: `-m sgl_scan` would import the live code first
+            try:
+                analysis_bench.freeze_code(Path(work))
+                print(profile(tree, Path(work), args.profile, args.profile_top))
+            finally:
+                os.chdir(here)
+        return 0
+
     marker = tree / ".complete"  # tests.support.releases writes the version there
     label = RELEASE if args.tree is None else marker.read_text().strip() if marker.exists() else f"tree {tree.name}"
     extra: dict = {
@@ -322,10 +425,19 @@ def main(argv: list[str] | None = None) -> int:
         "tree": {"srt": analysis_bench.tree_stats(tree), "srt/speculative": analysis_bench.tree_stats(tree, subdir="sglang/srt/speculative")},
     }
     results: dict[str, Stats] = {}
-    rss = None
+    rss = rev_rss = None
     with ExitStack() as stack:
         work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sgl-scan-bench-")))
+        # `python -m sgl_scan` puts the current folder first on sys.path: run from the checkout, every
+        # command would import the live code instead of the frozen copy (or the --compare-rev one).
+        stack.callback(os.chdir, os.getcwd())
+        os.chdir(work)
         analysis_bench.freeze_code(work)
+        rev = None
+        if args.compare_rev:
+            rev = stack.enter_context(_checkout(args.compare_rev, work / "rev-src"))
+            analysis_bench.freeze_code(work, work / "rev-src", rev)
+            extra["compare_rev"] = rev
         for section in SECTIONS + OPTIONAL_SECTIONS:
             if section not in sections:
                 continue
@@ -333,11 +445,13 @@ def main(argv: list[str] | None = None) -> int:
             section_dir = work / section
             section_dir.mkdir()
             if section == "analysis":
-                run_analysis(tree, section_dir, runs, install, args.semgrep_venv, results, extra)
+                run_analysis(tree, section_dir, runs, install, args.semgrep_venv, results, extra, rev)
             elif section == "pull":
                 run_pull(tree, section_dir, runs, results, extra)
             elif section == "memory":
                 rss = run_memory(tree, section_dir)
+                if rev:
+                    rev_rss = run_memory(tree, section_dir, rev)
             elif section == "gen":
                 run_gen(tree, section_dir, runs, results)
             elif section == "fleet":
@@ -345,11 +459,15 @@ def main(argv: list[str] | None = None) -> int:
             elif section == "analyzer":
                 run_analyzer(tree, runs, extra)
     extra["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    goals = [t for t in targets(results, rss) if t.value is not None or _section_of(t.name) in sections]
+    goals = [t for t in targets(results, rss, extra.get("compare_rev"), rev_rss)
+             if t.value is not None or _section_of(t.name) in sections]
     document = {
-        "environment": {k: v for k, v in extra.items() if k not in ("accuracy",)},
+        "environment": {k: v for k, v in extra.items() if k not in ("accuracy", "answers")},
         "results": {key: stats.to_json() for key, stats in results.items()},
         "peak_rss_mib": None if rss is None else _r(rss[0], 1),
+        "compare_rev": extra.get("compare_rev"),
+        "peak_rss_mib_rev": None if rev_rss is None else _r(rev_rss[0], 1),
+        "answers": extra.get("answers") or {},
         "targets": [t.to_json() for t in goals],
         "accuracy": extra.get("accuracy") or {},
     }

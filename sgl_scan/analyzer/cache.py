@@ -5,7 +5,8 @@ path and content sha256 and live in a folder named after the signature (analyzer
 minor version, libcst version, extractor names and versions): changing any of them starts a fresh
 cache. Each entry is `MAGIC + sha256(payload) + payload` (a pickle); an entry that is truncated,
 corrupt or of another format reads as missing and is rebuilt. A *pack* holds all facts of one tree
-(keyed by the digest of its sorted (path, sha256) list) so a warm re-scan is one read.
+(keyed by the digest of its sorted (path, sha256) list) so a warm re-scan is one read, and unpickles
+only the files it reads (`Pack`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import pickle
 import re
 import sys
 import tempfile
+from bisect import bisect_right
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from importlib import metadata
-
 ANALYZER_VERSION = 1
 MAGIC = b"SGLF1\n"
+PACK_MAGIC = b"SGLP2\n"
 _DIGEST = 32
 KEEP_PACKS = 12
 
@@ -45,8 +46,26 @@ def signature(extractors: Sequence[Any] | None) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=1)
 def _libcst_version() -> str:
-    """libcst's installed version (the module has no `__version__`; reading metadata avoids importing it)."""
+    """libcst's installed version, without importing it: the name of the `libcst-<version>.dist-info`
+    folder beside the package (one directory listing), else the package metadata (a search of sys.path)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("libcst")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin:
+        site = os.path.dirname(os.path.dirname(spec.origin))
+        try:
+            found = [name for name in os.listdir(site) if name.startswith("libcst-") and name.endswith(".dist-info")]
+        except OSError:
+            found = []
+        if len(found) == 1:
+            return found[0][len("libcst-"):-len(".dist-info")]
+    from importlib import metadata
+
     try:
         return metadata.version("libcst")
     except metadata.PackageNotFoundError:
@@ -107,12 +126,12 @@ def decode(data: bytes) -> Any | None:
         return None
 
 
-def _write_atomic(target: Path, data: bytes) -> None:
+def _write_atomic(target: Path, data: bytes | list[bytes]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            handle.writelines([data] if isinstance(data, bytes) else data)
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -157,14 +176,15 @@ class FactsCache:
         except OSError:
             pass
 
-    def get_pack(self, key: str) -> dict[str, Any] | None:
+    def get_pack(self, key: str) -> "Pack | None":
+        """The packed facts of tree `key` (None when missing or damaged)."""
         data = _read(self._pack_path(key))
-        value = decode(data) if data is not None else None
-        return value if isinstance(value, dict) else None
+        return Pack.decode(data) if data is not None else None
 
-    def put_pack(self, key: str, pack: Mapping[str, Any]) -> None:
+    def put_pack(self, key: str, pack: Mapping[str, tuple[str, bytes]]) -> None:
+        """Store {path: (sha256, pickled facts)} of one tree as a pack."""
         try:
-            _write_atomic(self._pack_path(key), encode(dict(pack)))
+            _write_atomic(self._pack_path(key), Pack.chunks(pack))
             self._prune_packs()
         except OSError:
             pass
@@ -198,6 +218,88 @@ class FactsCache:
                 old.unlink()
             except OSError:
                 pass
+
+
+class Pack:
+    """The facts of one tree in one file: a small index, then every file's pickled facts back to back.
+
+    `PACK_MAGIC + sha256(index) + sha256(blobs) + len(index) (8 bytes) + index + blobs`, the index a
+    pickle of {path: (sha256, offset, length)}. Reading it costs one read and one digest; a file's
+    facts are unpickled only when asked for (`blob`), and `mentioning` searches every file's pickled
+    bytes at once.
+    """
+
+    def __init__(self, index: dict[str, tuple[str, int, int]], blobs: bytes) -> None:
+        self.index, self._blobs = index, blobs
+        self._starts: list[tuple[int, str]] | None = None
+
+    @staticmethod
+    def chunks(pack: Mapping[str, tuple[str, bytes]]) -> list[bytes]:
+        """The pack file as a list of byte strings, written one after the other (the files' pickles
+        are never copied into one buffer: a cold full scan's peak memory stays lower)."""
+        index, parts, offset = {}, [], 0
+        digest = hashlib.sha256()
+        for path in sorted(pack):
+            sha, blob = pack[path]
+            index[path] = (sha, offset, len(blob))
+            parts.append(blob)
+            digest.update(blob)
+            offset += len(blob)
+        head = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
+        return [PACK_MAGIC + hashlib.sha256(head).digest() + digest.digest() + len(head).to_bytes(8, "little"),
+                head, *parts]
+
+    @classmethod
+    def encode(cls, pack: Mapping[str, tuple[str, bytes]]) -> bytes:
+        return b"".join(cls.chunks(pack))
+
+    @classmethod
+    def decode(cls, data: bytes) -> "Pack | None":
+        start = len(PACK_MAGIC) + 2 * _DIGEST + 8
+        if len(data) < start or not data.startswith(PACK_MAGIC):
+            return None
+        size = int.from_bytes(data[start - 8:start], "little")
+        view = memoryview(data)
+        head, blobs = view[start:start + size], view[start + size:]
+        digests = data[len(PACK_MAGIC):start - 8]
+        if len(head) != size or digests != hashlib.sha256(head).digest() + hashlib.sha256(blobs).digest():
+            return None
+        try:
+            index = pickle.loads(head)
+        except Exception:
+            return None
+        if not isinstance(index, dict) or any(o + n > len(blobs) for _, o, n in index.values()):
+            return None
+        return cls(index, blobs)
+
+    def sha(self, path: str) -> str | None:
+        entry = self.index.get(path)
+        return entry[0] if entry is not None else None
+
+    def blob(self, path: str) -> memoryview:
+        _, offset, length = self.index[path]
+        return self._blobs[offset:offset + length]
+
+    def mentioning(self, needles: Sequence[bytes]) -> set[str]:
+        """Paths whose pickled facts contain one of `needles` (one search over all files per needle)."""
+        if self._starts is None:
+            self._starts = sorted((offset, path) for path, (_, offset, _) in self.index.items())
+        offsets = [offset for offset, _ in self._starts]
+        data = self._blobs.obj if isinstance(self._blobs, memoryview) else self._blobs
+        base = len(data) - len(self._blobs)  # where the blobs start in `data`
+        found: set[str] = set()
+        for needle in needles:
+            at = data.find(needle, base)
+            while at >= 0:
+                i = bisect_right(offsets, at - base) - 1
+                offset, path = self._starts[i]
+                end = offset + self.index[path][2]
+                if at - base + len(needle) <= end:
+                    found.add(path)
+                    at = data.find(needle, base + end)  # the rest of this file cannot add anything
+                else:  # straddles two files' bytes: not in either
+                    at = data.find(needle, at + 1)
+        return found
 
 
 _SIGNATURE_DIR = re.compile(r"^[0-9a-f]{16}$")

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import multiprocessing
 import os
 import pickle
 import time
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from sgl_scan.analyzer.cache import FactsCache, dumps, signature, tree_key
+from sgl_scan.analyzer.cache import FactsCache, Pack, dumps, signature, tree_key
 from sgl_scan.analyzer.facts import FileFacts
 from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
 from sgl_scan.errors import AnalysisError
@@ -57,6 +55,7 @@ _WORKER: dict[str, Any] = {}
 def _init_worker(extractors: tuple[Any, ...], cache: FactsCache | None, pause_gc: bool = False) -> None:
     _WORKER["extractors"] = extractors
     _WORKER["cache"] = cache
+    _WORKER["defer_cst"] = pause_gc  # a pool process leaves libcst files to the parent
     if pause_gc:  # a pool process: its garbage is freed by reference counting, and it exits at the end
         gc.freeze()
         gc.disable()
@@ -87,18 +86,29 @@ def matching_extractors(data: bytes, extractors: Sequence[Any]) -> tuple[Any, ..
     return tuple(ex for ex in extractors if ex.trigger.search(text))
 
 
-def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"]:
-    """Parse one file; returns (path, sha256, pickled facts, note) and stores the facts in the cache."""
+def _needs_libcst(extractors: Sequence[Any]) -> bool:
+    return any(getattr(ex, "parser", "cst") != "ast" for ex in extractors)
+
+
+def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tuple[None, str, str]:
+    """Parse one file; returns (path, sha256, pickled facts, note) and stores the facts in the cache.
+
+    In a pool worker (`_WORKER["defer_cst"]`) a file that a libcst extractor needs is not parsed:
+    (None, absolute, rel) sends it back to the parent, the one process that loads libcst.
+    """
     absolute, rel = job
     extractors = _WORKER.get("extractors", ())
     try:
         data = Path(absolute).read_bytes()
     except OSError as exc:
         raise AnalysisError(f"cannot read {rel}: {exc.strerror or exc}") from exc
+    matched = matching_extractors(data, extractors)
+    if _WORKER.get("defer_cst") and _needs_libcst(matched):
+        return None, absolute, rel
     sha = hashlib.sha256(data).hexdigest()
-    from sgl_scan.analyzer.parse import parse_file  # libcst: loaded only when something is parsed
+    from sgl_scan.analyzer.parse import parse_file  # stdlib ast; libcst only for files that need it
 
-    facts = parse_file(rel, data, sha, matching_extractors(data, extractors))
+    facts = parse_file(rel, data, sha, matched)
     blob = dumps(facts)
     cache = _WORKER.get("cache")
     if cache is not None:
@@ -108,27 +118,32 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"]:
 
 # -- the pipeline ---------------------------------------------------------------------------------
 class LazyFiles(Mapping[str, FileFacts]):
-    """path -> FileFacts, unpickled from the cache on first access (a warm scan reads few files)."""
+    """path -> FileFacts, unpickled from the cache on first access (a warm scan reads few files).
 
-    def __init__(self, blobs: Mapping[str, bytes], ready: Mapping[str, FileFacts] | None = None) -> None:
-        self._blobs = dict(blobs)
+    `blobs` is {path: pickled facts} or a `Pack` (whose files are all of this mapping)."""
+
+    def __init__(self, blobs: "Mapping[str, bytes] | Pack", ready: Mapping[str, FileFacts] | None = None) -> None:
+        self._pack = blobs if isinstance(blobs, Pack) else None
+        self._blobs = None if self._pack is not None else dict(blobs)
+        self._paths = self._pack.index if self._pack is not None else self._blobs
         self._ready: dict[str, FileFacts] = dict(ready or {})
 
     def __getitem__(self, path: str) -> FileFacts:
         facts = self._ready.get(path)
         if facts is None:
-            facts = pickle.loads(self._blobs[path])
+            blob = self._pack.blob(path) if self._pack is not None else self._blobs[path]
+            facts = pickle.loads(blob)
             self._ready[path] = facts
         return facts
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._blobs)
+        return iter(self._paths)
 
     def __len__(self) -> int:
-        return len(self._blobs)
+        return len(self._paths)
 
     def __contains__(self, path: object) -> bool:
-        return path in self._blobs
+        return path in self._paths
 
     def __reduce__(self) -> tuple:
         return (dict, (dict(self.items()),))
@@ -138,6 +153,9 @@ class LazyFiles(Mapping[str, FileFacts]):
         without unpickling (a pickle holds every string's UTF-8 bytes); files already read are
         included as they are."""
         needles = [word.encode("utf-8") for word in words]
+        if self._pack is not None:
+            found = self._pack.mentioning(needles)
+            return [path for path in self._paths if path in self._ready or path in found]
         return [path for path, blob in self._blobs.items()
                 if path in self._ready or any(needle in blob for needle in needles)]
 
@@ -245,10 +263,10 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
 
     if cache is not None:
         pack = cache.get_pack(key)
-        if pack is not None and all(pack.get(p, (None,))[0] == s for p, s in items):
+        if pack is not None and len(pack.index) == len(items) and all(pack.sha(p) == s for p, s in items):
             if progress:
                 progress(len(items), len(items))
-            return FactsRun(LazyFiles({p: pack[p][1] for p in rels}), (), True, key)
+            return FactsRun(LazyFiles(pack), (), True, key)
 
     ready: dict[str, FileFacts] = {}
     notes: dict[str, FileNote] = {}
@@ -285,12 +303,19 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
     return FactsRun(files, tuple(sorted(parsed)), False, key, notes)
 
 
+POOL_MIN_BYTES = 1 << 20  # below this much source (~0.2 s of parsing) one process beats starting a pool
+
+
 def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int | None) -> Iterator[tuple]:
+    """Parse `todo`: in this process when the work is small, else in a pool whose workers parse with
+    stdlib `ast` and hand the few files a libcst extractor needs back to this process (which parses
+    them while the workers go on), so libcst is imported once, here, and only when needed."""
     if not todo:
         return
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     workers = max(1, min(workers, len(todo)))
-    if workers == 1 or len(todo) < PARALLEL_MIN_FILES:
+    sizes = {job[0]: _size(job[0]) for job in todo} if workers > 1 and len(todo) >= PARALLEL_MIN_FILES else {}
+    if workers == 1 or len(todo) < PARALLEL_MIN_FILES or sum(sizes.values()) < POOL_MIN_BYTES:
         _init_worker(extractors, cache)
         try:
             for job in todo:
@@ -298,14 +323,22 @@ def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int
         finally:
             _WORKER.clear()
         return
-    import sgl_scan.analyzer.parse  # noqa: F401  (libcst loaded once, before the workers fork)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    import sgl_scan.analyzer.parse  # noqa: F401  (the ast side, loaded once before the workers fork)
 
     # biggest files first so the last chunks are small and the workers finish together
-    todo = sorted(todo, key=lambda job: -_size(job[0]))
+    todo = sorted(todo, key=lambda job: -sizes[job[0]])
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
                              initializer=_init_worker, initargs=(extractors, cache, True)) as pool:
-        yield from pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16))))
+        _init_worker(extractors, cache)
+        try:
+            for result in pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16)))):
+                yield result if result[0] is not None else _parse_one((result[1], result[2]))
+        finally:
+            _WORKER.clear()
 
 
 def _size(path: str) -> int:

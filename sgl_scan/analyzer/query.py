@@ -51,8 +51,16 @@ class ModuleFiles(Mapping[str, FileFacts]):
 
 
 def files_by_module(analysis: Analysis) -> ModuleFiles:
-    """The analysis's files by dotted module name."""
-    return ModuleFiles(analysis.files)
+    """The analysis's files by dotted module name (kept on the files mapping when it takes attributes)."""
+    files = analysis.files
+    cached = getattr(files, "by_module", None)
+    if cached is None:
+        cached = ModuleFiles(files)
+        try:
+            files.by_module = cached  # type: ignore[attr-defined]
+        except AttributeError:  # a plain dict
+            pass
+    return cached
 
 
 def files_mentioning(analysis: Analysis, words: Sequence[str]) -> list[str]:

@@ -21,23 +21,41 @@ from sgl_scan.errors import SglScanError
 from sgl_scan.reports.common import visible, visible_lines
 from sgl_scan.exitcodes import FAILURE, USAGE
 
-# Each module defines `command` (a click command or group); listed here once.
-COMMAND_MODULES = (
-    "sgl_scan.cli.scan_cmd",
-    "sgl_scan.cli.snapshot_cmd",
-    "sgl_scan.cli.drafter_cmd",
-    "sgl_scan.cli.check_cmd",
-    "sgl_scan.cli.rules_cmd",
-    "sgl_scan.cli.diff_cmd",
-    "sgl_scan.cli.gen_cmd",
-    "sgl_scan.cli.graph_cmd",
-    "sgl_scan.cli.fleet_cmd",
-)
+# Each module defines `command` (a click command or group), imported only when that command runs
+# (or when --help lists them all): a scan never loads the other commands' code.
+COMMANDS = {
+    "scan": "sgl_scan.cli.scan_cmd",
+    "snapshot": "sgl_scan.cli.snapshot_cmd",
+    "drafter": "sgl_scan.cli.drafter_cmd",
+    "check": "sgl_scan.cli.check_cmd",
+    "rules": "sgl_scan.cli.rules_cmd",
+    "diff": "sgl_scan.cli.diff_cmd",
+    "gen": "sgl_scan.cli.gen_cmd",
+    "graph": "sgl_scan.cli.graph_cmd",
+    "fleet": "sgl_scan.cli.fleet_cmd",
+}
+COMMAND_MODULES = tuple(COMMANDS.values())
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported from `COMMANDS` on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMANDS:
+            command = importlib.import_module(COMMANDS[name]).command
+            if command.name != name:
+                raise RuntimeError(f"{COMMANDS[name]} defines {command.name!r}, listed as {name!r}")
+            self.add_command(command)
+        return super().get_command(ctx, name)
+
 
 _state = {"verbose": 0}
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="sgl-scan")
 @click.option("-v", "--verbose", count=True, help="More detail: -v logs steps and shows tracebacks, -vv debug.")
 @click.option("--config", type=click.Path(dir_okay=False), is_eager=True, expose_value=False, callback=config_callback,
@@ -85,15 +103,6 @@ class _VisibleFormatter(logging.Formatter):
 
     def formatException(self, ei) -> str:  # noqa: N802 - logging's name
         return visible_lines(super().formatException(ei))
-
-
-def _register_commands() -> None:
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(name)
-        cli.add_command(module.command)
-
-
-_register_commands()
 
 
 def main(argv: list[str] | None = None) -> None:

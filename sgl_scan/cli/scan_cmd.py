@@ -260,4 +260,20 @@ def command(ctx: click.Context, sarif_root: Path | None = None, **kwargs) -> Non
         analysis = analyze(snapshot, progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total))
     finally:
         bar.done()
-    ctx.exit(report_findings(snapshot, analysis, options, prepared, artifact_root=anchor))
+    code = report_findings(snapshot, analysis, options, prepared, artifact_root=anchor)
+    settle(snapshot)
+    ctx.exit(code)
+
+
+def settle(snapshot) -> None:
+    """After a pull that stored new files, and the analysis (seconds later, so they have settled):
+    verify them once more and record their stamps, so the next scan trusts them without reading."""
+    from sgl_scan.errors import SnapshotError
+    from sgl_scan.snapshots.store import Store
+
+    if snapshot.pulled is None or snapshot.pulled.reused:
+        return
+    try:
+        Store(snapshot.folder.parent).verify(snapshot)
+    except (SnapshotError, OSError) as exc:  # the next run that opens it says so
+        log.debug("not settling %s: %s", snapshot.id, exc)

@@ -45,8 +45,73 @@ def json_document(value: object) -> str:
     `json.dumps` escapes C0 controls itself; the others would reach a terminal that `cat`s the file.
     They can only stand inside JSON strings, where `\\uXXXX` means the same character.
     """
-    text = json.dumps(value, indent=2, ensure_ascii=False)
+    try:
+        text = _indented(value)
+    except _Unusual:  # a key that is not a string, a NaN: json's own rules, at its own speed
+        text = json.dumps(value, indent=2, ensure_ascii=False)
     return _JSON_INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+
+
+class _Unusual(Exception):
+    pass
+
+
+def _indented(value: object) -> str:
+    """`json.dumps(value, indent=2, ensure_ascii=False)`, byte for byte, about twice as fast (json's
+    indenting encoder is pure Python and generator-heavy; a report holds tens of thousands of values).
+    Raises `_Unusual` for what it leaves to `json.dumps`: non-string keys, non-finite floats, other types."""
+    parts: list[str] = []
+    put = parts.append
+    string = json.encoder.encode_basestring  # the C function where available, as json.dumps uses
+
+    def encode(o: object, indent: str) -> None:
+        if isinstance(o, str):
+            put(string(o))
+        elif o is None:
+            put("null")
+        elif o is True:
+            put("true")
+        elif o is False:
+            put("false")
+        elif isinstance(o, int):
+            put(int.__repr__(o))
+        elif isinstance(o, float):
+            if o != o or o in (float("inf"), float("-inf")):
+                raise _Unusual
+            put(float.__repr__(o))
+        elif isinstance(o, (list, tuple)):
+            if not o:
+                put("[]")
+                return
+            inner = indent + "  "
+            put("[\n" + inner)
+            separator = ",\n" + inner
+            for i, item in enumerate(o):
+                if i:
+                    put(separator)
+                encode(item, inner)
+            put("\n" + indent + "]")
+        elif isinstance(o, dict):
+            if not o:
+                put("{}")
+                return
+            inner = indent + "  "
+            put("{\n" + inner)
+            separator = ",\n" + inner
+            for i, (key, item) in enumerate(o.items()):
+                if not isinstance(key, str):
+                    raise _Unusual
+                if i:
+                    put(separator)
+                put(string(key))
+                put(": ")
+                encode(item, inner)
+            put("\n" + indent + "}")
+        else:
+            raise _Unusual
+
+    encode(value, "")
+    return "".join(parts)
 
 
 SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}

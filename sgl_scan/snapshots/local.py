@@ -1,9 +1,11 @@
 """Snapshot a local folder: an SGLang checkout, an installed package, or a snapshot copied by hand.
 
-Every selected file is read and hashed on every pull, and a folder whose files, git state and
-patch are those of a stored snapshot of the same folder and scope is not stored again: that
-snapshot is returned, so a repeated scan copies nothing. Content decides, not mtimes: a same-size
-edit whose mtime was restored (`cp -p`, `rsync -t`, `tar x`) is a new snapshot.
+Every selected file is hashed, and a folder whose files, git state and patch are those of a stored
+snapshot of the same folder and scope is not stored again: that snapshot is returned, so a repeated
+scan copies nothing. A file is read only when its stamp (`stamps.py`: size, mtime_ns, ctime_ns,
+inode, device) is not the settled one recorded when it was last hashed (and its scope match found),
+so content decides, not mtimes: a same-size edit whose mtime was restored (`cp -p`, `rsync -t`,
+`tar x`) moves the ctime and is a new snapshot.
 
 The package folder (the one holding `srt/`) is found at the folder itself, or under `sglang/`,
 `python/sglang/` or `tree/sglang/`. Only regular files are read; a symlinked scope root (`srt/`,
@@ -25,6 +27,7 @@ from sgl_scan.errors import SnapshotError
 from sgl_scan.snapshots import scope as scopes
 from sgl_scan.snapshots.manifest import FileEntry, GitState, PullInfo, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
+from sgl_scan.snapshots.stamps import source_stamps
 from sgl_scan.snapshots.store import Store, content_key, recorded_git
 from sgl_scan.snapshots.tarstream import Limits, human
 
@@ -56,8 +59,8 @@ def _loops(link: Path, package: Path) -> bool:
     return target == home or target in home.parents
 
 
-def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
-    """Regular `*.py` files under `srt/` plus the version files, by package-relative path.
+def list_files(package: Path) -> tuple[dict[str, str], list[SkippedFile]]:
+    """Regular `*.py` files under `srt/` plus the version files: package-relative path -> full path.
 
     A scope root (`srt/`, or a folder a scope names, `scopes.SCOPE_ROOTS`) that is a symlink to a
     folder is followed, unless it leads back into the package (a loop); every other symlink is
@@ -67,7 +70,7 @@ def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
     for name in scopes.VERSION_FILES:
         path = package / name
         if path.is_file() and not path.is_symlink():
-            files[name] = path
+            files[name] = str(path)
 
     def unreadable(exc: OSError) -> None:
         skipped.append(SkippedFile(os.path.relpath(exc.filename, package).replace(os.sep, "/"), f"unreadable folder: {exc.strerror}"))
@@ -78,14 +81,17 @@ def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
         if os.path.islink(package / top) and _loops(package / top, package):
             skipped.append(SkippedFile(top, "symlink to a folder holding the package (a loop), not followed"))
             continue
-        for dirpath, dirnames, filenames in os.walk(package / top, onerror=unreadable):
+        base = str(package / top)
+        for dirpath, dirnames, filenames in os.walk(base, onerror=unreadable):
+            below = dirpath[len(base):].replace(os.sep, "/")  # os.walk joins onto `base`: no relpath per file
+            prefix = f"{top}{below}/"
             kept = []
             for d in sorted(dirnames):
                 if d == "__pycache__":
                     continue
                 full = os.path.join(dirpath, d)
                 if os.path.islink(full):
-                    rel = os.path.relpath(full, package).replace(os.sep, "/")
+                    rel = prefix + d
                     rel = scopes.utf8_name(rel) or rel
                     if rel in scopes.SCOPE_ROOTS:
                         tops.append(rel)  # walked on its own, as a scope root
@@ -96,7 +102,7 @@ def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
             dirnames[:] = kept
             for filename in filenames:
                 full = os.path.join(dirpath, filename)
-                rel = os.path.relpath(full, package).replace(os.sep, "/")
+                rel = prefix + filename
                 if not filename.endswith(".py"):
                     if os.path.islink(full) and not os.path.exists(full):
                         skipped.append(SkippedFile(scopes.utf8_name(rel) or rel, "symlink, not followed"))
@@ -108,7 +114,7 @@ def list_files(package: Path) -> tuple[dict[str, Path], list[SkippedFile]]:
                 if os.path.islink(full) or not os.path.isfile(full):
                     skipped.append(SkippedFile(rel, "not a regular file"))
                     continue
-                files[rel] = Path(full)
+                files[rel] = full
     return files, sorted(skipped, key=lambda s: s.path)
 
 
@@ -139,61 +145,102 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
     folder = Path(params["local_path"]).expanduser().absolute()
     package = find_package(folder)
     files, skipped = list_files(package)
+    stamps = source_stamps(store.root, package)
+    stats: dict[str, os.stat_result | OSError] = {}
+    learned: dict[str, dict] = {}  # rel -> {"sha256", "match": (pattern, found)}: from the stamps, or from the bytes read now
     contents: dict[str, tuple[bytes, float] | OSError] = {}
+
+    def stat(rel: str) -> os.stat_result | OSError:
+        if rel not in stats:
+            try:
+                stats[rel] = os.stat(files[rel])
+            except OSError as exc:
+                stats[rel] = exc
+        return stats[rel]
+
+    def known(rel: str) -> dict:
+        """What is known of the file's bytes without reading them (its stamp settled and unchanged)."""
+        if rel not in learned:
+            st = stat(rel)
+            value = stamps.get(rel, st) if not isinstance(st, OSError) else None
+            learned[rel] = dict(value) if isinstance(value, dict) else {}
+        return learned[rel]
 
     def load(rel: str) -> tuple[bytes, float] | OSError:
         """The bytes and mtime of one file, read once (the scope's byte search and the copy share them)."""
         if rel not in contents:
             try:
                 with open(files[rel], "rb") as handle:
-                    contents[rel] = (handle.read(), os.fstat(handle.fileno()).st_mtime)
+                    st = os.fstat(handle.fileno())
+                    contents[rel] = (handle.read(), st.st_mtime)
+                stats[rel] = st
+                learned[rel] = {}
             except OSError as exc:
                 contents[rel] = exc
         return contents[rel]
 
+    def remember(rel: str, **facts) -> None:
+        learned[rel].update(facts)
+        st = stats.get(rel)
+        if not isinstance(st, OSError) and st is not None:
+            stamps.put(rel, st, dict(learned[rel]))
+
     oversized: list[tuple[str, int]] = []
 
-    def read(rel: str) -> bytes:
-        """The bytes the scope's search reads: a file over --max-file-size (by stat) is never read."""
-        try:
-            size = files[rel].stat().st_size
-        except OSError:
-            return b""
-        if size > limits.max_file_size:
-            oversized.append((rel, size))
-            return b""
+    def mentions(rel: str, pattern: str) -> bool:
+        """The scope's byte search: a file over --max-file-size (by stat) is never read."""
+        st = stat(rel)
+        if isinstance(st, OSError):
+            return False
+        if st.st_size > limits.max_file_size:
+            oversized.append((rel, st.st_size))
+            return False
+        cached = known(rel).get("match") if pattern == scopes.SCOPE_PATTERN else None
+        if isinstance(cached, tuple) and cached[0] == pattern:  # learned under this very pattern
+            return cached[1]
         got = load(rel)
-        return b"" if isinstance(got, OSError) else got[0]
+        if isinstance(got, OSError):
+            return False
+        found = scopes.matches(pattern, got[0])
+        if pattern == scopes.SCOPE_PATTERN:
+            remember(rel, match=(pattern, found))
+        return found
 
-    chosen = scopes.select_local(files, scope, read)
+    chosen = scopes.select(files, scope, mentions)
     skipped += [SkippedFile(rel, f"larger than --max-file-size ({human(n)}); not searched") for rel, n in sorted(oversized)]
     limits.check_totals(len(chosen), 0)  # --max-bytes is counted below, from what is read
-    entries, data, total = [], {}, 0
+    entries, total = [], 0
     for number, rel in enumerate(chosen, 1):
-        try:
-            size = files[rel].stat().st_size
-        except OSError as exc:
-            raise SnapshotError(f"cannot read {files[rel]}: {exc.strerror or exc}") from exc
-        if size > limits.max_file_size:
-            skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(size)})"))
+        st = stat(rel)
+        if isinstance(st, OSError):
+            raise SnapshotError(f"cannot read {files[rel]}: {st.strerror or st}") from st
+        if st.st_size > limits.max_file_size:
+            skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(st.st_size)})"))
             continue
-        got = load(rel)
-        if isinstance(got, PermissionError):
-            skipped.append(SkippedFile(rel, f"unreadable: {got.strerror}"))
-            continue
-        if isinstance(got, OSError):
-            raise SnapshotError(f"cannot read {files[rel]}: {got.strerror or got}") from got
-        body, mtime = got
-        if len(body) > limits.max_file_size:  # grew since it was listed
-            skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(len(body))})"))
-            continue
-        total += len(body)
+        sha = known(rel).get("sha256") if rel not in contents else None
+        if sha is not None:  # unchanged since it was hashed: not read again
+            size, mtime = st.st_size, st.st_mtime
+        else:
+            got = load(rel)
+            if isinstance(got, PermissionError):
+                skipped.append(SkippedFile(rel, f"unreadable: {got.strerror}"))
+                continue
+            if isinstance(got, OSError):
+                raise SnapshotError(f"cannot read {files[rel]}: {got.strerror or got}") from got
+            body, mtime = got
+            if len(body) > limits.max_file_size:  # grew since it was listed
+                skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(len(body))})"))
+                continue
+            size, sha = len(body), hashlib.sha256(body).hexdigest()
+            if len(body) == stats[rel].st_size:
+                remember(rel, sha256=sha)
+        total += size
         if total > limits.max_bytes:
             raise SnapshotError(f"the selected files hold more than --max-bytes {human(limits.max_bytes)}")
-        path = "sglang/" + rel
-        data[path] = (body, mtime)
-        entries.append(FileEntry(path=path, size=len(body), sha256=hashlib.sha256(body).hexdigest(), mtime=mtime))
+        entries.append(FileEntry(path="sglang/" + rel, size=size, sha256=sha, mtime=mtime))
         progress.update(f"{number}/{len(chosen)} files")
+    stamps.keep_only(set(files))
+    stamps.save()
     git, patch = git_state(package)
     source = {"path": str(folder)}
     key = content_key(source_kind="local", source=source, root=str(package), scope=scope,
@@ -204,8 +251,15 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
         progress.done()
         return replace(same, pulled=PullInfo(reused=True, unchanged=len(same.manifest.files)))
     with store.stage() as stage:
-        for path, (body, mtime) in data.items():
-            stage.write_later(path, body, mtime=mtime)
+        for entry in entries:
+            rel = entry.path[len("sglang/"):]
+            unread = rel not in contents  # known by its stamp: read only now, so check it is what was hashed
+            got = load(rel)
+            if isinstance(got, OSError):
+                raise SnapshotError(f"cannot read {files[rel]}: {got.strerror or got}") from got
+            if unread and hashlib.sha256(got[0]).hexdigest() != entry.sha256:
+                raise SnapshotError(f"{files[rel]} changed while it was being read; run again")
+            stage.write_later(entry.path, got[0], mtime=got[1])
         progress.done()
         return stage.commit(source_kind="local", source=source, root=str(package), scope=scope,
                             git=git, patch=patch, skipped=tuple(skipped))

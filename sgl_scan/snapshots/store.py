@@ -41,11 +41,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO, Iterator, Mapping
+from typing import TYPE_CHECKING, BinaryIO, Iterator, Mapping
 
 from sgl_scan.errors import SnapshotError
 from sgl_scan.paths import snapshots_dir
 from sgl_scan.snapshots.manifest import FileEntry, GitState, Manifest, PullInfo, Snapshot, SkippedFile
+
+if TYPE_CHECKING:
+    from sgl_scan.snapshots.stamps import StampFile
 
 log = logging.getLogger(__name__)
 
@@ -238,19 +241,37 @@ class Store:
         return snapshot
 
     def verify(self, snapshot: Snapshot, *, hashes: bool = True) -> None:
-        """Raise SnapshotError when a file is missing, resized or (with `hashes`) altered."""
+        """Raise SnapshotError when a file is missing, resized or (with `hashes`) altered.
+
+        A file whose stamp (`stamps.py`) is the one recorded when it last matched its sha256, and had
+        settled then, is not read again.
+        """
         tree = str(snapshot.tree)
+        seen = self.verified_stamps(snapshot.id) if hashes else None
         for entry in snapshot.manifest.files:
             path = os.path.join(tree, entry.path)
             try:
                 if hashes:
+                    st = os.stat(path)
+                    if seen.get(entry.path, st) == entry.sha256:
+                        continue
                     size, digest = _hash_file(path)
+                    if size == entry.size and digest == entry.sha256:
+                        seen.put(entry.path, st, digest)
                 else:
                     size, digest = os.stat(path).st_size, entry.sha256
             except OSError as exc:
                 raise self._corrupt(snapshot.id, f"{entry.path}: {exc.strerror or exc}") from exc
             if size != entry.size or digest != entry.sha256:
                 raise self._corrupt(snapshot.id, f"{entry.path} does not match its sha256")
+        if seen is not None:
+            seen.save()
+
+    def verified_stamps(self, snap_id: str) -> "StampFile":
+        """The stamps of a stored snapshot's files when they last matched their sha256."""
+        from sgl_scan.snapshots.stamps import StampFile
+
+        return StampFile(self.root / ".stamps" / f"verified-{snap_id}.pkl")
 
     def key_of(self, snapshot: Snapshot) -> str | None:
         """The content key of a stored snapshot, derived from its manifest (None when its patch is unreadable)."""
@@ -395,6 +416,10 @@ class Store:
         folder = self.root / snap_id
         if not folder.is_dir():
             raise SnapshotError(f"no snapshot {snap_id!r}")
+        try:
+            os.unlink(self.root / ".stamps" / f"verified-{snap_id}.pkl")
+        except OSError:
+            pass
         trash = self.root / ".staging" / f"rm-{snap_id}-{secrets.token_hex(3)}"
         trash.parent.mkdir(parents=True, exist_ok=True)
         os.rename(folder, trash)  # atomic: the id disappears at once

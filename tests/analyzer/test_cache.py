@@ -156,6 +156,7 @@ def test_pool_and_serial_give_the_same_facts(tree, tmp_path, monkeypatch):
     for i in range(60):  # enough files for the pool
         _write(tree, f"sglang/srt/many/m{i}.py", f"import os\n\ndef f{i}(x):\n    return os.path.join(x, '{i}')\n")
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
+    monkeypatch.setattr(pipeline, "POOL_MIN_BYTES", 0)
     pooled = collect_facts(tree, cache_dir=tmp_path / "c1", jobs=2)
     serial = collect_facts(tree, use_cache=False, jobs=1)
     assert len(pooled.parsed) == 64
@@ -196,6 +197,7 @@ def test_cold_analysis_unpickles_only_files_with_records(tree, tmp_path, monkeyp
     for i in range(50):
         _write(tree, f"sglang/srt/many/m{i}.py", f"X = {i}\n")
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
+    monkeypatch.setattr(pipeline, "POOL_MIN_BYTES", 0)
     analysis = analyze_tree(tree, cache_dir=tmp_path / "cache", jobs=2)
     assert set(analysis.files._ready) == {"sglang/srt/speculative/spec_info.py"}
     assert [s.function for s in analysis.inventory.dispatch_sites] == ["sglang.srt.speculative.spec_info.f"]
@@ -218,3 +220,51 @@ def test_facts_cache_get_checks_path_and_hash(tmp_path):
     cache.put("a.py", "s1", dumps(facts))
     assert cache.get("a.py", "s1")[0] == facts
     assert cache.get("a.py", "s2") is None and cache.get("b.py", "s1") is None
+
+
+def test_pool_workers_hand_libcst_files_to_the_parent(tree, tmp_path, monkeypatch):
+    """Files a libcst extractor needs are parsed by the parent (the workers never load libcst); the
+    facts are those of a serial run."""
+    for i in range(20):
+        _write(tree, f"sglang/srt/many/m{i}.py", f"def f{i}(server_args):\n    return server_args.speculative_algorithm == 'E{i}'\n")
+    _write(tree, "sglang/srt/speculative/spec_info.py",
+           "from enum import IntEnum\n\nclass SpeculativeAlgorithm(IntEnum):\n    EAGLE = 1\n\n    def is_eagle(self):\n"
+           "        return self == SpeculativeAlgorithm.EAGLE\n")
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
+    monkeypatch.setattr(pipeline, "POOL_MIN_BYTES", 0)
+    from sgl_scan.analyzer import parse
+
+    log = tmp_path / "parsed-by"
+    real = parse.parse_file
+
+    def logged(path, *args, **kw):  # the workers fork with it too: each process appends its pid
+        with open(log, "a") as handle:
+            handle.write(f"{os.getpid()} {path}\n")
+        return real(path, *args, **kw)
+
+    monkeypatch.setattr(parse, "parse_file", logged)
+    pooled = collect_facts(tree, cache_dir=tmp_path / "c1", jobs=2)
+    by_pid = [line.split() for line in log.read_text().splitlines()]
+    assert [path for pid, path in by_pid if pid == str(os.getpid())] == ["sglang/srt/speculative/spec_info.py"]
+    assert len(by_pid) == len(pooled.files) == 25  # every file parsed once, the others in the workers
+    serial = collect_facts(tree, use_cache=False, jobs=1)
+    assert dict(pooled.files) == dict(serial.files)
+    assert pooled.files["sglang/srt/speculative/spec_info.py"].extras["spec_algo_class"]
+
+
+def test_pack_search_finds_what_a_search_per_file_finds():
+    import pickle
+    import random
+
+    from sgl_scan.analyzer.cache import Pack
+
+    rng = random.Random(7)
+    words = ["forward", "is_eagle", "d2t", "fo", "rward"]
+    files = {f"f{i}.py": ("0" * 64, pickle.dumps([rng.choice(words) + rng.choice(words) for _ in range(rng.randint(0, 4))]))
+             for i in range(200)}
+    pack = Pack.decode(Pack.encode(files))
+    for needles in (["forward"], ["is_eagle", "d2t"], ["wardfo"], ["nothing"], ["rwardforward"]):
+        wanted = {p for p, (_, blob) in files.items() if any(n.encode() in blob for n in needles)}
+        assert pack.mentioning([n.encode() for n in needles]) == wanted
+    assert all(bytes(pack.blob(p)) == blob for p, (_, blob) in files.items())
+    assert Pack.decode(Pack.encode(files)[:-1]) is None

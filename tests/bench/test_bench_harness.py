@@ -114,7 +114,7 @@ def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
 
     # Every target is listed with a verdict, and the Markdown table says the same.
     verdicts = {t["name"]: t["verdict"] for t in document["targets"]}
-    assert len(verdicts) == 12 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}
+    assert len(verdicts) == 16 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}  # 12 + issue 17's 4
     # the fleet section ran over its loopback daemons: one host, eight, and 64 host entries
     for key in ("fleet_1_cold", "fleet_8_cold", "fleet_1_nochange", "fleet_8_nochange", "fleet_64_nochange"):
         assert results[key]["runs"] == 1, (key, results[key])
@@ -128,3 +128,81 @@ def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
         grep_scores = {s["rule"]: s for s in document["accuracy"]["grep"]}
         assert grep_scores["SGL103"]["reported"] > grep_scores["SGL103"]["matched"]
         assert grep_scores["SGL103"]["matched"] > 0
+
+
+def _stats(name, *times, cpu=None):
+    from bench.measure import Stats
+
+    return Stats(name, tuple(times), cpu_times=tuple(cpu or ()))
+
+
+def test_issue_17_targets_and_the_compared_revision():
+    from bench.run import targets
+
+    results = {
+        "grep_full": _stats("grep", 0.3, 0.4, 0.5), "semgrep_full": _stats("semgrep", 40.0),
+        "semgrep_speculative": _stats("semgrep spec", 4.0),
+        "sgl_full_cold": _stats("cold", 5.0), "sgl_full_warm": _stats("warm", 0.25, 0.3, 0.9),
+        "sgl_speculative_cold": _stats("spec cold", 1.2),
+        "rev_sgl_full_cold": _stats("cold rev", 12.0), "rev_sgl_full_warm": _stats("warm rev", 0.6),
+        "rev_sgl_speculative_cold": _stats("spec cold rev", 2.0),
+    }
+    goals = {t.name: t for t in targets(results, (120.0, None), "abc1234", (150.0, None))}
+    warm = goals["issue 17: warm full re-scan ≤ 0.3 s"]
+    assert (warm.value, warm.verdict) == (0.3, "PASS")  # the median, not the best run
+    assert goals["issue 17: warm full re-scan ≤ 1 × grep over srt"].value == pytest.approx(0.75)
+    assert goals["issue 17: full-tree cold scan ≤ 0.15 × Semgrep"].verdict == "PASS"  # 5 / 40
+    assert goals["issue 17: default-scope cold scan ≤ 0.25 × Semgrep on srt/speculative"].verdict == "MISS"  # 1.2 / 4
+    before = goals["issue 17: full-tree cold scan ≤ 0.15 × Semgrep [abc1234]"]
+    assert (before.value, before.verdict) == (0.3, "MISS")  # the revision's scans over the same Semgrep run
+    assert goals["issue 17: warm full re-scan ≤ 1 × grep over srt [abc1234]"].value == pytest.approx(1.5)
+    rss = goals["peak RSS of a full-tree scan ≤ 1 × abc1234's"]
+    assert (rss.value, rss.verdict) == (0.8, "PASS")
+    assert "[abc1234]" not in " ".join(t.name for t in targets(results, None))  # no revision: no such rows
+
+
+def test_same_answer_ignores_only_the_snapshot_identity(tmp_path):
+    from bench.analysis_bench import same_answer
+
+    def report(snap_id, created, message):
+        return json.dumps({"snapshot": {"id": snap_id, "created": created},
+                           "findings": [{"snapshot_id": snap_id, "message": message}]})
+
+    a, b, c = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    a.write_text(report("20260101T000000-local-1-aaaaaa", "2026-01-01T00:00:00", "x"))
+    b.write_text(report("20260202T000000-local-1-bbbbbb", "2026-02-02T00:00:00", "x"))
+    c.write_text(report("20260202T000000-local-1-bbbbbb", "2026-02-02T00:00:00", "y"))
+    assert same_answer(a, b) is True
+    assert same_answer(a, c) is False
+    assert same_answer(a, tmp_path / "missing.json") is None
+
+
+@pytest.mark.slow
+def test_profile_and_compare_rev_on_a_tiny_tree(tiny_tree, tmp_path):
+    """--profile prints a cProfile table of the frozen copy; --compare-rev measures HEAD beside this
+    checkout in the same rounds and checks the answers agree."""
+    env = dict(os.environ)
+    env.pop("SGLSCAN_HOME", None)
+    profiled = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "run.py"), "--tree", str(tiny_tree), "--profile", "sgl_speculative_warm",
+         "--profile-top", "5"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert profiled.returncode == 0, profiled.stderr[-2000:]
+    assert "cumulative" in profiled.stdout and "/code/sgl_scan/" in profiled.stdout  # the frozen copy ran
+
+    out = tmp_path / "out"
+    listed = ["git", "worktree", "list", "--porcelain"]
+    before = set(subprocess.run(listed, capture_output=True, text=True, cwd=REPO).stdout.split("\n\n"))
+    compared = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "run.py"), "--quick", "--only", "analysis,memory", "--tree", str(tiny_tree),
+         "--out", str(out), "--semgrep-venv", str(tmp_path / "no-semgrep"), "--compare-rev", "HEAD"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert compared.returncode == 0, compared.stderr[-2000:]
+    document = json.loads((out / "results.json").read_text())
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO).stdout.strip()
+    assert document["compare_rev"] == head and document["peak_rss_mib_rev"] > 0
+    for key in ("rev_sgl_full_cold", "rev_sgl_full_warm", "rev_sgl_speculative_cold", "rev_sgl_speculative_warm"):
+        assert document["results"][key]["runs"] == 1, key
+    assert document["answers"] and all(document["answers"].values())
+    assert any(t["name"].endswith(f"[{head}]") for t in document["targets"])
+    after = set(subprocess.run(listed, capture_output=True, text=True, cwd=REPO).stdout.split("\n\n"))
+    assert not [w for w in after - before if "rev-src" in w]  # its worktree removed again (another bench may hold one)

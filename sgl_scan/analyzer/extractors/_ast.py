@@ -13,7 +13,7 @@ from bisect import bisect_left
 from typing import Iterator, Sequence
 
 from sgl_scan.analyzer.builder import char_column, normalize_text, split_lines
-from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME
+from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME
 from sgl_scan.analyzer.extractors._names import NameResolution
 from sgl_scan.analyzer.extractors.records import At, WorkerRef
 from sgl_scan.analyzer.parse import ast_dotted as dotted

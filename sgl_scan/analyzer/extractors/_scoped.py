@@ -4,22 +4,12 @@ libcst's visitor costs seconds; most statements of a triggered file are irreleva
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 
 import libcst as cst
 
 from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, Resolver
-
-
-_LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def hit_lines(text: str, pattern) -> list[int]:
-    """Sorted 1-based numbers of the lines where `pattern` (a regex or `Trigger`) matches, lines
-    counted as Python counts them (`\n`, `\r\n` or `\r` ends one)."""
-    starts = [0, *(end.end() for end in _LINE_END.finditer(text))]
-    return sorted({bisect_right(starts, match.start()) for match in pattern.finditer(text)})
+from sgl_scan.analyzer.extractors._text import hit_lines  # noqa: F401  (re-exported)
 
 
 class ScopedVisitor(cst.CSTVisitor):

@@ -14,7 +14,6 @@ import libcst.metadata as meta
 from sgl_scan.analyzer.extractors._cst import (
     ALGO_CLASS_NAME,
     Resolver,
-    Trigger,
     body_statements,
     dotted,
     last_name,
@@ -25,6 +24,7 @@ from sgl_scan.analyzer.extractors._cst import (
     walk_no_defs,
 )
 from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
+from sgl_scan.analyzer.extractors._text import ALGORITHM_CLASS_TRIGGER
 from sgl_scan.analyzer.extractors.records import AlgoClassRecord, ConstStrings, PredicateBody
 
 _ENUM_FORMS = {"enum.IntEnum": "IntEnum", "enum.Enum": "Enum", "enum.StrEnum": "Enum", "enum.IntFlag": "IntEnum",
@@ -135,7 +135,7 @@ def _plain_method(node: cst.FunctionDef) -> str | None:
 class AlgorithmClassExtractor:
     name = "spec_algo_class"
     version = 2  # 2: module constants read in predicate bodies; unread predicate bodies recorded
-    trigger = Trigger(r"class\s+\w*[Ss]pec\w*[Aa]lgo", r"ALIAS\w*\s*(?::[^=\n]*)?=")
+    trigger = ALGORITHM_CLASS_TRIGGER
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:

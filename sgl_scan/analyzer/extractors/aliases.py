@@ -26,7 +26,7 @@ import ast
 import re
 
 from sgl_scan.analyzer.extractors._ast import Resolver, Source, string_value, string_values
-from sgl_scan.analyzer.extractors._cst import Trigger
+from sgl_scan.analyzer.extractors._text import Trigger
 from sgl_scan.analyzer.extractors.records import AliasResolver
 
 _ALGO_PARAM = re.compile(r"(?i)algo")

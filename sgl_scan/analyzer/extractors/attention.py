@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from sgl_scan.analyzer.extractors._ast import Resolver, Source
-from sgl_scan.analyzer.extractors._cst import Trigger
+from sgl_scan.analyzer.extractors._text import Trigger
 from sgl_scan.analyzer.extractors.records import At
 
 _MLA = re.compile(r"use_mla_backend\b")

@@ -11,8 +11,7 @@ import ast
 import re
 
 from sgl_scan.analyzer.extractors._ast import Resolver, ScopedWalker, Source, call_arguments, last_name, string_value, string_values
-from sgl_scan.analyzer.extractors._cst import Trigger
-from sgl_scan.analyzer.extractors._scoped import hit_lines
+from sgl_scan.analyzer.extractors._text import Trigger, hit_lines
 from sgl_scan.analyzer.extractors.records import D2tRecord
 
 MAP_NAMES = ("d2t", "t2d")

@@ -29,8 +29,7 @@ from sgl_scan.analyzer.extractors._ast import (
     string_values,
     suite_workers,
 )
-from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, Trigger
-from sgl_scan.analyzer.extractors._scoped import hit_lines
+from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME, Trigger, hit_lines
 from sgl_scan.analyzer.extractors.records import AliasAssign, Branch, DispatchTerm, UnreadRecord, WorkerDelegate, WorkerSite
 from sgl_scan.analyzer.flow import TRUE, FunctionFlow, flags_text
 

@@ -14,7 +14,6 @@ import libcst.metadata as meta
 
 from sgl_scan.analyzer.extractors._cst import (
     Resolver,
-    Trigger,
     dotted,
     small_statements,
     string_value,
@@ -23,6 +22,7 @@ from sgl_scan.analyzer.extractors._cst import (
     walk_no_defs,
 )
 from sgl_scan.analyzer.extractors._scoped import ScopedVisitor, hit_lines
+from sgl_scan.analyzer.extractors._text import OPTIONS_TRIGGER
 from sgl_scan.analyzer.extractors.records import HookRecord, OptionRecord
 
 OPTION = "--speculative-algorithm"
@@ -88,8 +88,7 @@ class _Visitor(ScopedVisitor):
 class OptionsExtractor:
     name = "spec_options"
     version = 1
-    trigger = Trigger(r"--speculative-algorithm[\"']", r"speculative_algorithm[ \t]*:[ \t]*(?:A|Annotated)\[",
-                      r"def[ \t]+add_\w+_choices\b", r"add_(?<![^\n]add_)\w+_choices\b")
+    trigger = OPTIONS_TRIGGER
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:

@@ -17,7 +17,6 @@ import libcst.metadata as meta
 
 from sgl_scan.analyzer.extractors._cst import (
     Resolver,
-    Trigger,
     body_statements,
     dotted,
     last_name,
@@ -28,6 +27,7 @@ from sgl_scan.analyzer.extractors._cst import (
     walk_no_defs,
 )
 from sgl_scan.analyzer.extractors._scoped import ScopedVisitor, hit_lines
+from sgl_scan.analyzer.extractors._text import REGISTRATION_TRIGGER
 from sgl_scan.analyzer.extractors.records import Registration, UnreadRecord, WorkerFactory
 
 _ALGO_CLASS = re.compile(r"[Ss]pec\w*[Aa]lgo")
@@ -125,8 +125,7 @@ def _returns(function: cst.FunctionDef) -> list:
 
 class RegistrationExtractor:
     name = "spec_registrations"
-    trigger = Trigger(r"Spec\w*Algo\w*\.register\(", r"spec\w*algo\w*\.register\(", r"register_\w*(?:algo|spec)\w*\(",
-                      r"Spec\w*Algo\w*\s+as\s+\w+")  # `import SpeculativeAlgorithm as SA` ... `SA.register(`
+    trigger = REGISTRATION_TRIGGER
     version = 2  # 2: a receiver imported under another name
     metadata = (meta.PositionProvider,)
 

@@ -1,0 +1,144 @@
+"""File stamps: a settled, unchanged file is not read again; any edit (same size, mtime restored) is seen."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from sgl_scan.snapshots import local, stamps
+from sgl_scan.snapshots.local import pull_local
+from sgl_scan.snapshots.store import Store
+
+
+def _pull(store, package, scope="speculative"):
+    return pull_local({"local_path": str(package), "scope": scope}, store=store)
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """Files the local pull opens (by package-relative path suffix), counted."""
+    seen: list[str] = []
+    real = open
+
+    def counting(path, *args, **kw):
+        seen.append(str(path))
+        return real(path, *args, **kw)
+
+    monkeypatch.setattr(local, "open", counting, raising=False)
+    return seen
+
+
+@pytest.fixture
+def settle_at_once(monkeypatch):
+    """Stamps trusted as soon as they are recorded (the 2 s rule is tested on its own below)."""
+    monkeypatch.setattr(stamps, "RACY_NS", -10**12)
+
+
+def _same_size_edit(path, old: bytes, new: bytes) -> None:
+    st = path.stat()
+    data = path.read_bytes()
+    assert old in data and len(old) == len(new)
+    time.sleep(0.02)  # a later clock tick than the pull's
+    path.write_bytes(data.replace(old, new, 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # cp -p, rsync -t, tar x
+    assert path.stat().st_mtime_ns == st.st_mtime_ns and path.stat().st_size == st.st_size
+
+
+def test_an_unchanged_settled_folder_is_not_read_again(tmp_path, mini_package, reads, settle_at_once):
+    store = Store(tmp_path / "store")
+    first = _pull(store, mini_package)
+    assert reads  # the first pull reads every candidate
+    reads.clear()
+    again = _pull(store, mini_package)
+    assert again.id == first.id and again.pulled.reused
+    assert reads == []  # nothing read: sizes, times and inodes prove it unchanged
+
+
+def test_a_same_size_edit_with_its_mtime_restored_is_seen(tmp_path, mini_package, settle_at_once):
+    store = Store(tmp_path / "store")
+    first = _pull(store, mini_package)
+    target = mini_package / "srt/speculative/spec_info.py"
+    _same_size_edit(target, b"class", b"klass")  # the ctime moves, whatever the mtime says
+    second = _pull(store, mini_package)
+    assert second.id != first.id and not second.pulled.reused
+    assert (second.tree / "sglang/srt/speculative/spec_info.py").read_bytes().startswith(b"klass")
+
+
+def test_a_file_replaced_by_another_inode_is_seen(tmp_path, mini_package, settle_at_once):
+    store = Store(tmp_path / "store")
+    first = _pull(store, mini_package)
+    target = mini_package / "srt/speculative/spec_info.py"
+    st = target.stat()
+    replacement = target.with_name("spec_info.tmp")
+    replacement.write_bytes(target.read_bytes().replace(b"EAGLE", b"EAGLX"))
+    os.utime(replacement, ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(replacement, target)  # same size and mtime, another inode
+    second = _pull(store, mini_package)
+    assert second.id != first.id
+    assert b"EAGLX" in (second.tree / "sglang/srt/speculative/spec_info.py").read_bytes()
+
+
+def test_a_file_that_has_not_settled_is_read_every_time(tmp_path, mini_package, reads):
+    """With the real 2 s rule, files written a moment ago are read and hashed on every pull."""
+    store = Store(tmp_path / "store")
+    os.utime(mini_package / "srt/speculative/spec_info.py")  # changed just now, whatever the machine's load
+    _pull(store, mini_package)
+    reads.clear()
+    _pull(store, mini_package)
+    assert any(path.endswith("spec_info.py") for path in reads)
+
+
+def test_scope_match_follows_the_bytes(tmp_path, mini_package, settle_at_once):
+    """A file the byte search left out is taken once an edit (same size, mtime restored) names the algorithm."""
+    store = Store(tmp_path / "store")
+    target = mini_package / "srt/layers/linear.py"
+    target.write_text("class Linear:\n    spec_algoX = 1\n".replace("spec_algoX", "sp3c_algoX"))
+    first = _pull(store, mini_package)
+    assert "sglang/srt/layers/linear.py" not in {f.path for f in first.manifest.files}
+    _same_size_edit(target, b"sp3c_algo", b"spec_algo")
+    second = _pull(store, mini_package)
+    assert "sglang/srt/layers/linear.py" in {f.path for f in second.manifest.files}
+
+
+def test_a_stored_file_altered_in_place_is_caught(tmp_path, mini_package, settle_at_once):
+    store = Store(tmp_path / "store")
+    snapshot = _pull(store, mini_package)
+    store.verify(snapshot)  # records the stored files' stamps
+    stored = snapshot.tree / "sglang/srt/speculative/spec_info.py"
+    os.chmod(stored, 0o644)
+    _same_size_edit(stored, b"EAGLE", b"EAGLX")
+    with pytest.raises(Exception, match="does not match its sha256"):
+        store.verify(snapshot)
+
+
+def test_a_damaged_stamp_file_reads_as_empty(tmp_path):
+    path = tmp_path / "s.pkl"
+    target = tmp_path / "f"
+    target.write_text("x")
+    recorded = stamps.StampFile(path)
+    recorded.put("f", target.stat(), {"sha256": "abc"})
+    recorded.changed = True
+    recorded.save()
+    assert stamps.StampFile(path).entries
+    path.write_bytes(path.read_bytes()[:-1] + b"!")
+    assert stamps.StampFile(path).entries == {}
+
+
+def test_a_scope_match_learned_under_another_pattern_is_not_trusted(tmp_path, mini_package, settle_at_once):
+    """A stamp's scope answer is kept with the pattern it answered: a later build whose scope pattern differs
+    (an older sgl-scan's record, say) searches the bytes again instead of reusing a stale yes."""
+    store = Store(tmp_path / "store")
+    target = mini_package / "srt/layers/linear.py"
+    target.write_text("class Linear:\n    pass\n")
+    first = _pull(store, mini_package)
+    assert "sglang/srt/layers/linear.py" not in {f.path for f in first.manifest.files}
+    recorded = stamps.source_stamps(store.root, local.find_package(mini_package))
+    name = next(n for n in recorded.entries if n.endswith("srt/layers/linear.py"))
+    stamp, when, value = recorded.entries[name]
+    recorded.entries[name] = (stamp, when, {**value, "match": ("an older scope pattern", True)})
+    recorded.changed = True
+    recorded.save()
+    second = _pull(store, mini_package)
+    assert "sglang/srt/layers/linear.py" not in {f.path for f in second.manifest.files}
