@@ -237,8 +237,9 @@ def plugin_claims(source: str, inherited: Iterable[str] = ()) -> tuple[str, ...]
     import ast
 
     from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
+    from sgl_scan.analyzer.parse import parse_python
 
-    tree = ast.parse(source)
+    tree = parse_python(source)
     bodies = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
