@@ -298,3 +298,29 @@ def test_two_default_chains_or_none_are_unread():
     assert two.default_arms == () and two.default_unread == "several default-backend chains: sglang/srt/a.py:4, sglang/srt/b.py:4"
     one = attention_facts(_analysis({"sglang/srt/a.py": CHAIN}))
     assert one.default_unread is None and [a.backends for a in one.default_arms] == [("trtllm_mha",)]
+
+
+@pytest.mark.parametrize("version", ["0.5.11", "0.5.23"])
+def test_skipping_statements_that_name_no_attention_word_loses_no_record(version, monkeypatch):
+    """The walk skips statements whose lines name none of the extractor's words; on every file of a real
+    release that the trigger takes, the records equal those of the walk that visits every node."""
+    import types
+
+    from sgl_scan.analyzer.extractors import attention
+    from sgl_scan.analyzer.parse import parse_python
+
+    root = release_tree(version) / "sglang"
+    extractor = AttentionExtractor()
+    compared = found = 0
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if not extractor.trigger.search(text):
+            continue
+        tree = parse_python(text)
+        context = types.SimpleNamespace(text=text, module=".".join(path.relative_to(root.parent).with_suffix("").parts))
+        pruned = extractor.extract(tree, context)
+        with monkeypatch.context() as m:
+            m.setattr(attention._Walker, "may_hold", lambda self, node: True)
+            assert extractor.extract(tree, context) == pruned, path
+        compared, found = compared + 1, found + len(pruned)
+    assert compared > 20 and found > 20
