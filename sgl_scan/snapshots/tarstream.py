@@ -98,6 +98,7 @@ def extract_stream(
     once. Returns the member names in stream order.
     """
     import tarfile  # here: a re-pull with nothing to fetch never reads a tar stream
+    data_filter = getattr(tarfile, "data_filter", None)
 
     received: list[str] = []
     seen: set[str] = set()
@@ -123,10 +124,11 @@ def extract_stream(
                 raise RemoteError(f"transfer exceeds --max-bytes {human(limits.max_bytes)}")
             if len(received) + 1 > limits.max_files:
                 raise RemoteError(f"transfer exceeds --max-files {limits.max_files}")
-            try:
-                tarfile.data_filter(member, LEXICAL_ROOT)
-            except tarfile.FilterError as exc:
-                raise RemoteError(f"refusing tar member {name!r}: {exc}") from exc
+            if data_filter is not None:  # Python 3.10.12+ / 3.11.4+; the lexical checks above stand alone without it
+                try:
+                    data_filter(member, LEXICAL_ROOT)
+                except tarfile.FilterError as exc:
+                    raise RemoteError(f"refusing tar member {name!r}: {exc}") from exc
             source = archive.extractfile(member)
             if source is None:  # pragma: no cover - regular files always have data
                 raise RemoteError(f"tar member {name!r} has no data")

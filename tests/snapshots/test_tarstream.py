@@ -63,7 +63,7 @@ def test_a_good_stream_is_extracted_with_hashes(tmp_path):
     assert (tmp_path / "store" / ".staging").exists()
 
 
-@pytest.mark.parametrize("members, expected, match", [
+HOSTILE = [
     ([_file("/etc/passwd")], ["/etc/passwd"], "absolute"),
     ([_file("../../escape.py")], ["../../escape.py"], r"\.\."),
     ([_file("srt/../../escape.py")], ["srt/../../escape.py"], r"\.\."),
@@ -77,9 +77,23 @@ def test_a_good_stream_is_extracted_with_hashes(tmp_path):
     ([_file("srt/other.py")], ["srt/a.py"], "not requested"),
     ([_file("srt/a.py"), _file("srt/a.py")], ["srt/a.py"], "repeated"),
     ([_file("/".join(["d"] * 200) + "/a.py")], ["/".join(["d"] * 200) + "/a.py"], "suspicious"),
-])
+]
+
+
+@pytest.mark.parametrize("members, expected, match", HOSTILE)
 def test_hostile_members_are_refused(tmp_path, members, expected, match):
     _assert_refused(tmp_path, _tar(*members), expected, match)
+
+
+@pytest.mark.parametrize("members, expected, match", HOSTILE)
+def test_without_tarfile_data_filter_the_lexical_checks_still_refuse(tmp_path, monkeypatch, members, expected, match):
+    """Python before 3.10.12 / 3.11.4 (setup.cfg allows 3.10) has no tarfile.data_filter: a pull must still
+    work there (it raised AttributeError on every SSH pull) and every hostile member is still refused."""
+    monkeypatch.delattr(tarfile, "data_filter")
+    monkeypatch.delattr(tarfile, "FilterError")
+    _assert_refused(tmp_path, _tar(*members), expected, match)
+    names, _ = _extract(tmp_path / "good", _tar(_file("srt/a.py")), ["srt/a.py"])
+    assert names == ["srt/a.py"]
 
 
 def test_a_member_claiming_10_gb_is_refused_before_reading_it(tmp_path):
