@@ -17,6 +17,12 @@ if [ ! -x /usr/sbin/sshd ] || ! command -v git >/dev/null || ! command -v rsync 
 fi
 
 PY=${PYTHON:-python3}
+# tests/reliability/test_corpus.py parses CPython's own test suite; Debian's python3 ships it apart
+if ! "$PY" -c "import pathlib, sys, test; sys.exit(not any(pathlib.Path(test.__file__).parent.glob('badsyntax_*')))" 2>/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "libpython${pyver}-testsuite" >/dev/null \
+    || echo "test.sh: could not install libpython${pyver}-testsuite; the stdlib corpus test will fail" >&2
+fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 # torch first and pinned: 2.13.0 resolves to the CPU build here; an unpinned torch pulls the CUDA
