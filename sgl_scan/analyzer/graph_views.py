@@ -237,9 +237,8 @@ def plugin_claims(source: str, inherited: Iterable[str] = ()) -> tuple[str, ...]
     import ast
 
     from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
-    from sgl_scan.analyzer.parse import parse_python
 
-    tree = parse_python(source)
+    tree = ast.parse(source)
     bodies = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):

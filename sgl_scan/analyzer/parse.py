@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-import warnings
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
@@ -49,14 +48,6 @@ def decode_source(data: bytes) -> str:
     if text.startswith("\ufeff"):
         text = text[1:]
     return text
-
-
-def parse_python(text: str) -> ast.Module:
-    """`ast.parse`, silent: the scanned code's invalid escapes ('\\d' in a plain string) would otherwise print
-    Python's SyntaxWarning/DeprecationWarning on the user's terminal for every such file."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(text)
 
 
 def slice_text(lines: Sequence[str], line: int, col0: int, end_line: int, end_col0: int) -> str:
@@ -259,7 +250,7 @@ def facts_from_ast(path: str, sha256: str, text: str, tree: ast.Module | None = 
                    extras: dict | None = None) -> FileFacts:
     """General facts through stdlib `ast` (raises SyntaxError/ValueError when it cannot parse)."""
     if tree is None:
-        tree = parse_python(text)
+        tree = ast.parse(text)
     builder = Builder(path, sha256, text)
     _AstWalker(builder, split_lines(text)).stmts(tree.body)
     return builder.finish(parser="ast", extras=extras)
@@ -327,7 +318,7 @@ def _too_deep_for_cst(text: str, tree: ast.Module | None, ast_error: SyntaxError
         return None  # newer syntax than this Python's `ast`: libcst decides
     if tree is None:
         try:
-            tree = parse_python(text)
+            tree = ast.parse(text)
         except SyntaxError as exc:
             return _too_deep_for_cst(text, None, exc)
         except (ValueError, MemoryError, RecursionError) as exc:
@@ -356,7 +347,7 @@ def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] =
     tree = None
     if not force_cst:
         try:
-            tree = parse_python(text)
+            tree = ast.parse(text)
         except SyntaxError as exc:
             ast_error = exc
         except (ValueError, MemoryError, RecursionError):
@@ -382,7 +373,7 @@ def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] =
     except cst.ParserSyntaxError as exc:
         if ast_error is None and tree is None:
             try:
-                parse_python(text)
+                ast.parse(text)
             except SyntaxError as err:
                 ast_error = err
             except (ValueError, MemoryError, RecursionError):

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from sgl_scan.analyzer.facts import FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Analysis, Location
-from sgl_scan.analyzer.parse import parse_python
 from sgl_scan.analyzer.query import find_class
 from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, DDTreePlan
 from sgl_scan.errors import CodegenError
@@ -315,7 +314,7 @@ def _parse_function(edits: _FileEdits, fn: FunctionFact) -> tuple[ast.AST | None
     """The function's syntax tree (lines numbered from its `def`) and its first non-docstring statement."""
     text = textwrap.dedent("".join(edits.lines[fn.line - 1 : fn.end_line]))
     try:
-        module = parse_python(text)
+        module = ast.parse(text)
     except SyntaxError:
         return None, None
     node = module.body[0] if module.body else None
