@@ -304,10 +304,10 @@ def test_two_default_chains_or_none_are_unread():
 def test_skipping_statements_that_name_no_attention_word_loses_no_record(version, monkeypatch):
     """The walk skips statements whose lines name none of the extractor's words; on every file of a real
     release that the trigger takes, the records equal those of the walk that visits every node."""
+    import ast
     import types
 
     from sgl_scan.analyzer.extractors import attention
-    from sgl_scan.analyzer.parse import parse_python
 
     root = release_tree(version) / "sglang"
     extractor = AttentionExtractor()
@@ -316,7 +316,7 @@ def test_skipping_statements_that_name_no_attention_word_loses_no_record(version
         text = path.read_text(encoding="utf-8")
         if not extractor.trigger.search(text):
             continue
-        tree = parse_python(text)
+        tree = ast.parse(text)
         context = types.SimpleNamespace(text=text, module=".".join(path.relative_to(root.parent).with_suffix("").parts))
         pruned = extractor.extract(tree, context)
         with monkeypatch.context() as m:
