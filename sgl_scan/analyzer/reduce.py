@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import ast
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from typing import Iterable, Sequence
 
 from sgl_scan.analyzer.builder import char_column, split_lines
+from sgl_scan.analyzer.extractors._text import any_hit
 
 # What each extractor's records can start from, as case-insensitive regexes: a line matching one is a
 # hit. A superset is only slower; an extractor not listed here gets every pattern.
@@ -92,8 +93,7 @@ class _Reducer:
         self.passes: dict[int, str] = {}  # 1-based line -> indentation of a `pass` put there
 
     def _hit(self, first: int, last: int) -> bool:
-        i = bisect_left(self.hits, first)
-        return i < len(self.hits) and self.hits[i] <= last
+        return any_hit(self.hits, first, last)
 
     def _whole(self, node: ast.stmt, top: bool) -> bool | None:
         """True: keep whole; False: skeleton; None: blank."""

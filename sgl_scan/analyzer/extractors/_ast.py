@@ -9,11 +9,10 @@ differs from the source, e.g. `b if a else c`).
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from typing import Iterator, Sequence
 
 from sgl_scan.analyzer.builder import char_column, normalize_text, split_lines
-from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME
+from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME, any_hit
 from sgl_scan.analyzer.extractors._names import NameResolution
 from sgl_scan.analyzer.extractors.records import At, WorkerRef
 from sgl_scan.analyzer.parse import ast_dotted as dotted
@@ -226,8 +225,8 @@ class ScopedWalker:
     def _relevant(self, node: ast.stmt) -> bool:
         if self.hits is None:
             return True
-        index = bisect_left(self.hits, node.lineno)  # a def or class starts at its keyword, as in libcst
-        return index < len(self.hits) and self.hits[index] <= (node.end_lineno or node.lineno)
+        # a def or class starts at its keyword, as in libcst
+        return any_hit(self.hits, node.lineno, node.end_lineno or node.lineno)
 
     def walk(self, node: ast.AST) -> None:
         if isinstance(node, ast.stmt) and not self._unpruned and not self._relevant(node):

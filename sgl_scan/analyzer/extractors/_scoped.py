@@ -4,12 +4,10 @@ libcst's visitor costs seconds; most statements of a triggered file are irreleva
 
 from __future__ import annotations
 
-from bisect import bisect_left
-
 import libcst as cst
 
 from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, Resolver
-from sgl_scan.analyzer.extractors._text import hit_lines  # noqa: F401  (re-exported)
+from sgl_scan.analyzer.extractors._text import any_hit, hit_lines  # noqa: F401  (hit_lines re-exported)
 
 
 class ScopedVisitor(cst.CSTVisitor):
@@ -29,8 +27,7 @@ class ScopedVisitor(cst.CSTVisitor):
         decorators = getattr(node, "decorators", None)
         if decorators:  # a def's or class's position starts at its keyword, after the decorators
             start = min(start, self.r.positions[decorators[0]].start.line)
-        index = bisect_left(self._hits, start)
-        return index < len(self._hits) and self._hits[index] <= rng.end.line
+        return any_hit(self._hits, start, rng.end.line)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if (self._hits is not None and not self._unpruned_depth

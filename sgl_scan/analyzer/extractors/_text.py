@@ -6,7 +6,7 @@ Every process that decides which extractors a file needs imports this, not libcs
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import Iterator
 
 ALGO_CLASS_NAME = re.compile(r"[Ss]pec\w*[Aa]lgo")
@@ -48,6 +48,12 @@ def hit_lines(text: str, pattern) -> list[int]:
     counted as Python counts them (`\n`, `\r\n` or `\r` ends one)."""
     starts = [0, *(end.end() for end in _LINE_END.finditer(text))]
     return sorted({bisect_right(starts, match.start()) for match in pattern.finditer(text)})
+
+
+def any_hit(hits: list[int], first: int, last: int) -> bool:
+    """Whether sorted line numbers `hits` hold one in `first`..`last` (a statement's lines)."""
+    index = bisect_left(hits, first)
+    return index < len(hits) and hits[index] <= last
 
 
 # The triggers of the libcst extractors: a process learns which files need libcst without loading it.

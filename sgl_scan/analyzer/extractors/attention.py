@@ -16,12 +16,11 @@ Nothing is evaluated; predicates are recorded by qualified name for the generate
 from __future__ import annotations
 
 import ast
-import bisect
 import re
 from dataclasses import dataclass
 
 from sgl_scan.analyzer.extractors._ast import Resolver, Source
-from sgl_scan.analyzer.extractors._text import Trigger
+from sgl_scan.analyzer.extractors._text import Trigger, any_hit, hit_lines
 from sgl_scan.analyzer.extractors.records import At
 
 _MLA = re.compile(r"use_mla_backend\b")
@@ -29,8 +28,7 @@ _PREDICATE = re.compile(r"^_?is_\w+$")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Every record starts from a node whose own source lines hold one of these words: a statement whose
 # lines (decorators included) hold none of them is not walked.
-_WORDS = ("custom_mask", "generate_attn_arg_prefill", "capture_forward_mode", "register_attention_backend",
-          "use_mla_backend")
+_WORDS = re.compile("custom_mask|generate_attn_arg_prefill|capture_forward_mode|register_attention_backend|use_mla_backend")
 
 
 @dataclass(frozen=True)
@@ -69,19 +67,17 @@ class VerifyGraphCapture(At):
 
 
 class _Walker:
-    def __init__(self, r: Resolver, module_vars: dict[str, str], lines: list[str] | None = None) -> None:
+    def __init__(self, r: Resolver, module_vars: dict[str, str], hits: list[int] | None = None) -> None:
         self.r, self.vars = r, module_vars
         self.out: list = []
-        # 1-based numbers of the lines naming one of _WORDS (None: walk everything)
-        self.marked = None if lines is None else [i for i, line in enumerate(lines, 1) if any(w in line for w in _WORDS)]
+        self.hits = hits  # sorted 1-based numbers of the lines naming one of _WORDS (None: walk everything)
 
     def may_hold(self, node: ast.AST) -> bool:
         """Whether `node`'s lines (a definition's decorators included) name one of `_WORDS`."""
-        if self.marked is None or not isinstance(node, ast.stmt):
+        if self.hits is None or not isinstance(node, ast.stmt):
             return True
         start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-        i = bisect.bisect_left(self.marked, start)
-        return i < len(self.marked) and self.marked[i] <= (node.end_lineno or node.lineno)
+        return any_hit(self.hits, start, node.end_lineno or node.lineno)
 
     # default chains ---------------------------------------------------------------------------
     def predicate(self, node: ast.AST) -> str | None:
@@ -254,9 +250,8 @@ class AttentionExtractor:
     metadata = ()
 
     def extract(self, tree: ast.Module, context) -> tuple:
-        source = Source(context.text)
-        r = Resolver(tree, source, context.module)
-        walker = _Walker(r, {}, source.lines)
+        r = Resolver(tree, Source(context.text), context.module)
+        walker = _Walker(r, {}, hit_lines(context.text, _WORDS))
         walker.vars = _module_predicates(tree, r, walker)
         for statement in tree.body:
             walker.walk(statement, "", "", ())
