@@ -271,7 +271,10 @@ class Store:
         """The stamps of a stored snapshot's files when they last matched their sha256."""
         from sgl_scan.snapshots.stamps import StampFile
 
-        return StampFile(self.root / ".stamps" / f"verified-{snap_id}.pkl")
+        return StampFile(self._verified_stamps_path(snap_id))
+
+    def _verified_stamps_path(self, snap_id: str) -> Path:
+        return self.root / ".stamps" / f"verified-{snap_id}.pkl"
 
     def key_of(self, snapshot: Snapshot) -> str | None:
         """The content key of a stored snapshot, derived from its manifest (None when its patch is unreadable)."""
@@ -417,7 +420,7 @@ class Store:
         if not folder.is_dir():
             raise SnapshotError(f"no snapshot {snap_id!r}")
         try:
-            os.unlink(self.root / ".stamps" / f"verified-{snap_id}.pkl")
+            os.unlink(self._verified_stamps_path(snap_id))
         except OSError:
             pass
         trash = self.root / ".staging" / f"rm-{snap_id}-{secrets.token_hex(3)}"
