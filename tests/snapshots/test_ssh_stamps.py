@@ -95,15 +95,19 @@ def test_without_the_ctime_the_same_edit_is_missed(tmp_path, sshd_server, sglang
 
 def test_a_file_changed_just_before_the_listing_is_fetched_again_next_time(tmp_path, sshd_server, sglang_0_5_23, monkeypatch):
     """A ctime inside the settle window may be shared by a change right after the walk: the file is
-    fetched, recorded without a ctime, and so fetched again by the next pull."""
+    fetched, recorded without a ctime, and so fetched again by the next pull. The remote clock each pull
+    reads is pinned just after the edit, so the pulls' own duration (a loaded machine) cannot move the
+    edit out of the window."""
     package = _package(tmp_path / "remote", sglang_0_5_23)
     store = Store(tmp_path / "store")
     params = ssh_params(sshd_server, package)
     pull_ssh(params, store=store)
-    time.sleep(2.5)
+    time.sleep(1.5)
     with open(package / LLAMA, "ab") as handle:
         handle.write(b"# edited\n")
-    monkeypatch.setattr(ssh, "SETTLE_FINE", 1.5)  # the edit is inside it; the other files, 2.5 s older, are not
+    edited = (package / LLAMA).stat().st_ctime
+    monkeypatch.setattr(ssh, "parse_now", lambda raw: edited + 0.01)
+    monkeypatch.setattr(ssh, "SETTLE_FINE", 1.0)  # the edit is inside it; the other files, 1.5 s older, are not
     second = pull_ssh(params, store=store)
     assert second.fetched == (LLAMA,)
     stamps = {f.path: f.ctime for f in second.snapshot.manifest.files}
