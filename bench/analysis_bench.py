@@ -89,11 +89,31 @@ def _watch_signatures(once, home: Path, key: str, anomalies: dict[str, int]):
     return wrapped
 
 
+def scope_listing(tree: Path, work: Path, scope: str) -> Path:
+    """A file naming (one per line) every file sgl-scan takes in `scope`: read from the manifest of an
+    untimed `snapshot pull --path` into a home of its own (what the parse floor reads)."""
+    from bench.pull_bench import latest_manifest_files
+
+    home = work / f"home-list-{scope}"
+    _fresh(home)
+    run_checked([sys.executable, "-m", "sgl_scan", "snapshot", "pull", "--path", str(tree / "sglang"), "--scope", scope],
+                env=env_for(home))
+    listing = work / f"scope-{scope}.txt"
+    listing.write_text("".join(f"{tree / 'sglang' / rel}\n" for rel in latest_manifest_files(home)))
+    return listing
+
+
+def floor_command(listing: Path) -> list[str]:
+    """`bench/parse_floor.py`: read and `ast.parse` every file of a scope, one process per core."""
+    return [sys.executable, str(Path(__file__).with_name("parse_floor.py")), str(listing)]
+
+
 def analysis_steps(tree: Path, work: Path, semgrep: Path | None, semgrep_why_not: str | None,
                    have_scan: bool, labels: tuple[str, ...] = ("",)) -> tuple[list[Step], dict[str, Stats], dict[str, Path]]:
     """The analysis measurements as interleaved steps, the ones that cannot run, and output files.
 
-    Keys: grep_{full,speculative}, semgrep_{full,speculative}, sgl_{full,speculative}_{cold,warm};
+    Keys: grep_{full,speculative}, semgrep_{full,speculative}, sgl_{full,speculative}_{cold,warm},
+    floor_{full,speculative} (`parse_floor.py` over the scope's files: the least a cold scan costs);
     for each other code label (a `--compare-rev` revision) `rev_` + the sgl-scan keys, measured in
     the same rounds. Each round's cold scan gets an empty `$SGLSCAN_HOME`; the warm scan right after
     it reuses it. Outputs: `sgl_{scope}` (the cold scan's JSON) and `sgl_{scope}_warm` (the warm one's).
@@ -117,6 +137,18 @@ def analysis_steps(tree: Path, work: Path, semgrep: Path | None, semgrep_why_not
         command = semgrep_tool.semgrep_command(semgrep, subdir)
         steps.append(Step(f"semgrep_{part}", name, lambda out=out, command=command: run_checked(
             command, cwd=tree, env=semgrep_tool.semgrep_env(), ok_codes=(0, 1), stdout_path=out)))
+    for scope in subdirs:
+        name = f"floor: read + ast.parse of the {scope} scope's files, {os.cpu_count() or 1} processes"
+        if not have_scan:
+            missing[f"floor_{scope}"] = unavailable(name, "needs sgl-scan's scope (snapshot pull --path)")
+            continue
+        try:
+            listing = scope_listing(tree, work, scope)
+        except Exception as exc:  # a benchmark reports, it does not crash
+            missing[f"floor_{scope}"] = unavailable(name, f"no file list: {str(exc).strip()[:200]}")
+            continue
+        steps.append(Step(f"floor_{scope}", name, lambda listing=listing: run_checked(floor_command(listing),
+                                                                                    env=code_env())))
     for label in labels:
         prefix, suffix = ("rev_", f" [{label}]") if label else ("", "")
         for scope in subdirs:

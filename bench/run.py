@@ -96,6 +96,7 @@ def targets(results: dict[str, Stats], rss: tuple[float | None, str | None] | No
         _ratio_target("no-change re-pull ≤ 0.8 × rsync", 0.8, g("pull_sgl_full_nochange"), g("rsync_full_nochange")),
     ]
     out += issue17_targets(g)
+    out += floor_targets(g)
     if rev is not None:
         out += [Target(f"{t.name} [{rev}]", t.limit, t.value, t.unit, t.basis)
                 for t in issue17_targets(lambda key: g(f"rev_{key}") if key.startswith("sgl_") else g(key))]
@@ -131,6 +132,20 @@ def issue17_targets(g) -> list[Target]:
         _ratio_target("issue 17: default-scope cold scan ≤ 0.25 × Semgrep on srt/speculative", 0.25,
                       g("sgl_speculative_cold"), g("semgrep_speculative")),
         _ratio_target("issue 17: full-tree cold scan ≤ 0.15 × Semgrep", 0.15, g("sgl_full_cold"), g("semgrep_full")),
+    ]
+
+
+def floor_targets(g) -> list[Target]:
+    """The same cold limits applied to the parse floor (read + `ast.parse` alone, one process per core):
+    a MISS here means the target lies below what parsing the scope's files costs."""
+    return [
+        _ratio_target("floor: default-scope read + ast.parse ≤ 0.25 × Semgrep on srt/speculative", 0.25,
+                      g("floor_speculative"), g("semgrep_speculative")),
+        _ratio_target("floor: full-tree read + ast.parse ≤ 0.15 × Semgrep", 0.15, g("floor_full"), g("semgrep_full")),
+        _ratio_target("floor: OpenSSH `ssh HOST true` ≤ 0.8 × rsync's no-change re-pull", 0.8,
+                      g("ssh_true"), g("rsync_full_nochange")),
+        _ratio_target("floor: Python + paramiko connect, exec true ≤ 0.8 × rsync's no-change re-pull", 0.8,
+                      g("paramiko_true"), g("rsync_full_nochange")),
     ]
 
 
@@ -177,8 +192,8 @@ def run_analysis(tree: Path, work: Path, runs: int, install: bool, venv: Path, r
     steps, missing, outputs = analysis_bench.analysis_steps(tree, work, binary, why_not, _scan_has_json(), labels)
     measured = interleave(steps, runs)
     sgl_keys = ("sgl_full_cold", "sgl_full_warm", "sgl_speculative_cold", "sgl_speculative_warm")
-    for key in ("grep_full", "grep_speculative", "semgrep_full", "semgrep_speculative", *sgl_keys,
-                *(f"rev_{k}" for k in sgl_keys if rev)):
+    for key in ("grep_full", "grep_speculative", "semgrep_full", "semgrep_speculative", "floor_full",
+                "floor_speculative", *sgl_keys, *(f"rev_{k}" for k in sgl_keys if rev)):
         results[key] = measured.get(key) or missing[key]
     answers = extra.setdefault("answers", {})
     for scope in ("full", "speculative"):

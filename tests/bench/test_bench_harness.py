@@ -114,7 +114,7 @@ def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
 
     # Every target is listed with a verdict, and the Markdown table says the same.
     verdicts = {t["name"]: t["verdict"] for t in document["targets"]}
-    assert len(verdicts) == 16 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}  # 12 + issue 17's 4
+    assert len(verdicts) == 20 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}  # 12 + issue 17's 4 + 4 floors
     # the fleet section ran over its loopback daemons: one host, eight, and 64 host entries
     for key in ("fleet_1_cold", "fleet_8_cold", "fleet_1_nochange", "fleet_8_nochange", "fleet_64_nochange"):
         assert results[key]["runs"] == 1, (key, results[key])
@@ -125,6 +125,8 @@ def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
 
     # Once sgl-scan scans, grep is scored against its findings; Dropout2d keeps grep's d2t precision below 1.
     if results["sgl_full_cold"]["runs"]:
+        for key in ("floor_full", "floor_speculative"):  # the parse floors beside the cold scans
+            assert results[key]["runs"] == 1, (key, results[key])
         grep_scores = {s["rule"]: s for s in document["accuracy"]["grep"]}
         assert grep_scores["SGL103"]["reported"] > grep_scores["SGL103"]["matched"]
         assert grep_scores["SGL103"]["matched"] > 0
@@ -159,6 +161,35 @@ def test_issue_17_targets_and_the_compared_revision():
     rss = goals["peak RSS of a full-tree scan ≤ 1 × abc1234's"]
     assert (rss.value, rss.verdict) == (0.8, "PASS")
     assert "[abc1234]" not in " ".join(t.name for t in targets(results, None))  # no revision: no such rows
+
+
+def test_floor_targets_compare_the_floors_with_the_same_limits():
+    from bench.run import targets
+
+    results = {
+        "semgrep_full": _stats("semgrep", 40.0), "semgrep_speculative": _stats("semgrep spec", 4.0),
+        "floor_full": _stats("floor", 5.0), "floor_speculative": _stats("floor spec", 1.2),
+        "rsync_full_nochange": _stats("rsync", 0.5), "ssh_true": _stats("ssh", 0.45), "paramiko_true": _stats("py", 0.3),
+    }
+    goals = {t.name: t for t in targets(results, None)}
+    assert goals["floor: full-tree read + ast.parse ≤ 0.15 × Semgrep"].verdict == "PASS"  # 5 / 40
+    assert goals["floor: default-scope read + ast.parse ≤ 0.25 × Semgrep on srt/speculative"].verdict == "MISS"  # 1.2 / 4
+    assert goals["floor: OpenSSH `ssh HOST true` ≤ 0.8 × rsync's no-change re-pull"].value == pytest.approx(0.9)
+    assert goals["floor: Python + paramiko connect, exec true ≤ 0.8 × rsync's no-change re-pull"].verdict == "PASS"
+
+
+def test_parse_floor_parses_every_listed_file(tmp_path):
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text("x = 1\n")
+    bad.write_text("def (:\n")  # a file the floor cannot parse still counts as read
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"{good}\n{bad}\n")
+    result = subprocess.run([sys.executable, str(REPO / "bench" / "parse_floor.py"), str(listing)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    listing.write_text(f"{good}\n{tmp_path / 'missing.py'}\n")
+    assert subprocess.run([sys.executable, str(REPO / "bench" / "parse_floor.py"), str(listing)],
+                          capture_output=True, timeout=120).returncode != 0  # a missing file is an error, not a fast floor
 
 
 def test_same_answer_ignores_only_the_snapshot_identity(tmp_path):
