@@ -27,6 +27,7 @@ MAGIC = b"SGLF1\n"
 PACK_MAGIC = b"SGLP2\n"
 _DIGEST = 32
 KEEP_PACKS = 12
+KEEP_VALUES = 4 * KEEP_PACKS  # a tree has up to four (analysis, findings, graph, stat index)
 
 
 def signature(extractors: Sequence[Any] | None) -> str:
@@ -73,20 +74,41 @@ def _libcst_version() -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _code_digest() -> str:
-    """Digest of the analyzer package's Python sources (facts, parsers, extractors, inventory, graph).
+def _sources() -> tuple[tuple[str, bytes], ...]:
+    """(path relative to the `sgl_scan` package, bytes) of every Python source in the package, sorted.
 
-    Computed once per process, so it describes the code this process runs even when the files
-    change under it.
+    Read once per process, so the digests below describe the code this process runs even when the
+    files change under it.
     """
-    root = Path(__file__).resolve().parent
-    h = hashlib.sha256()
+    root = Path(__file__).resolve().parent.parent
+    out = []
     for source in sorted(root.rglob("*.py")):
         try:
-            h.update(source.relative_to(root).as_posix().encode() + b"\0" + source.read_bytes())
+            out.append((source.relative_to(root).as_posix(), source.read_bytes()))
         except OSError:
             continue
+    return tuple(out)
+
+
+def _digest_of(sources: Iterable[tuple[str, bytes]]) -> str:
+    h = hashlib.sha256()
+    for rel, data in sources:
+        h.update(rel.encode() + b"\0" + data)
     return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    """Digest of the analyzer package's Python sources (facts, parsers, extractors, inventory, graph)."""
+    prefix = "analyzer/"
+    return _digest_of((rel[len(prefix):], data) for rel, data in _sources() if rel.startswith(prefix))
+
+
+@functools.lru_cache(maxsize=1)
+def package_digest() -> str:
+    """Digest of every Python source of `sgl_scan`: names the code behind a value derived from facts
+    by more than the analyzer (the rules' findings), whatever module that code lives in."""
+    return _digest_of(_sources())
 
 
 def entry_key(path: str, sha256: str) -> str:
@@ -197,7 +219,7 @@ class FactsCache:
     def put_value(self, name: str, value: Any) -> None:
         try:
             _write_atomic(self.folder / "values" / f"{name}.pkl", encode(value))
-            self._prune(self.folder / "values")
+            self._prune(self.folder / "values", KEEP_VALUES)
         except OSError:
             pass
 
@@ -205,7 +227,7 @@ class FactsCache:
         self._prune(self.folder / "packs")
 
     @staticmethod
-    def _prune(folder: Path) -> None:
+    def _prune(folder: Path, keep: int = KEEP_PACKS) -> None:
         def mtime(entry: Path) -> float:
             try:
                 return entry.stat().st_mtime
@@ -213,11 +235,36 @@ class FactsCache:
                 return 0.0
 
         entries = sorted(folder.glob("*.pkl"), key=mtime, reverse=True)
-        for old in entries[KEEP_PACKS:]:
+        for old in entries[keep:]:
             try:
                 old.unlink()
             except OSError:
                 pass
+
+
+class TreeValues:
+    """Values derived from one tree's facts by later stages (the rules' findings), kept beside them.
+
+    `kind` names the value and its format (`findings-1`); `stamp` is everything besides the facts it
+    was computed from (the code, the snapshot id): a stored value whose stamp differs reads as
+    missing and is replaced. Bound to the exact facts and inventory an analysis holds (`serves`),
+    so a copy of the analysis with other facts never reads them.
+    """
+
+    def __init__(self, cache: FactsCache, key: str, files: Any, inventory: Any) -> None:
+        self.cache, self.key, self._files, self._inventory = cache, key, files, inventory
+
+    def serves(self, files: Any, inventory: Any) -> bool:
+        return files is self._files and inventory is self._inventory
+
+    def get(self, kind: str, stamp: str) -> Any | None:
+        stored = self.cache.get_value(f"{kind}-{self.key}")
+        if isinstance(stored, tuple) and len(stored) == 2 and stored[0] == stamp:
+            return stored[1]
+        return None
+
+    def put(self, kind: str, stamp: str, value: Any) -> None:
+        self.cache.put_value(f"{kind}-{self.key}", (stamp, value))
 
 
 class Pack:
@@ -303,7 +350,7 @@ class Pack:
 
 
 _SIGNATURE_DIR = re.compile(r"^[0-9a-f]{16}$")
-_TREE_VALUE = re.compile(r"^(?:analysis|graph)-\d+-([0-9a-f]{64})\.pkl$")
+_TREE_VALUE = re.compile(r"^(?:analysis|graph|findings)-\d+-([0-9a-f]{64})\.pkl$")
 _PACK = re.compile(r"^([0-9a-f]{64})\.pkl$")
 
 
@@ -311,7 +358,7 @@ def stale_entries(root: Path, current: str, live_trees: Iterable[str]) -> list[P
     """The parts of the facts cache under `root` that no current scan can use.
 
     - every signature folder but `current` (facts of another analyzer build, Python or libcst);
-    - in `current`'s folder, the packs and the derived values (`analysis-*`, `graph-*`) of trees
+    - in `current`'s folder, the packs and the derived values (`analysis-*`, `graph-*`, `findings-*`) of trees
       whose key (`tree_key`) is not in `live_trees` (the trees of the snapshots still stored).
     Per-file entries of the current signature are kept (any tree holding that file reuses them), and
     so is everything this function does not recognise.

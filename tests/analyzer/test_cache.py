@@ -10,7 +10,8 @@ import pytest
 
 from sgl_scan.analyzer import pipeline
 from sgl_scan.analyzer.cache import MAGIC, FactsCache, decode, encode
-from sgl_scan.analyzer.pipeline import LazyFiles, analyze_tree, collect_facts
+from sgl_scan.analyzer.pipeline import DeferredFiles, analyze_tree, collect_facts
+from sgl_scan.errors import AnalysisError
 
 
 def _write(root: Path, rel: str, text: str) -> None:
@@ -163,13 +164,44 @@ def test_pool_and_serial_give_the_same_facts(tree, tmp_path, monkeypatch):
     assert dict(pooled.files) == dict(serial.files)
 
 
-def test_warm_analysis_reads_lazily(tree, tmp_path):
+def test_warm_analysis_reads_lazily(tree, tmp_path, parse_counter):
     cache = tmp_path / "cache"
     cold = analyze_tree(tree, cache_dir=cache, jobs=1)
+    parse_counter.clear()
     warm = analyze_tree(tree, cache_dir=cache, jobs=1)
-    assert isinstance(warm.files, LazyFiles)
+    assert isinstance(warm.files, DeferredFiles)  # the inventory came from the cache: no facts read yet
+    assert list(warm.files) == list(cold.files) and "sglang/srt/a.py" in warm.files and not warm.files.loaded
+    assert warm.inventory == cold.inventory and not warm.files.loaded
     assert sorted(warm.graph.edges(data="kind")) == sorted(cold.graph.edges(data="kind"))
+    assert dict(warm.files) == dict(cold.files) and warm.files.loaded
+    assert parse_counter == []  # from the pack
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage"])
+def test_deferred_facts_survive_a_lost_pack(tree, tmp_path, parse_counter, damage):
+    """The inventory is cached but the facts pack is gone or damaged: the facts are rebuilt when read."""
+    cache = tmp_path / "cache"
+    cold = analyze_tree(tree, cache_dir=cache, jobs=1)
+    for entry in _entries(cache, "packs") + _entries(cache, "files"):
+        entry.unlink() if damage == "missing" else entry.write_bytes(b"garbage")
+    parse_counter.clear()
+    warm = analyze_tree(tree, cache_dir=cache, jobs=1)
+    assert parse_counter == [] and not warm.files.loaded
     assert dict(warm.files) == dict(cold.files)
+    assert sorted(parse_counter) == sorted(cold.files)
+
+
+def test_deferred_facts_of_files_edited_since_refuse(tree, tmp_path):
+    """Facts read after the cached inventory, from files edited in between, would not be that
+    inventory's facts: reading them fails instead of mixing two versions of the tree."""
+    cache = tmp_path / "cache"
+    analyze_tree(tree, cache_dir=cache, jobs=1)
+    for entry in _entries(cache, "packs") + _entries(cache, "files"):
+        entry.unlink()
+    warm = analyze_tree(tree, cache_dir=cache, jobs=1)
+    (tree / "sglang/srt/a.py").write_text("def f():\n    return 2\n")
+    with pytest.raises(AnalysisError, match="changed while they were analysed"):
+        warm.files["sglang/srt/a.py"]
 
 
 def test_graph_is_built_on_first_use_then_read_from_the_cache(tree, tmp_path, monkeypatch):
