@@ -17,7 +17,6 @@ import os
 import pickle
 import re
 import sys
-import tempfile
 from bisect import bisect_right
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -149,6 +148,8 @@ def decode(data: bytes) -> Any | None:
 
 
 def _write_atomic(target: Path, data: bytes | list[bytes]) -> None:
+    import tempfile  # a warm scan writes nothing
+
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
     try:

@@ -16,12 +16,14 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from sgl_scan.analyzer.cache import FactsCache, Pack, TreeValues, dumps, signature, tree_key
-from sgl_scan.analyzer.facts import FileFacts
 from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
 from sgl_scan.errors import AnalysisError
+
+if TYPE_CHECKING:  # the fact classes load with the first facts unpickled (a warm scan may read none)
+    from sgl_scan.analyzer.facts import FileFacts
 
 Progress = Callable[[int, int], None]
 PARALLEL_MIN_FILES = 48  # below this a pool costs more than it saves
@@ -118,7 +120,7 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tup
 
 
 # -- the pipeline ---------------------------------------------------------------------------------
-class LazyFiles(Mapping[str, FileFacts]):
+class LazyFiles(Mapping[str, "FileFacts"]):
     """path -> FileFacts, unpickled from the cache on first access (a warm scan reads few files).
 
     `blobs` is {path: pickled facts} or a `Pack` (whose files are all of this mapping)."""
@@ -426,7 +428,7 @@ def _facts_of(tree: Path, hashes: Mapping[str, str], key: str, **kw: Any) -> Map
     return run.files
 
 
-class DeferredFiles(Mapping[str, FileFacts]):
+class DeferredFiles(Mapping[str, "FileFacts"]):
     """path -> FileFacts of a tree whose inventory came from the cache: the facts (a pack of tens of
     MB) are read on first access, which a warm scan whose findings are cached never makes."""
 

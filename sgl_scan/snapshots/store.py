@@ -36,7 +36,6 @@ import os
 import re
 import secrets
 import shutil
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -48,6 +47,8 @@ from sgl_scan.paths import snapshots_dir
 from sgl_scan.snapshots.manifest import FileEntry, GitState, Manifest, PullInfo, Snapshot, SkippedFile
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from sgl_scan.snapshots.stamps import StampFile
 
 log = logging.getLogger(__name__)
@@ -563,6 +564,8 @@ class Stage:
         `flush` (and `commit`) wait for them and raise the first failure."""
         target = self._target(path)
         if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor  # a pull that stores nothing never needs it
+
             self._pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="sgl-scan-write")
         self._pending.append((self._pool.submit(_write_new, path, target, data, mtime), len(data)))
         self._pending_bytes += len(data)
