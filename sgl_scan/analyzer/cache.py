@@ -17,9 +17,10 @@ import os
 import pickle
 import re
 import sys
+import time
 from bisect import bisect_right
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 ANALYZER_VERSION = 1
 MAGIC = b"SGLF1\n"
@@ -29,12 +30,13 @@ KEEP_PACKS = 12
 KEEP_VALUES = 4 * KEEP_PACKS  # a tree has up to four (analysis, findings, graph, stat index)
 
 
-def signature(extractors: Sequence[Any] | None) -> str:
+def signature(extractors: Sequence[Any] | None, root: Path | None = None) -> str:
     """The cache namespace for this analyzer build and these extractors (None: the built-in ones).
 
     Besides the declared versions it covers the analyzer's own source files, so editing the
     analyzer (or an extractor) never serves facts an older build produced. The built-in
     extractors live in those files, so naming them needs no import (a warm scan never loads libcst).
+    `root`: the facts cache, where the sources' stamps are kept (`source_shas`).
     """
     parts = [f"analyzer={ANALYZER_VERSION}", f"python={sys.version_info[0]}.{sys.version_info[1]}",
              f"libcst={_libcst_version()}"]
@@ -42,7 +44,7 @@ def signature(extractors: Sequence[Any] | None) -> str:
         parts.append("extractors=built-in")
     else:
         parts += sorted(f"{ex.name}={ex.version}" for ex in extractors)
-    parts.append(f"code={_code_digest()}")
+    parts.append(f"code={_code_digest(root)}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -72,42 +74,95 @@ def _libcst_version() -> str:
         return "?"
 
 
-@functools.lru_cache(maxsize=1)
-def _sources() -> tuple[tuple[str, bytes], ...]:
-    """(path relative to the `sgl_scan` package, bytes) of every Python source in the package, sorted.
+PACKAGE = Path(__file__).resolve().parent.parent  # the `sgl_scan` package
+RACY_NS = 2_000_000_000  # a file changed this close to when it was hashed is hashed again
 
-    Read once per process, so the digests below describe the code this process runs even when the
-    files change under it.
+
+def source_shas(package: Path, stamps: Path | None = None) -> tuple[tuple[str, str], ...]:
+    """(path relative to `package`, sha256) of every Python source under it, sorted.
+
+    With `stamps` (a file), a source whose stat stamp (size, mtime, ctime, inode, device) is the one
+    recorded there when it was last hashed, and had settled then (`RACY_NS`), is not read again:
+    any write, rename or `touch` moves the ctime or the inode, and the import system itself trusts
+    less (a module's mtime and size). Sources that changed are read and their stamps recorded.
     """
-    root = Path(__file__).resolve().parent.parent
-    out = []
-    for source in sorted(root.rglob("*.py")):
+    known = _read_stamps(stamps) if stamps is not None else {}
+    now = time.time_ns()
+    out: list[tuple[str, str]] = []
+    fresh: dict[str, tuple] = {}
+    for rel, path in _python_files(str(package)):
         try:
-            out.append((source.relative_to(root).as_posix(), source.read_bytes()))
+            st = os.stat(path)
+            stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+            entry = known.get(rel)
+            if entry is not None and entry[0] == stamp and entry[1] - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
+                out.append((rel, entry[2]))
+                fresh[rel] = entry
+                continue
+            with open(path, "rb") as handle:
+                sha = hashlib.sha256(handle.read()).hexdigest()
         except OSError:
             continue
-    return tuple(out)
+        out.append((rel, sha))
+        fresh[rel] = (stamp, now, sha)
+    if stamps is not None and fresh != known:
+        try:
+            _write_atomic(stamps, encode(fresh))
+        except OSError:
+            pass
+    return tuple(sorted(out))
 
 
-def _digest_of(sources: Iterable[tuple[str, bytes]]) -> str:
+def _read_stamps(path: Path) -> dict:
+    data = _read(path)
+    value = decode(data) if data is not None else None
+    return value if isinstance(value, dict) else {}
+
+
+def _python_files(root: str, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(relative path, path) of the `*.py` files under `root` (links and `__pycache__` not followed)."""
+    try:
+        with os.scandir(root) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name != "__pycache__":
+                yield from _python_files(entry.path, f"{prefix}{entry.name}/")
+        elif entry.name.endswith(".py") and entry.is_file():
+            yield f"{prefix}{entry.name}", entry.path
+
+
+@functools.lru_cache(maxsize=None)
+def _package_shas(root: Path | None) -> tuple[tuple[str, str], ...]:
+    """`source_shas` of this package, stamped under the cache `root`; once per process, so the
+    digests describe the code this process runs even when the files change under it."""
+    if root is None:
+        return source_shas(PACKAGE)
+    where = hashlib.sha256(os.fsencode(PACKAGE)).hexdigest()[:16]  # installs sharing a cache keep apart
+    return source_shas(PACKAGE, Path(root) / f"code-stamps-{where}.pkl")
+
+
+def _digest_of(shas: Iterable[tuple[str, str]]) -> str:
     h = hashlib.sha256()
-    for rel, data in sources:
-        h.update(rel.encode() + b"\0" + data)
+    for rel, sha in shas:
+        h.update(f"{rel}\0{sha}\n".encode())
     return h.hexdigest()
 
 
-@functools.lru_cache(maxsize=1)
-def _code_digest() -> str:
+@functools.lru_cache(maxsize=None)
+def _code_digest(root: Path | None = None) -> str:
     """Digest of the analyzer package's Python sources (facts, parsers, extractors, inventory, graph)."""
-    prefix = "analyzer/"
-    return _digest_of((rel[len(prefix):], data) for rel, data in _sources() if rel.startswith(prefix))
+    return _digest_of((rel, sha) for rel, sha in _package_shas(root) if rel.startswith("analyzer/"))
 
 
-@functools.lru_cache(maxsize=1)
-def package_digest() -> str:
+@functools.lru_cache(maxsize=None)
+def package_digest(root: Path | None = None) -> str:
     """Digest of every Python source of `sgl_scan`: names the code behind a value derived from facts
-    by more than the analyzer (the rules' findings), whatever module that code lives in."""
-    return _digest_of(_sources())
+    by more than the analyzer (the rules' findings), whatever module that code lives in. `root`: the
+    facts cache, where the sources' stamps are kept."""
+    return _digest_of(_package_shas(root))
 
 
 def entry_key(path: str, sha256: str) -> str:
@@ -175,7 +230,8 @@ class FactsCache:
     """Per-file entries and packs in one signature folder; all I/O errors degrade to misses."""
 
     def __init__(self, root: Path, sig: str) -> None:
-        self.folder = Path(root) / sig
+        self.root = Path(root)
+        self.folder = self.root / sig
 
     def _entry_path(self, path: str, sha256: str) -> Path:
         key = entry_key(path, sha256)

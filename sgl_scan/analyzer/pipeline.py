@@ -267,7 +267,8 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
 
     tree = Path(tree)
     extractors = None if extractors is None else tuple(extractors)
-    cache = FactsCache(cache_dir or facts_cache_dir(), signature(extractors)) if use_cache else None
+    root = Path(cache_dir or facts_cache_dir())
+    cache = FactsCache(root, signature(extractors, root)) if use_cache else None
     items = tree_items(tree, paths, hashes, cache)
     rels = [p for p, _ in items]
     key = tree_key(items)
@@ -382,7 +383,8 @@ def _analyze_tree(tree: Path, paths: Sequence[str] | None, *, snapshot_id: str, 
     from sgl_scan.paths import facts_cache_dir
 
     tree = Path(tree)
-    cache = FactsCache(cache_dir or facts_cache_dir(), signature(None)) if use_cache else None
+    root = Path(cache_dir or facts_cache_dir())
+    cache = FactsCache(root, signature(None, root)) if use_cache else None
     derived, key = None, ""
     if cache is not None:  # the inventory of these exact files may be cached: then read facts only if asked
         items = tree_items(tree, paths, hashes, cache)

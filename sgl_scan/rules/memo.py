@@ -31,7 +31,7 @@ def stamp(analysis: Analysis, ruleset: RuleSet) -> str | None:
     derived = analysis.derived
     if derived is None or not derived.serves(analysis.files, analysis.inventory):
         return None
-    parts = [package_digest(), repr(analysis.snapshot_id), repr(analysis.sglang_version)]
+    parts = [package_digest(derived.cache.root), repr(analysis.snapshot_id), repr(analysis.sglang_version)]
     for rule in ruleset.rules:
         cls = type(rule)
         if not _ours(cls) or not _ours(cls.check) or vars(rule):

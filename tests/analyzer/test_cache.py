@@ -300,3 +300,59 @@ def test_pack_search_finds_what_a_search_per_file_finds():
         assert pack.mentioning([n.encode() for n in needles]) == wanted
     assert all(bytes(pack.blob(p)) == blob for p, (_, blob) in files.items())
     assert Pack.decode(Pack.encode(files)[:-1]) is None
+
+
+@pytest.fixture
+def sources(tmp_path, monkeypatch):
+    """A small package, and the sources `cache.source_shas` opens (by relative path)."""
+    from sgl_scan.analyzer import cache as cache_module
+
+    package = tmp_path / "pkg"
+    _write(package, "a.py", "A = 1\n")
+    _write(package, "sub/b.py", "B = 2\n")
+    _write(package, "sub/__pycache__/c.py", "C = 3\n")
+    _write(package, "notes.txt", "not a source\n")
+    opened: list[str] = []
+
+    def counting(path, *args, **kw):
+        opened.append(os.path.relpath(path, package))
+        return open(path, *args, **kw)
+
+    monkeypatch.setattr(cache_module, "open", counting, raising=False)
+    return package, opened
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_source_digest_reads_only_sources_whose_stamp_moved(sources, tmp_path, monkeypatch):
+    from sgl_scan.analyzer import cache as cache_module
+
+    package, opened = sources
+    stamps = tmp_path / "stamps.pkl"
+    monkeypatch.setattr(cache_module, "RACY_NS", 0)  # these files were written just now: trust them at once
+    first = cache_module.source_shas(package, stamps)
+    assert first == (("a.py", _sha("A = 1\n")), ("sub/b.py", _sha("B = 2\n"))) and sorted(opened) == ["a.py", "sub/b.py"]
+    opened.clear()
+    assert cache_module.source_shas(package, stamps) == first and opened == []
+    before = os.stat(package / "a.py")
+    (package / "a.py").write_text("A = 7\n")  # same size, and the mtime put back: only the ctime tells
+    os.utime(package / "a.py", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert cache_module.source_shas(package, stamps) == (("a.py", _sha("A = 7\n")), ("sub/b.py", _sha("B = 2\n")))
+    assert opened == ["a.py"]
+
+
+def test_source_digest_rereads_unsettled_sources_and_survives_a_damaged_stamp_file(sources, tmp_path):
+    from sgl_scan.analyzer import cache as cache_module
+
+    package, opened = sources
+    stamps = tmp_path / "stamps.pkl"
+    first = cache_module.source_shas(package, stamps)
+    opened.clear()
+    assert cache_module.source_shas(package, stamps) == first
+    assert sorted(opened) == ["a.py", "sub/b.py"]  # changed within RACY_NS of being hashed: read again
+    stamps.write_bytes(b"garbage")
+    assert cache_module.source_shas(package, stamps) == first == cache_module.source_shas(package)

@@ -89,7 +89,7 @@ def test_an_edited_tree_runs_them_again(tree, tmp_path, checks):
 def test_another_code_digest_runs_them_again(tree, tmp_path, checks, monkeypatch):
     cache = tmp_path / "cache"
     run_rules(analyze_tree(tree, cache_dir=cache, jobs=1))
-    monkeypatch.setattr(memo, "package_digest", lambda: "edited")
+    monkeypatch.setattr(memo, "package_digest", lambda root=None: "edited")
     run_rules(analyze_tree(tree, cache_dir=cache, jobs=1))
     assert checks == [1, 1]
 
