@@ -3,10 +3,11 @@
 The rules are a function of the analysis (its facts, their inventory, the snapshot id) and of code.
 The facts are named by their tree key (`TreeValues` lives in the analyzer signature's folder, which
 also covers the analyzer's code, Python and libcst); the stamp names the rest: a digest of every
-`sgl_scan` source, the rules' classes and the snapshot id and version. A rule defined outside
-`sgl_scan`, or whose `check` was replaced, is not covered by that digest: then the rules run every
-time. Only what the rules return is kept; fingerprints (from the source lines), selection,
-suppression and baselines are applied to it on every run.
+`sgl_scan` source, the rules' classes and the snapshot id and version. (The rules import nothing
+but `sgl_scan` and the standard library.) A rule defined outside `sgl_scan`, or whose `check` was
+replaced, is not covered by that digest: then the rules run every time. Only what the rules return
+is kept; fingerprints (from the source lines), selection, suppression and baselines are applied to
+it on every run.
 """
 
 from __future__ import annotations
