@@ -369,8 +369,8 @@ def analyze_tree(tree: Path, paths: Sequence[str] | None = None, *, snapshot_id:
                  use_cache: bool = True) -> Analysis:
     """Analyse the Python files under `tree` (or just `paths`, relative to it).
 
-    The inventory and graph of a set of facts are cached with them: a warm re-scan reads both from
-    one entry and unpickles per-file facts only when someone reads them.
+    The inventory and graph of a set of facts are cached with them: a warm re-scan reads the inventory
+    from one entry, and the facts themselves (`DeferredFiles`) only when someone reads them.
     """
     with gc_paused():
         return _analyze_tree(tree, paths, snapshot_id=snapshot_id, sglang_version=sglang_version, cache_dir=cache_dir,
@@ -503,5 +503,5 @@ def analyze(snapshot: Any, **kw: Any) -> Analysis:
     return analyze_tree(snapshot.tree, [e.path for e in entries], **kw)
 
 
-__all__ = ["DeferredFiles", "FactsRun", "FileNote", "LazyFiles", "ParseError", "analyze", "analyze_tree", "build_inventory", "collect_facts", "discover",
-           "empty_inventory", "load_extractors", "matching_extractors"]
+__all__ = ["DeferredFiles", "FactsRun", "FileNote", "LazyFiles", "ParseError", "analyze", "analyze_tree", "build_inventory",
+           "collect_facts", "discover", "empty_inventory", "load_extractors", "matching_extractors", "tree_items"]
