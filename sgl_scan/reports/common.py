@@ -108,10 +108,15 @@ def _indented(value: object) -> str:
                     put(separator)
                 put(string(key))
                 put(": ")
-                if type(item) is str:
+                kind = type(item)
+                if kind is str:
                     put(string(item))
-                elif type(item) is int:
+                elif kind is int:
                     put(int.__repr__(item))
+                elif item is None:
+                    put("null")
+                elif kind is bool:
+                    put("true" if item else "false")
                 else:
                     encode(item, inner)
             put("\n" + indent + "}")
