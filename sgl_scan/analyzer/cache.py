@@ -2,11 +2,13 @@
 
 Facts are a pure function of (path, bytes, analyzer signature), so entries are keyed by the file's
 path and content sha256 and live in a folder named after the signature (analyzer version, Python
-minor version, libcst version, extractor names and versions): changing any of them starts a fresh
-cache. Each entry is `MAGIC + sha256(payload) + payload` (a pickle); an entry that is truncated,
-corrupt or of another format reads as missing and is rebuilt. A *pack* holds all facts of one tree
-(keyed by the digest of its sorted (path, sha256) list) so a warm re-scan is one read, and unpickles
-only the files it reads (`Pack`).
+minor version, libcst version, extractor names and versions, a digest of the analyzer's sources):
+changing any of them starts a fresh cache. Each entry is `MAGIC + sha256(payload) + payload` (a
+pickle); an entry that is truncated, corrupt or of another format reads as missing and is rebuilt.
+A *pack* holds all facts of one tree (keyed by the digest of its sorted (path, sha256) list) so
+reading them is one read, and unpickles only the files it reads (`Pack`). Values derived from a
+tree's facts (its inventory, graph, the rules' findings: `TreeValues`) live beside them. The source
+digests are computed from stat-stamped hashes (`source_shas`).
 """
 
 from __future__ import annotations
