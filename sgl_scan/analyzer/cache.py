@@ -136,6 +136,37 @@ def _python_files(root: str, prefix: str = "") -> Iterator[tuple[str, str]]:
             yield f"{prefix}{entry.name}", entry.path
 
 
+def sources_settled(since_ns: int, package: Path = PACKAGE) -> bool:
+    """Whether no Python source under `package` (nor a folder's listing: a module added or removed)
+    changed after `since_ns` (less `RACY_NS`, for coarse file clocks). Stats only. A process that
+    loaded the package at `since_ns` then runs the code on disk, so what that code computed may be
+    stored under the digest of the code on disk."""
+    limit = since_ns - RACY_NS
+    folders = [str(package)]
+    while folders:
+        folder = folders.pop()
+        try:
+            st = os.stat(folder)
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            return False
+        if max(st.st_mtime_ns, st.st_ctime_ns) > limit:
+            return False
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    folders.append(entry.path)
+            elif entry.name.endswith(".py"):
+                try:
+                    st = entry.stat()
+                except OSError:
+                    return False
+                if max(st.st_mtime_ns, st.st_ctime_ns) > limit:
+                    return False
+    return True
+
+
 @functools.lru_cache(maxsize=None)
 def _package_shas(root: Path | None) -> tuple[tuple[str, str], ...]:
     """`source_shas` of this package, stamped under the cache `root`; once per process, so the

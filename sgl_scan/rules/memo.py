@@ -5,9 +5,10 @@ The facts are named by their tree key (`TreeValues` lives in the analyzer signat
 also covers the analyzer's code, Python and libcst); the stamp names the rest: a digest of every
 `sgl_scan` source, the rules' classes and the snapshot id and version. (The rules import nothing
 but `sgl_scan` and the standard library.) A rule defined outside `sgl_scan`, or whose `check` was
-replaced, is not covered by that digest: then the rules run every time. Only what the rules return
-is kept; fingerprints (from the source lines), selection, suppression and baselines are applied to
-it on every run.
+replaced, is not covered by that digest: then the rules run every time. Findings are stored only
+when no source changed since this process loaded sgl_scan (else the code that ran may not be the
+code the digest names). Only what the rules return is kept; fingerprints (from the source lines),
+selection, suppression and baselines are applied to it on every run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from __future__ import annotations
 import hashlib
 from typing import Callable, Sequence
 
-from sgl_scan.analyzer.cache import package_digest
+import sgl_scan
+from sgl_scan.analyzer.cache import package_digest, sources_settled
 from sgl_scan.analyzer.model import Analysis
 from sgl_scan.rules.base import RuleSet
 from sgl_scan.rules.finding import Finding
@@ -50,6 +52,6 @@ def recall(analysis: Analysis, ruleset: RuleSet, run: Callable[[], Sequence[Find
         if isinstance(found, tuple) and all(isinstance(f, Finding) for f in found):
             return found
     findings = tuple(run())
-    if key is not None:
+    if key is not None and sources_settled(sgl_scan.LOADED_NS):
         analysis.derived.put(KIND, key, findings)
     return findings

@@ -356,3 +356,17 @@ def test_source_digest_rereads_unsettled_sources_and_survives_a_damaged_stamp_fi
     assert sorted(opened) == ["a.py", "sub/b.py"]  # changed within RACY_NS of being hashed: read again
     stamps.write_bytes(b"garbage")
     assert cache_module.source_shas(package, stamps) == first == cache_module.source_shas(package)
+
+
+@pytest.mark.parametrize("moved", ["sub/b.py", "sub"])
+def test_sources_settled_sees_a_source_or_a_listing_changed_after_loading(sources, moved):
+    """A changed source, or a folder whose listing changed (a module added or removed), after the
+    given time: not settled. Times are moved forward with utime (a test cannot wait for the clock)."""
+    from sgl_scan.analyzer.cache import sources_settled
+
+    package, _ = sources
+    loaded = time.time_ns() + 10_000_000_000  # every file and folder is older than this, by far
+    assert sources_settled(loaded, package)
+    later = loaded + 10_000_000_000
+    os.utime(package / moved, ns=(later, later))
+    assert not sources_settled(loaded, package)

@@ -142,3 +142,15 @@ def test_editing_a_rules_code_changes_the_warm_report(tree, tmp_path):
     rule.write_text(rule.read_text().replace(*_EDIT))
     after = scan()
     assert "EDITED" in after and after != before
+
+
+def test_findings_are_not_stored_when_the_code_may_have_changed_since_it_was_loaded(tree, tmp_path, checks, monkeypatch):
+    """A source edited after this process loaded sgl_scan: the rules that ran may be the old code while
+    the digest names the new one, so their findings are not stored (time 0: every source is newer)."""
+    import sgl_scan
+
+    monkeypatch.setattr(sgl_scan, "LOADED_NS", 0)
+    cache = tmp_path / "cache"
+    first = run_rules(analyze_tree(tree, cache_dir=cache, jobs=1))
+    assert run_rules(analyze_tree(tree, cache_dir=cache, jobs=1)) == first
+    assert checks == [1, 1]
