@@ -25,11 +25,6 @@ from typing import Any, Mapping
 
 from sgl_scan.errors import ConfigError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
 CONFIG_FILES = (".sgl-scan.toml", "pyproject.toml")
 KEYS = {"select": list, "ignore": list, "fail-on": str, "scope": str, "format": str, "baseline": str}
 COMMANDS = ("scan", "check")  # subcommands that take these defaults
@@ -111,6 +106,11 @@ def _mentions_us(pyproject: Path) -> bool:
 
 
 def _table(path: Path) -> dict[str, Any] | None:
+    if sys.version_info >= (3, 11):  # imported here: most runs have no settings file
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

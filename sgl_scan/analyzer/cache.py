@@ -2,11 +2,13 @@
 
 Facts are a pure function of (path, bytes, analyzer signature), so entries are keyed by the file's
 path and content sha256 and live in a folder named after the signature (analyzer version, Python
-minor version, libcst version, extractor names and versions): changing any of them starts a fresh
-cache. Each entry is `MAGIC + sha256(payload) + payload` (a pickle); an entry that is truncated,
-corrupt or of another format reads as missing and is rebuilt. A *pack* holds all facts of one tree
-(keyed by the digest of its sorted (path, sha256) list) so a warm re-scan is one read, and unpickles
-only the files it reads (`Pack`).
+minor version, libcst version, extractor names and versions, a digest of the analyzer's sources):
+changing any of them starts a fresh cache. Each entry is `MAGIC + sha256(payload) + payload` (a
+pickle); an entry that is truncated, corrupt or of another format reads as missing and is rebuilt.
+A *pack* holds all facts of one tree (keyed by the digest of its sorted (path, sha256) list) so
+reading them is one read, and unpickles only the files it reads (`Pack`). Values derived from a
+tree's facts (its inventory, graph, the rules' findings: `TreeValues`) live beside them. The source
+digests are computed from stat-stamped hashes (`source_shas`).
 """
 
 from __future__ import annotations
@@ -17,24 +19,26 @@ import os
 import pickle
 import re
 import sys
-import tempfile
+import time
 from bisect import bisect_right
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 ANALYZER_VERSION = 1
 MAGIC = b"SGLF1\n"
 PACK_MAGIC = b"SGLP2\n"
 _DIGEST = 32
 KEEP_PACKS = 12
+KEEP_VALUES = 4 * KEEP_PACKS  # a tree has up to four (analysis, findings, graph, stat index)
 
 
-def signature(extractors: Sequence[Any] | None) -> str:
+def signature(extractors: Sequence[Any] | None, root: Path | None = None) -> str:
     """The cache namespace for this analyzer build and these extractors (None: the built-in ones).
 
     Besides the declared versions it covers the analyzer's own source files, so editing the
     analyzer (or an extractor) never serves facts an older build produced. The built-in
     extractors live in those files, so naming them needs no import (a warm scan never loads libcst).
+    `root`: the facts cache, where the sources' stamps are kept (`source_shas`).
     """
     parts = [f"analyzer={ANALYZER_VERSION}", f"python={sys.version_info[0]}.{sys.version_info[1]}",
              f"libcst={_libcst_version()}"]
@@ -42,7 +46,7 @@ def signature(extractors: Sequence[Any] | None) -> str:
         parts.append("extractors=built-in")
     else:
         parts += sorted(f"{ex.name}={ex.version}" for ex in extractors)
-    parts.append(f"code={_code_digest()}")
+    parts.append(f"code={_code_digest(root)}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -72,21 +76,126 @@ def _libcst_version() -> str:
         return "?"
 
 
-@functools.lru_cache(maxsize=1)
-def _code_digest() -> str:
-    """Digest of the analyzer package's Python sources (facts, parsers, extractors, inventory, graph).
+PACKAGE = Path(__file__).resolve().parent.parent  # the `sgl_scan` package
+RACY_NS = 2_000_000_000  # a file changed this close to when it was hashed is hashed again
 
-    Computed once per process, so it describes the code this process runs even when the files
-    change under it.
+
+def source_shas(package: Path, stamps: Path | None = None) -> tuple[tuple[str, str], ...]:
+    """(path relative to `package`, sha256) of every Python source under it, sorted.
+
+    With `stamps` (a file), a source whose stat stamp (size, mtime, ctime, inode, device) is the one
+    recorded there when it was last hashed, and had settled then (`RACY_NS`), is not read again:
+    any write, rename or `touch` moves the ctime or the inode, and the import system itself trusts
+    less (a module's mtime and size). Sources that changed are read and their stamps recorded.
     """
-    root = Path(__file__).resolve().parent
-    h = hashlib.sha256()
-    for source in sorted(root.rglob("*.py")):
+    known = _read_stamps(stamps) if stamps is not None else {}
+    now = time.time_ns()
+    out: list[tuple[str, str]] = []
+    fresh: dict[str, tuple] = {}
+    for rel, path in _python_files(str(package)):
         try:
-            h.update(source.relative_to(root).as_posix().encode() + b"\0" + source.read_bytes())
+            st = os.stat(path)
+            stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+            entry = known.get(rel)
+            if entry is not None and entry[0] == stamp and entry[1] - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
+                out.append((rel, entry[2]))
+                fresh[rel] = entry
+                continue
+            with open(path, "rb") as handle:
+                sha = hashlib.sha256(handle.read()).hexdigest()
         except OSError:
             continue
+        out.append((rel, sha))
+        fresh[rel] = (stamp, now, sha)
+    if stamps is not None and fresh != known:
+        try:
+            _write_atomic(stamps, encode(fresh))
+        except OSError:
+            pass
+    return tuple(sorted(out))
+
+
+def _read_stamps(path: Path) -> dict:
+    data = _read(path)
+    value = decode(data) if data is not None else None
+    return value if isinstance(value, dict) else {}
+
+
+def _python_files(root: str, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(relative path, path) of the `*.py` files under `root` (links and `__pycache__` not followed)."""
+    try:
+        with os.scandir(root) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name != "__pycache__":
+                yield from _python_files(entry.path, f"{prefix}{entry.name}/")
+        elif entry.name.endswith(".py") and entry.is_file():
+            yield f"{prefix}{entry.name}", entry.path
+
+
+def sources_settled(since_ns: int, package: Path = PACKAGE) -> bool:
+    """Whether no Python source under `package` (nor a folder's listing: a module added or removed)
+    changed after `since_ns` (less `RACY_NS`, for coarse file clocks). Stats only. A process that
+    loaded the package at `since_ns` then runs the code on disk, so what that code computed may be
+    stored under the digest of the code on disk."""
+    limit = since_ns - RACY_NS
+    folders = [str(package)]
+    while folders:
+        folder = folders.pop()
+        try:
+            st = os.stat(folder)
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            return False
+        if max(st.st_mtime_ns, st.st_ctime_ns) > limit:
+            return False
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    folders.append(entry.path)
+            elif entry.name.endswith(".py"):
+                try:
+                    st = entry.stat()
+                except OSError:
+                    return False
+                if max(st.st_mtime_ns, st.st_ctime_ns) > limit:
+                    return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _package_shas(root: Path | None) -> tuple[tuple[str, str], ...]:
+    """`source_shas` of this package, stamped under the cache `root`; once per process, so the
+    digests describe the code this process runs even when the files change under it."""
+    if root is None:
+        return source_shas(PACKAGE)
+    where = hashlib.sha256(os.fsencode(PACKAGE)).hexdigest()[:16]  # installs sharing a cache keep apart
+    return source_shas(PACKAGE, Path(root) / f"code-stamps-{where}.pkl")
+
+
+def _digest_of(shas: Iterable[tuple[str, str]]) -> str:
+    h = hashlib.sha256()
+    for rel, sha in shas:
+        h.update(f"{rel}\0{sha}\n".encode())
     return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def _code_digest(root: Path | None = None) -> str:
+    """Digest of the analyzer package's Python sources (facts, parsers, extractors, inventory, graph)."""
+    return _digest_of((rel, sha) for rel, sha in _package_shas(root) if rel.startswith("analyzer/"))
+
+
+@functools.lru_cache(maxsize=None)
+def package_digest(root: Path | None = None) -> str:
+    """Digest of every Python source of `sgl_scan`: names the code behind a value derived from facts
+    by more than the analyzer (the rules' findings), whatever module that code lives in. `root`: the
+    facts cache, where the sources' stamps are kept."""
+    return _digest_of(_package_shas(root))
 
 
 def entry_key(path: str, sha256: str) -> str:
@@ -127,6 +236,8 @@ def decode(data: bytes) -> Any | None:
 
 
 def _write_atomic(target: Path, data: bytes | list[bytes]) -> None:
+    import tempfile  # a warm scan writes nothing
+
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
     try:
@@ -152,7 +263,8 @@ class FactsCache:
     """Per-file entries and packs in one signature folder; all I/O errors degrade to misses."""
 
     def __init__(self, root: Path, sig: str) -> None:
-        self.folder = Path(root) / sig
+        self.root = Path(root)
+        self.folder = self.root / sig
 
     def _entry_path(self, path: str, sha256: str) -> Path:
         key = entry_key(path, sha256)
@@ -197,7 +309,7 @@ class FactsCache:
     def put_value(self, name: str, value: Any) -> None:
         try:
             _write_atomic(self.folder / "values" / f"{name}.pkl", encode(value))
-            self._prune(self.folder / "values")
+            self._prune(self.folder / "values", KEEP_VALUES)
         except OSError:
             pass
 
@@ -205,7 +317,7 @@ class FactsCache:
         self._prune(self.folder / "packs")
 
     @staticmethod
-    def _prune(folder: Path) -> None:
+    def _prune(folder: Path, keep: int = KEEP_PACKS) -> None:
         def mtime(entry: Path) -> float:
             try:
                 return entry.stat().st_mtime
@@ -213,11 +325,36 @@ class FactsCache:
                 return 0.0
 
         entries = sorted(folder.glob("*.pkl"), key=mtime, reverse=True)
-        for old in entries[KEEP_PACKS:]:
+        for old in entries[keep:]:
             try:
                 old.unlink()
             except OSError:
                 pass
+
+
+class TreeValues:
+    """Values derived from one tree's facts by later stages (the rules' findings), kept beside them.
+
+    `kind` names the value and its format (`findings-1`); `stamp` is everything besides the facts it
+    was computed from (the code, the snapshot id): a stored value whose stamp differs reads as
+    missing and is replaced. Bound to the exact facts and inventory an analysis holds (`serves`),
+    so a copy of the analysis with other facts never reads them.
+    """
+
+    def __init__(self, cache: FactsCache, key: str, files: Any, inventory: Any) -> None:
+        self.cache, self.key, self._files, self._inventory = cache, key, files, inventory
+
+    def serves(self, files: Any, inventory: Any) -> bool:
+        return files is self._files and inventory is self._inventory
+
+    def get(self, kind: str, stamp: str) -> Any | None:
+        stored = self.cache.get_value(f"{kind}-{self.key}")
+        if isinstance(stored, tuple) and len(stored) == 2 and stored[0] == stamp:
+            return stored[1]
+        return None
+
+    def put(self, kind: str, stamp: str, value: Any) -> None:
+        self.cache.put_value(f"{kind}-{self.key}", (stamp, value))
 
 
 class Pack:
@@ -303,7 +440,7 @@ class Pack:
 
 
 _SIGNATURE_DIR = re.compile(r"^[0-9a-f]{16}$")
-_TREE_VALUE = re.compile(r"^(?:analysis|graph)-\d+-([0-9a-f]{64})\.pkl$")
+_TREE_VALUE = re.compile(r"^(?:analysis|graph|findings)-\d+-([0-9a-f]{64})\.pkl$")
 _PACK = re.compile(r"^([0-9a-f]{64})\.pkl$")
 
 
@@ -311,7 +448,7 @@ def stale_entries(root: Path, current: str, live_trees: Iterable[str]) -> list[P
     """The parts of the facts cache under `root` that no current scan can use.
 
     - every signature folder but `current` (facts of another analyzer build, Python or libcst);
-    - in `current`'s folder, the packs and the derived values (`analysis-*`, `graph-*`) of trees
+    - in `current`'s folder, the packs and the derived values (`analysis-*`, `graph-*`, `findings-*`) of trees
       whose key (`tree_key`) is not in `live_trees` (the trees of the snapshots still stored).
     Per-file entries of the current signature are kept (any tree holding that file reuses them), and
     so is everything this function does not recognise.

@@ -185,6 +185,8 @@ class Analysis:
     parse_errors: tuple[ParseError, ...]
     inventory: SpecInventory
     graph_or_builder: Any  # the networkx graph, or a callable that makes (or loads) it on first use
+    # where later stages keep values computed from these facts (analyzer/cache.py `TreeValues`; None: not cached)
+    derived: Any = field(default=None, compare=False, repr=False)
 
     @property
     def graph(self) -> "nx.MultiDiGraph":

@@ -7,6 +7,7 @@ not parsed again; the rest are parsed in a process pool when there are enough of
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import os
@@ -15,12 +16,14 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
-from sgl_scan.analyzer.cache import FactsCache, Pack, dumps, signature, tree_key
-from sgl_scan.analyzer.facts import FileFacts
+from sgl_scan.analyzer.cache import FactsCache, Pack, TreeValues, dumps, signature, tree_key
 from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
 from sgl_scan.errors import AnalysisError
+
+if TYPE_CHECKING:  # the fact classes load with the first facts unpickled (a warm scan may read none)
+    from sgl_scan.analyzer.facts import FileFacts
 
 Progress = Callable[[int, int], None]
 PARALLEL_MIN_FILES = 48  # below this a pool costs more than it saves
@@ -117,7 +120,7 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tup
 
 
 # -- the pipeline ---------------------------------------------------------------------------------
-class LazyFiles(Mapping[str, FileFacts]):
+class LazyFiles(Mapping[str, "FileFacts"]):
     """path -> FileFacts, unpickled from the cache on first access (a warm scan reads few files).
 
     `blobs` is {path: pickled facts} or a `Pack` (whose files are all of this mapping)."""
@@ -238,6 +241,20 @@ def _hash_files(tree: Path, paths: Sequence[str], cache: FactsCache | None) -> d
     return out
 
 
+def tree_items(tree: Path, paths: Sequence[str] | None, hashes: Mapping[str, str] | None,
+               cache: FactsCache | None) -> list[tuple[str, str]]:
+    """(path, sha256) of the `.py` files among `paths` (default: every one under `tree`), sorted:
+    from `hashes` where given, else hashed (`_hash_files`)."""
+    if not tree.is_dir():
+        raise AnalysisError(f"not a folder: {tree}")
+    rels = sorted({p for p in paths if p.endswith(".py")}) if paths is not None else discover(tree)
+    known = {p: hashes[p] for p in rels if hashes and p in hashes}
+    missing = [p for p in rels if p not in known]
+    if missing:
+        known.update(_hash_files(tree, missing, cache))
+    return [(p, known[p]) for p in rels]
+
+
 def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Mapping[str, str] | None = None,
                   cache_dir: Path | None = None, use_cache: bool = True, jobs: int | None = None,
                   progress: Progress | None = None, extractors: Sequence[Any] | None = None) -> FactsRun:
@@ -249,16 +266,11 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
     from sgl_scan.paths import facts_cache_dir
 
     tree = Path(tree)
-    if not tree.is_dir():
-        raise AnalysisError(f"not a folder: {tree}")
     extractors = None if extractors is None else tuple(extractors)
-    cache = FactsCache(cache_dir or facts_cache_dir(), signature(extractors)) if use_cache else None
-    rels = sorted({p for p in paths if p.endswith(".py")}) if paths is not None else discover(tree)
-    known = {p: hashes[p] for p in rels if hashes and p in hashes}
-    missing = [p for p in rels if p not in known]
-    if missing:
-        known.update(_hash_files(tree, missing, cache))
-    items = [(p, known[p]) for p in rels]
+    root = Path(cache_dir or facts_cache_dir())
+    cache = FactsCache(root, signature(extractors, root)) if use_cache else None
+    items = tree_items(tree, paths, hashes, cache)
+    rels = [p for p, _ in items]
     key = tree_key(items)
 
     if cache is not None:
@@ -357,8 +369,8 @@ def analyze_tree(tree: Path, paths: Sequence[str] | None = None, *, snapshot_id:
                  use_cache: bool = True) -> Analysis:
     """Analyse the Python files under `tree` (or just `paths`, relative to it).
 
-    The inventory and graph of a set of facts are cached with them: a warm re-scan reads both from
-    one entry and unpickles per-file facts only when someone reads them.
+    The inventory and graph of a set of facts are cached with them: a warm re-scan reads the inventory
+    from one entry, and the facts themselves (`DeferredFiles`) only when someone reads them.
     """
     with gc_paused():
         return _analyze_tree(tree, paths, snapshot_id=snapshot_id, sglang_version=sglang_version, cache_dir=cache_dir,
@@ -370,21 +382,95 @@ def _analyze_tree(tree: Path, paths: Sequence[str] | None, *, snapshot_id: str, 
                   hashes: Mapping[str, str] | None, use_cache: bool) -> Analysis:
     from sgl_scan.paths import facts_cache_dir
 
-    run = collect_facts(tree, paths, hashes=hashes, cache_dir=cache_dir, use_cache=use_cache, jobs=jobs,
-                        progress=progress)
-    cache = FactsCache(cache_dir or facts_cache_dir(), signature(None)) if use_cache else None
-    name = f"analysis-{GRAPH_FORMAT}-{run.key}"
-    derived = cache.get_value(name) if cache is not None else None
-    if isinstance(derived, tuple) and len(derived) == 2:
+    tree = Path(tree)
+    root = Path(cache_dir or facts_cache_dir())
+    cache = FactsCache(root, signature(None, root)) if use_cache else None
+    derived, key = None, ""
+    if cache is not None:  # the inventory of these exact files may be cached: then read facts only if asked
+        items = tree_items(tree, paths, hashes, cache)
+        hashes, key = dict(items), tree_key(items)
+        derived = _derived(cache, key)
+    if derived is not None:
+        files: Mapping[str, FileFacts] = DeferredFiles(
+            list(hashes), functools.partial(_facts_of, tree, hashes, key, cache_dir=cache_dir, jobs=jobs))
+        if progress:
+            progress(len(files), len(files))
+    else:
+        run = collect_facts(tree, paths, hashes=hashes, cache_dir=cache_dir, use_cache=use_cache, jobs=jobs,
+                            progress=progress)
+        files = run.files
+        if run.key != key:  # not cached, or a file changed after it was hashed
+            key = run.key
+            derived = _derived(cache, key) if cache is not None else None
+    if derived is not None:
         inventory, errors = derived
     else:
         errors = run.errors()
         inventory = build_inventory(run.with_records())
         if cache is not None:
-            cache.put_value(name, (inventory, errors))
-    return Analysis(snapshot_id=snapshot_id, sglang_version=sglang_version, files=run.files,
+            cache.put_value(f"analysis-{GRAPH_FORMAT}-{key}", (inventory, errors))
+    return Analysis(snapshot_id=snapshot_id, sglang_version=sglang_version, files=files,
                     parse_errors=errors, inventory=inventory,
-                    graph_or_builder=_GraphBuilder(run.files, inventory, cache, f"graph-{GRAPH_FORMAT}-{run.key}"))
+                    graph_or_builder=_GraphBuilder(files, inventory, cache, f"graph-{GRAPH_FORMAT}-{key}"),
+                    derived=TreeValues(cache, key, files, inventory) if cache is not None else None)
+
+
+def _derived(cache: FactsCache, key: str) -> tuple[SpecInventory, tuple[ParseError, ...]] | None:
+    """The cached (inventory, parse errors) of the facts of tree `key`."""
+    value = cache.get_value(f"analysis-{GRAPH_FORMAT}-{key}")
+    return value if isinstance(value, tuple) and len(value) == 2 else None
+
+
+def _facts_of(tree: Path, hashes: Mapping[str, str], key: str, **kw: Any) -> Mapping[str, FileFacts]:
+    """The facts of the files `hashes` names (path -> sha256; their tree key is `key`)."""
+    with gc_paused():
+        run = collect_facts(tree, list(hashes), hashes=hashes, **kw)
+    if run.key != key:  # parsed from files that no longer match their hashes: not the facts asked for
+        raise AnalysisError(f"files under {tree} changed while they were analysed; run again")
+    return run.files
+
+
+class DeferredFiles(Mapping[str, "FileFacts"]):
+    """path -> FileFacts of a tree whose inventory came from the cache: the facts (a pack of tens of
+    MB) are read on first access, which a warm scan whose findings are cached never makes."""
+
+    def __init__(self, paths: Sequence[str], load: Callable[[], Mapping[str, FileFacts]]) -> None:
+        self._paths = dict.fromkeys(paths)
+        self._load: Callable[[], Mapping[str, FileFacts]] | None = load
+        self._files: Mapping[str, FileFacts] | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._files is not None
+
+    def _facts(self) -> Mapping[str, FileFacts]:
+        if self._files is None:
+            self._files = self._load()
+            self._load = None
+        return self._files
+
+    def __getitem__(self, path: str) -> FileFacts:
+        if path not in self._paths:
+            raise KeyError(path)
+        return self._facts()[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._paths
+
+    def __reduce__(self) -> tuple:
+        return (dict, (dict(self.items()),))
+
+    def paths_mentioning(self, words: Sequence[str]) -> list[str]:
+        """`LazyFiles.paths_mentioning` of the facts."""
+        files = self._facts()
+        narrow = getattr(files, "paths_mentioning", None)
+        return list(narrow(words)) if narrow is not None else list(files)
 
 
 class _GraphBuilder:
@@ -417,5 +503,5 @@ def analyze(snapshot: Any, **kw: Any) -> Analysis:
     return analyze_tree(snapshot.tree, [e.path for e in entries], **kw)
 
 
-__all__ = ["FactsRun", "FileNote", "LazyFiles", "ParseError", "analyze", "analyze_tree", "build_inventory", "collect_facts", "discover",
-           "empty_inventory", "load_extractors", "matching_extractors"]
+__all__ = ["DeferredFiles", "FactsRun", "FileNote", "LazyFiles", "ParseError", "analyze", "analyze_tree", "build_inventory",
+           "collect_facts", "discover", "empty_inventory", "load_extractors", "matching_extractors", "tree_items"]

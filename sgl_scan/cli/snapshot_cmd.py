@@ -116,7 +116,7 @@ def gc(keep: int, dry_run: bool) -> None:
                f"kept {len(result.kept)} snapshot(s)")
     live = {tree_key((e.path, e.sha256) for e in m.files if e.path.endswith(".py")) for m in result.kept}
     facts = facts_cache_dir()
-    stale = stale_entries(facts, signature(None), live)
+    stale = stale_entries(facts, signature(None, facts), live)
     folders = sum(1 for path in stale if path.parent == facts)
     freed = 0
     for path in stale:

@@ -89,7 +89,10 @@ def _indented(value: object) -> str:
             for i, item in enumerate(o):
                 if i:
                     put(separator)
-                encode(item, inner)
+                if type(item) is str:  # most values: no call
+                    put(string(item))
+                else:
+                    encode(item, inner)
             put("\n" + indent + "]")
         elif isinstance(o, dict):
             if not o:
@@ -105,7 +108,17 @@ def _indented(value: object) -> str:
                     put(separator)
                 put(string(key))
                 put(": ")
-                encode(item, inner)
+                kind = type(item)
+                if kind is str:
+                    put(string(item))
+                elif kind is int:
+                    put(int.__repr__(item))
+                elif item is None:
+                    put("null")
+                elif kind is bool:
+                    put("true" if item else "false")
+                else:
+                    encode(item, inner)
             put("\n" + indent + "}")
         else:
             raise _Unusual

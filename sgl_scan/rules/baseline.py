@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +80,8 @@ def baseline_json(findings: Iterable[Finding]) -> str:
 
 def write_baseline(path: str | Path, findings: Iterable[Finding]) -> Path:
     """Write `findings` as a baseline, atomically (a crash leaves the old file intact)."""
+    import tempfile  # only when a baseline is written
+
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".baseline-", dir=target.parent)

@@ -15,6 +15,7 @@ from sgl_scan.errors import SglScanError
 from sgl_scan.rules.base import RuleSet
 from sgl_scan.rules.finding import Finding
 from sgl_scan.rules.identity import SourceLines, identify
+from sgl_scan.rules.memo import recall
 from sgl_scan.rules.registry import load_rules
 
 
@@ -30,8 +31,17 @@ def run_rules(analysis: Analysis, rules: RuleSet | None = None, *, source_lines:
     """All findings of `rules` (default: every rule) on `analysis`, sorted by path and line.
 
     With `source_lines` (path -> the snapshot file's lines, read by the caller) fingerprints include
-    each statement's neighbours (`rules/identity.py`); without, repeats are numbered in line order."""
+    each statement's neighbours (`rules/identity.py`); without, repeats are numbered in line order.
+    What the rules return is kept with a cached analysis's facts (`rules/memo.py`)."""
     ruleset = rules if rules is not None else load_rules()
+    findings = recall(analysis, ruleset, lambda: sorted(check_all(analysis, ruleset), key=sort_key))
+    if source_lines is not None:
+        return identify(findings, source_lines)
+    return unique_fingerprints(list(findings))
+
+
+def check_all(analysis: Analysis, ruleset: RuleSet) -> list[Finding]:
+    """Every rule's findings, as the rules return them (a rule that raises stops the run)."""
     findings: list[Finding] = []
     for rule in ruleset.rules:
         try:
@@ -40,9 +50,7 @@ def run_rules(analysis: Analysis, rules: RuleSet | None = None, *, source_lines:
             raise
         except Exception as exc:
             raise RuleError(f"rule {rule.id} ({rule.name}) failed: {type(exc).__name__}: {exc}") from exc
-    if source_lines is not None:
-        return identify(sorted(findings, key=sort_key), source_lines)
-    return unique_fingerprints(sorted(findings, key=sort_key))
+    return findings
 
 
 def unique_fingerprints(findings: list[Finding]) -> tuple[Finding, ...]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Iterable
 
 from sgl_scan.analyzer.model import Analysis
@@ -93,6 +92,8 @@ class ServerArgs:
     )
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:
+        import difflib  # here: a warm scan loads every rule but runs none (rules/memo.py)
+
         inventory = analysis.inventory
         if not inventory.algorithms:
             return  # nothing to compare against: no algorithm class in this snapshot

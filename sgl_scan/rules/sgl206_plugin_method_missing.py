@@ -6,7 +6,6 @@ import re
 from typing import Iterable
 
 from sgl_scan.analyzer.model import Analysis
-from sgl_scan.analyzer.query import class_methods, files_mentioning
 from sgl_scan.rules.base import Example, Rule
 from sgl_scan.rules.common import literals_of
 from sgl_scan.rules.finding import Finding
@@ -188,6 +187,9 @@ class Scheduler:
     )
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:
+        # here: the query API loads the per-file fact classes, and a warm scan runs no rule (rules/memo.py)
+        from sgl_scan.analyzer.query import class_methods, files_mentioning
+
         inventory = analysis.inventory
         if not inventory.plugin_base or inventory.algorithm_class is None:
             return

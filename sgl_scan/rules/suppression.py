@@ -34,9 +34,10 @@ def parse_comment(comment: str) -> frozenset[str] | None:
 
 def suppressions_in(lines: Iterable[str]) -> dict[int, frozenset[str]]:
     """Map line numbers to the rules suppressed there, from a file's source lines."""
-    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    if "sgl-scan" not in text:
+    lines = list(lines)
+    if "sgl-scan" not in "\n".join(lines):  # most files: no directive, nothing to tokenize
         return {}
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
     found: dict[int, frozenset[str]] = {}
 
     def add(first: int, last: int, ids: frozenset[str]) -> None:

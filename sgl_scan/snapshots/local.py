@@ -75,46 +75,63 @@ def list_files(package: Path) -> tuple[dict[str, str], list[SkippedFile]]:
     def unreadable(exc: OSError) -> None:
         skipped.append(SkippedFile(os.path.relpath(exc.filename, package).replace(os.sep, "/"), f"unreadable folder: {exc.strerror}"))
 
+    def listed(folder: str, prefix: str) -> list[tuple[str, str]]:
+        """One folder, as `os.walk` reads it: its files in listing order, then its subfolders (returned,
+        sorted, to be walked in turn). The entries' types come from the listing (d_type), so a regular
+        file costs no system call."""
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            unreadable(exc)
+            return []
+        subfolders = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                subfolders.append(entry)
+                continue
+            name = entry.name
+            rel = prefix + name
+            if not name.endswith(".py"):
+                if entry.is_symlink() and not os.path.exists(entry.path):
+                    skipped.append(SkippedFile(scopes.utf8_name(rel) or rel, "symlink, not followed"))
+                continue
+            shown = scopes.utf8_name(rel)
+            if shown is not None:
+                skipped.append(SkippedFile(shown, scopes.NOT_UTF8))
+                continue
+            if entry.is_symlink() or not entry.is_file():
+                skipped.append(SkippedFile(rel, "not a regular file"))
+                continue
+            files[rel] = entry.path
+        below = []
+        for entry in sorted(subfolders, key=lambda e: e.name):
+            if entry.name == "__pycache__":
+                continue
+            rel = prefix + entry.name
+            if entry.is_symlink():
+                rel = scopes.utf8_name(rel) or rel
+                if rel in scopes.SCOPE_ROOTS:
+                    tops.append(rel)  # walked on its own, as a scope root
+                else:
+                    skipped.append(SkippedFile(rel, "symlink, not followed"))
+                continue
+            below.append((entry.path, rel + "/"))
+        return below
+
     tops = ["srt"]
     while tops:
         top = tops.pop(0)
         if os.path.islink(package / top) and _loops(package / top, package):
             skipped.append(SkippedFile(top, "symlink to a folder holding the package (a loop), not followed"))
             continue
-        base = str(package / top)
-        for dirpath, dirnames, filenames in os.walk(base, onerror=unreadable):
-            below = dirpath[len(base):].replace(os.sep, "/")  # os.walk joins onto `base`: no relpath per file
-            prefix = f"{top}{below}/"
-            kept = []
-            for d in sorted(dirnames):
-                if d == "__pycache__":
-                    continue
-                full = os.path.join(dirpath, d)
-                if os.path.islink(full):
-                    rel = prefix + d
-                    rel = scopes.utf8_name(rel) or rel
-                    if rel in scopes.SCOPE_ROOTS:
-                        tops.append(rel)  # walked on its own, as a scope root
-                    else:
-                        skipped.append(SkippedFile(rel, "symlink, not followed"))
-                    continue
-                kept.append(d)
-            dirnames[:] = kept
-            for filename in filenames:
-                full = os.path.join(dirpath, filename)
-                rel = prefix + filename
-                if not filename.endswith(".py"):
-                    if os.path.islink(full) and not os.path.exists(full):
-                        skipped.append(SkippedFile(scopes.utf8_name(rel) or rel, "symlink, not followed"))
-                    continue
-                shown = scopes.utf8_name(rel)
-                if shown is not None:
-                    skipped.append(SkippedFile(shown, scopes.NOT_UTF8))
-                    continue
-                if os.path.islink(full) or not os.path.isfile(full):
-                    skipped.append(SkippedFile(rel, "not a regular file"))
-                    continue
-                files[rel] = full
+        stack = [(str(package / top), f"{top}/")]
+        while stack:  # depth first, subfolders in name order: os.walk's order, without its recursion
+            stack.extend(reversed(listed(*stack.pop())))
     return files, sorted(skipped, key=lambda s: s.path)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -71,7 +70,7 @@ class StampFile:
         if not self.changed:
             return
         payload = pickle.dumps(self.entries, protocol=pickle.HIGHEST_PROTOCOL)
-        tmp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(4)}.tmp")
+        tmp = self.path.with_name(f".{self.path.name}.{os.urandom(4).hex()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_bytes(MAGIC + hashlib.sha256(payload).digest() + payload)

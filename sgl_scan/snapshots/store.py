@@ -34,9 +34,6 @@ import json
 import logging
 import os
 import re
-import secrets
-import shutil
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -48,6 +45,8 @@ from sgl_scan.paths import snapshots_dir
 from sgl_scan.snapshots.manifest import FileEntry, GitState, Manifest, PullInfo, Snapshot, SkippedFile
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     from sgl_scan.snapshots.stamps import StampFile
 
 log = logging.getLogger(__name__)
@@ -122,7 +121,7 @@ def recorded_git(git: GitState | None, patch: str | None) -> GitState | None:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
     try:
         tmp.write_text(text)
         os.replace(tmp, path)
@@ -366,7 +365,7 @@ class Store:
             with self.lock():  # creation and sweeping never interleave
                 staging_root.mkdir(parents=True, exist_ok=True)
                 self._sweep_stale(staging_root)
-                name = secrets.token_hex(8)
+                name = os.urandom(8).hex()
                 lock_handle = open(staging_root / f"{name}.lock", "a")
                 fcntl.flock(lock_handle, fcntl.LOCK_EX)
                 folder = staging_root / name
@@ -423,7 +422,7 @@ class Store:
             os.unlink(self._verified_stamps_path(snap_id))
         except OSError:
             pass
-        trash = self.root / ".staging" / f"rm-{snap_id}-{secrets.token_hex(3)}"
+        trash = self.root / ".staging" / f"rm-{snap_id}-{os.urandom(3).hex()}"
         trash.parent.mkdir(parents=True, exist_ok=True)
         os.rename(folder, trash)  # atomic: the id disappears at once
         _rmtree(trash)
@@ -499,7 +498,7 @@ class Store:
     def new_id(self, source_kind: str, version: str | None, now: datetime) -> str:
         clean = re.sub(r"[^A-Za-z0-9._+]", "_", version or "unknown")[:40] or "unknown"
         while True:
-            snap_id = f"{now:%Y%m%dT%H%M%S}-{source_kind}-{clean}-{secrets.token_hex(3)}"
+            snap_id = f"{now:%Y%m%dT%H%M%S}-{source_kind}-{clean}-{os.urandom(3).hex()}"
             if not (self.root / snap_id).exists():
                 return snap_id
 
@@ -563,6 +562,8 @@ class Stage:
         `flush` (and `commit`) wait for them and raise the first failure."""
         target = self._target(path)
         if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor  # a pull that stores nothing never needs it
+
             self._pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="sgl-scan-write")
         self._pending.append((self._pool.submit(_write_new, path, target, data, mtime), len(data)))
         self._pending_bytes += len(data)
@@ -605,6 +606,8 @@ class Stage:
         except OSError as exc:
             if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                 raise SnapshotError(f"cannot reuse {entry.path} from snapshot {snapshot.id}: {exc.strerror}") from exc
+            import shutil  # loaded only when a blob must be copied
+
             shutil.copyfile(source, target)
         new = FileEntry(path=entry.path, size=entry.size, sha256=entry.sha256,
                         mtime=entry.mtime if mtime is None else mtime)
@@ -713,4 +716,6 @@ def _write_new(path: str, target: str, data: bytes, mtime: float | None) -> File
 
 
 def _rmtree(path: Path) -> None:
+    import shutil  # loaded only to remove a tree
+
     shutil.rmtree(path, ignore_errors=True)

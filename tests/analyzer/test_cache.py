@@ -10,7 +10,8 @@ import pytest
 
 from sgl_scan.analyzer import pipeline
 from sgl_scan.analyzer.cache import MAGIC, FactsCache, decode, encode
-from sgl_scan.analyzer.pipeline import LazyFiles, analyze_tree, collect_facts
+from sgl_scan.analyzer.pipeline import DeferredFiles, analyze_tree, collect_facts
+from sgl_scan.errors import AnalysisError
 
 
 def _write(root: Path, rel: str, text: str) -> None:
@@ -163,13 +164,44 @@ def test_pool_and_serial_give_the_same_facts(tree, tmp_path, monkeypatch):
     assert dict(pooled.files) == dict(serial.files)
 
 
-def test_warm_analysis_reads_lazily(tree, tmp_path):
+def test_warm_analysis_reads_lazily(tree, tmp_path, parse_counter):
     cache = tmp_path / "cache"
     cold = analyze_tree(tree, cache_dir=cache, jobs=1)
+    parse_counter.clear()
     warm = analyze_tree(tree, cache_dir=cache, jobs=1)
-    assert isinstance(warm.files, LazyFiles)
+    assert isinstance(warm.files, DeferredFiles)  # the inventory came from the cache: no facts read yet
+    assert list(warm.files) == list(cold.files) and "sglang/srt/a.py" in warm.files and not warm.files.loaded
+    assert warm.inventory == cold.inventory and not warm.files.loaded
     assert sorted(warm.graph.edges(data="kind")) == sorted(cold.graph.edges(data="kind"))
+    assert dict(warm.files) == dict(cold.files) and warm.files.loaded
+    assert parse_counter == []  # from the pack
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage"])
+def test_deferred_facts_survive_a_lost_pack(tree, tmp_path, parse_counter, damage):
+    """The inventory is cached but the facts pack is gone or damaged: the facts are rebuilt when read."""
+    cache = tmp_path / "cache"
+    cold = analyze_tree(tree, cache_dir=cache, jobs=1)
+    for entry in _entries(cache, "packs") + _entries(cache, "files"):
+        entry.unlink() if damage == "missing" else entry.write_bytes(b"garbage")
+    parse_counter.clear()
+    warm = analyze_tree(tree, cache_dir=cache, jobs=1)
+    assert parse_counter == [] and not warm.files.loaded
     assert dict(warm.files) == dict(cold.files)
+    assert sorted(parse_counter) == sorted(cold.files)
+
+
+def test_deferred_facts_of_files_edited_since_refuse(tree, tmp_path):
+    """Facts read after the cached inventory, from files edited in between, would not be that
+    inventory's facts: reading them fails instead of mixing two versions of the tree."""
+    cache = tmp_path / "cache"
+    analyze_tree(tree, cache_dir=cache, jobs=1)
+    for entry in _entries(cache, "packs") + _entries(cache, "files"):
+        entry.unlink()
+    warm = analyze_tree(tree, cache_dir=cache, jobs=1)
+    (tree / "sglang/srt/a.py").write_text("def f():\n    return 2\n")
+    with pytest.raises(AnalysisError, match="changed while they were analysed"):
+        warm.files["sglang/srt/a.py"]
 
 
 def test_graph_is_built_on_first_use_then_read_from_the_cache(tree, tmp_path, monkeypatch):
@@ -268,3 +300,73 @@ def test_pack_search_finds_what_a_search_per_file_finds():
         assert pack.mentioning([n.encode() for n in needles]) == wanted
     assert all(bytes(pack.blob(p)) == blob for p, (_, blob) in files.items())
     assert Pack.decode(Pack.encode(files)[:-1]) is None
+
+
+@pytest.fixture
+def sources(tmp_path, monkeypatch):
+    """A small package, and the sources `cache.source_shas` opens (by relative path)."""
+    from sgl_scan.analyzer import cache as cache_module
+
+    package = tmp_path / "pkg"
+    _write(package, "a.py", "A = 1\n")
+    _write(package, "sub/b.py", "B = 2\n")
+    _write(package, "sub/__pycache__/c.py", "C = 3\n")
+    _write(package, "notes.txt", "not a source\n")
+    opened: list[str] = []
+
+    def counting(path, *args, **kw):
+        opened.append(os.path.relpath(path, package))
+        return open(path, *args, **kw)
+
+    monkeypatch.setattr(cache_module, "open", counting, raising=False)
+    return package, opened
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_source_digest_reads_only_sources_whose_stamp_moved(sources, tmp_path, monkeypatch):
+    from sgl_scan.analyzer import cache as cache_module
+
+    package, opened = sources
+    stamps = tmp_path / "stamps.pkl"
+    monkeypatch.setattr(cache_module, "RACY_NS", 0)  # these files were written just now: trust them at once
+    first = cache_module.source_shas(package, stamps)
+    assert first == (("a.py", _sha("A = 1\n")), ("sub/b.py", _sha("B = 2\n"))) and sorted(opened) == ["a.py", "sub/b.py"]
+    opened.clear()
+    assert cache_module.source_shas(package, stamps) == first and opened == []
+    before = os.stat(package / "a.py")
+    (package / "a.py").write_text("A = 7\n")  # same size, and the mtime put back: only the ctime tells
+    os.utime(package / "a.py", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert cache_module.source_shas(package, stamps) == (("a.py", _sha("A = 7\n")), ("sub/b.py", _sha("B = 2\n")))
+    assert opened == ["a.py"]
+
+
+def test_source_digest_rereads_unsettled_sources_and_survives_a_damaged_stamp_file(sources, tmp_path):
+    from sgl_scan.analyzer import cache as cache_module
+
+    package, opened = sources
+    stamps = tmp_path / "stamps.pkl"
+    first = cache_module.source_shas(package, stamps)
+    opened.clear()
+    assert cache_module.source_shas(package, stamps) == first
+    assert sorted(opened) == ["a.py", "sub/b.py"]  # changed within RACY_NS of being hashed: read again
+    stamps.write_bytes(b"garbage")
+    assert cache_module.source_shas(package, stamps) == first == cache_module.source_shas(package)
+
+
+@pytest.mark.parametrize("moved", ["sub/b.py", "sub"])
+def test_sources_settled_sees_a_source_or_a_listing_changed_after_loading(sources, moved):
+    """A changed source, or a folder whose listing changed (a module added or removed), after the
+    given time: not settled. Times are moved forward with utime (a test cannot wait for the clock)."""
+    from sgl_scan.analyzer.cache import sources_settled
+
+    package, _ = sources
+    loaded = time.time_ns() + 10_000_000_000  # every file and folder is older than this, by far
+    assert sources_settled(loaded, package)
+    later = loaded + 10_000_000_000
+    os.utime(package / moved, ns=(later, later))
+    assert not sources_settled(loaded, package)

@@ -1,4 +1,5 @@
-"""The warm path on a real release: the same report, byte for byte, and no libcst where none is needed."""
+"""The warm path on a real release: the same report, byte for byte, no libcst where none is needed, and no
+per-file facts read when the rules' findings are kept."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ try:
     main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
-print("IMPORTED", " ".join(sorted(m for m in ("libcst", "networkx", "multiprocessing") if m in sys.modules)), file=sys.stderr)
+heavy = ("libcst", "networkx", "multiprocessing", "sgl_scan.analyzer.facts")
+print("IMPORTED", " ".join(sorted(m for m in heavy if m in sys.modules)), file=sys.stderr)
 sys.exit(code)
 """
 
@@ -44,6 +46,8 @@ def test_warm_report_is_the_cold_report_and_loads_no_libcst(sglang_0_5_23, tmp_p
     assert warm == cold and again == cold  # byte for byte
     assert json.loads(warm)["inventory"]["algorithms"]
     assert not warm_modules & {"libcst", "networkx", "multiprocessing"}
+    assert "sgl_scan.analyzer.facts" in cold_modules
+    assert "sgl_scan.analyzer.facts" not in warm_modules  # the rules' findings were kept: no facts read
 
 
 def test_an_ast_only_scan_never_imports_libcst(tmp_path):

@@ -97,10 +97,13 @@ def test_gc_keeps_the_newest_per_source_and_latest_and_drops_stale_facts(tmp_pat
     kept_pack = facts / "packs" / f"{key_of(ids[0][2])}.pkl"
     gone_pack = facts / "packs" / f"{key_of(ids[0][0])}.pkl"
     gone_graph = facts / "values" / f"graph-2-{key_of(ids[1][1])}.pkl"
+    gone_findings = facts / "values" / f"findings-1-{key_of(ids[1][1])}.pkl"
+    kept_findings = facts / "values" / f"findings-1-{key_of(ids[0][2])}.pkl"
     stat_index = facts / "values" / "stat-0123456789abcdef01234567.pkl"
     other_build = facts_cache_dir() / "0123456789abcdef"
     (other_build / "files" / "ab").mkdir(parents=True)
-    for path in (kept_pack, gone_pack, gone_graph, stat_index, other_build / "files" / "ab" / "x.pkl"):
+    for path in (kept_pack, gone_pack, gone_graph, gone_findings, kept_findings, stat_index,
+                 other_build / "files" / "ab" / "x.pkl"):
         path.write_bytes(b"x" * 100)
     obtain_snapshot({"snapshot_ref": ids[1][0]})  # the oldest of "two" is latest: never removed
     before = sorted(store.ids())
@@ -114,9 +117,9 @@ def test_gc_keeps_the_newest_per_source_and_latest_and_drops_stale_facts(tmp_pat
     assert sorted(store.ids()) == sorted([ids[0][2], ids[1][2], ids[1][0], full])
     assert f"removed snapshot {ids[0][0]}" in out and f"removed snapshot {ids[1][1]}" in out
     assert "removed 3 snapshot(s)" in out
-    assert (kept_pack.exists(), gone_pack.exists(), gone_graph.exists(), stat_index.exists(), other_build.exists()) == \
-        (True, False, False, True, False)
-    assert "3 facts-cache entries" in out and "1 of other analyzer builds" in out
+    assert (kept_pack.exists(), gone_pack.exists(), gone_graph.exists(), gone_findings.exists(), kept_findings.exists(),
+            stat_index.exists(), other_build.exists()) == (True, False, False, False, True, True, False)
+    assert "4 facts-cache entries" in out and "1 of other analyzer builds" in out
     blobs = {p.name for p in (store.root / ".blobs").iterdir()}
     used = {e.sha256 for snap_id in store.ids() for e in store.open(snap_id).manifest.files}
     assert blobs == used  # no blob left that nothing uses, none missing
