@@ -18,7 +18,7 @@ from sgl_scan import __version__
 from sgl_scan.cli.options import source_options
 from sgl_scan.config import config_callback
 from sgl_scan.errors import SglScanError
-from sgl_scan.reports.common import visible, visible_lines
+from sgl_scan.reports.visible import visible, visible_lines
 from sgl_scan.exitcodes import FAILURE, USAGE
 
 # Each module defines `command` (a click command or group), imported only when that command runs

@@ -7,7 +7,7 @@ import shutil
 
 import click
 
-from sgl_scan.reports.common import visible, visible_lines
+from sgl_scan.reports.visible import visible, visible_lines
 
 from sgl_scan.cli.options import pop_source_params, source_options
 

@@ -11,29 +11,7 @@ from typing import Iterable, Mapping, Sequence
 from sgl_scan.analyzer.model import SpecInventory
 from sgl_scan.rules.finding import SEVERITIES, Finding
 from sgl_scan.snapshots.manifest import Manifest
-
-# C0 controls (tab and newline included), DEL, C1 controls, the bidirectional overrides and isolates
-# (which reorder what a reader sees) and U+E000 (text.py's colour marker).
-_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ue000]")
-
-
-def _escape(match: re.Match) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def visible(text: str) -> str:
-    """`text` for a terminal: every control character written as a visible escape (ESC -> `\\x1b`).
-
-    Tree text (string literals, names, file names, the version) must never move the cursor, set a
-    window title, write the clipboard (OSC 52) or draw links (OSC 8) in the reader's terminal.
-    """
-    return _INVISIBLE.sub(_escape, text)
-
-
-def visible_lines(text: str) -> str:
-    """`visible` for each line of a multi-line text; the line breaks themselves stay."""
-    return "\n".join(visible(line) for line in text.split("\n"))
+from sgl_scan.reports.visible import visible, visible_lines  # noqa: F401  (shared by every reporter)
 
 
 _JSON_INVISIBLE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
