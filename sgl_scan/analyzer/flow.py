@@ -34,6 +34,8 @@ import ast
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Optional
 
+from sgl_scan.analyzer.astnodes import child_nodes
+
 Cond = tuple
 TRUE: Cond = ("const", True)
 FALSE: Cond = ("const", False)
@@ -218,7 +220,7 @@ class FunctionFlow:
             self._walk(statement.finalbody, context)
             return context if after == FALSE and statement.handlers else after
         if hasattr(statement, "body"):  # match and anything newer: read its parts under the same context
-            for part in ast.iter_child_nodes(statement):
+            for part in child_nodes(statement):
                 if isinstance(part, ast.stmt):
                     self._statement(part, context)
             return context
@@ -258,7 +260,7 @@ class FunctionFlow:
         for node in nodes:
             parents: dict[int, ast.AST] = {}
             for current in _walk_expr(node):
-                for child in ast.iter_child_nodes(current):
+                for child in child_nodes(current):
                     parents[id(child)] = current
                 if id(current) in self.decisions or self.term_key(current) is None:
                     continue
@@ -423,7 +425,7 @@ def _single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
             for name in ast.walk(target):
                 if isinstance(name, ast.Name):
                     seen.setdefault(name.id, []).extend([node, node])
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     return {name: values[0] for name, values in seen.items() if len(values) == 1 and isinstance(values[0], ast.expr)}
 
 
@@ -537,7 +539,7 @@ def _walk_expr(node: ast.AST) -> Iterator[ast.AST]:
         current = stack.pop()
         yield current
         if not isinstance(current, _SCOPES):
-            stack.extend(ast.iter_child_nodes(current))
+            stack.extend(child_nodes(current))
 
 
 def _own_nodes(statement: ast.stmt) -> Iterator[ast.AST]:

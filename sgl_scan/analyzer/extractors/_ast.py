@@ -9,8 +9,10 @@ differs from the source, e.g. `b if a else c`).
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Sequence
+from itertools import accumulate
+from typing import Any, Iterator, Sequence
 
+from sgl_scan.analyzer.astnodes import child_nodes
 from sgl_scan.analyzer.builder import char_column, normalize_text, split_lines
 from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME, any_hit
 from sgl_scan.analyzer.extractors._names import NameResolution
@@ -76,7 +78,7 @@ def children(node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.Call) and node.keywords and any(isinstance(a, ast.Starred) for a in node.args):
         rest = sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))
         return [node.func, *rest]
-    return list(ast.iter_child_nodes(node))
+    return child_nodes(node)
 
 
 def call_arguments(node: ast.Call) -> list[ast.AST]:
@@ -115,15 +117,30 @@ def _compound(statement: ast.stmt) -> bool:
 class Source:
     """A file's text by line, for positions (characters, not UTF-8 bytes) and texts."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, lines: list[str] | None = None) -> None:
         self.text = text
-        self.lines = split_lines(text)  # as `ast` counts lines (not str.splitlines: \f, \x1c, \u2028 ...)
-        self.starts = [0]
-        for line in self.lines[:-1]:
-            self.starts.append(self.starts[-1] + len(line))
+        # as `ast` counts lines (not str.splitlines: \f, \x1c, \u2028 ...); `lines`: split_lines(text) made already
+        self.lines = split_lines(text) if lines is None else lines
+        self.starts = [0, *accumulate(map(len, self.lines[:-1]))]
+        self.ascii = text.isascii()  # byte columns are character columns
+
+    @classmethod
+    def of(cls, context: Any) -> "Source":
+        """The Source of the file an extractor is handed, made once and shared by the file's extractors
+        (kept on `context` where it has room: the per-file pass's `_Context`)."""
+        source = getattr(context, "source", None)
+        if source is None:
+            source = cls(context.text, getattr(context, "lines", None))
+            try:
+                context.source = source
+            except AttributeError:
+                pass
+        return source
 
     def column(self, line: int, byte_col: int) -> int:
         """0-based character column of a UTF-8 byte offset on a 1-based line."""
+        if self.ascii:
+            return byte_col
         return char_column(self.lines[line - 1] if 0 < line <= len(self.lines) else "", byte_col)
 
     def segment(self, node: ast.AST) -> str:

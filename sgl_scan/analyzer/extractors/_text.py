@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from itertools import accumulate, count
+from operator import add
 from typing import Iterator
 
 ALGO_CLASS_NAME = re.compile(r"[Ss]pec\w*[Aa]lgo")
@@ -46,7 +48,10 @@ _LINE_END = re.compile(r"\r\n|\r|\n")
 def hit_lines(text: str, pattern) -> list[int]:
     """Sorted 1-based numbers of the lines where `pattern` (a regex or `Trigger`) matches, lines
     counted as Python counts them (`\n`, `\r\n` or `\r` ends one)."""
-    starts = [0, *(end.end() for end in _LINE_END.finditer(text))]
+    if "\r" in text:
+        starts = [0, *(end.end() for end in _LINE_END.finditer(text))]
+    else:  # the same offsets (just past each "\n"), counted in C
+        starts = [0, *map(add, accumulate(map(len, text.split("\n")[:-1])), count(1))]
     return sorted({bisect_right(starts, match.start()) for match in pattern.finditer(text)})
 
 

@@ -265,7 +265,7 @@ class DispatchExtractor:
     metadata = ()
 
     def extract(self, tree: ast.Module, context) -> tuple:
-        source = Source(context.text)
+        source = Source.of(context)
         aliases = sorted(set(_ALIAS_DEF.findall(context.text)))
         pattern = _HITS if not aliases else Trigger(*(p.pattern for p in _HITS.parts),
                                                     *(rf"\b{re.escape(alias)}\b" for alias in aliases))
