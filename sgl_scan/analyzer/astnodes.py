@@ -1,4 +1,5 @@
-"""`child_nodes(node)`: `ast.iter_child_nodes(node)` as a list, several times cheaper.
+"""`child_nodes(node)`: `ast.iter_child_nodes(node)` as a list, several times cheaper;
+`inner_nodes(node)`: the same less expression contexts and operators.
 
 The walkers of the per-file pass visit every node of every file, and `ast.iter_child_nodes` (two
 generators and an `isinstance` per field) was a fifth of a cold scan. Here each node type's fields
@@ -19,6 +20,8 @@ _IDENTIFIER_LISTS = (ast.Global, ast.Nonlocal)  # `names`: identifiers (Import's
 _CONSTANT_VALUE = (ast.Constant, ast.MatchSingleton)  # `value`: a constant
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_INNER_FIELDS: dict[type, tuple[str, ...]] = {}
+_MARKERS = frozenset({"ctx", "op", "ops"})  # Load/Store/Del, and the operators: leaves a walk can skip
 
 
 def node_fields(t: type) -> tuple[str, ...]:
@@ -50,4 +53,24 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
     return out
 
 
-__all__ = ["child_nodes", "node_fields"]
+def inner_nodes(node: ast.AST) -> list[ast.AST]:
+    """`child_nodes(node)` without expression contexts (`Load()` ...) and operators (`Add()`, `Eq()`
+    ...): for walks that act on neither (a quarter of the nodes of typical code)."""
+    t = type(node)
+    fields = _INNER_FIELDS.get(t)
+    if fields is None:
+        fields = _INNER_FIELDS[t] = tuple(f for f in node_fields(t) if f not in _MARKERS)
+    out: list[ast.AST] = []
+    append = out.append
+    for f in fields:
+        v = getattr(node, f, None)
+        if type(v) is list:
+            for x in v:
+                if x is not None:
+                    append(x)
+        elif v is not None:
+            append(v)
+    return out
+
+
+__all__ = ["child_nodes", "inner_nodes", "node_fields"]

@@ -34,7 +34,7 @@ import ast
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Optional
 
-from sgl_scan.analyzer.astnodes import child_nodes
+from sgl_scan.analyzer.astnodes import child_nodes, inner_nodes
 
 Cond = tuple
 TRUE: Cond = ("const", True)
@@ -260,7 +260,7 @@ class FunctionFlow:
         for node in nodes:
             parents: dict[int, ast.AST] = {}
             for current in _walk_expr(node):
-                for child in child_nodes(current):
+                for child in inner_nodes(current):
                     parents[id(child)] = current
                 if id(current) in self.decisions or self.term_key(current) is None:
                     continue
@@ -425,7 +425,7 @@ def _single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
             for name in ast.walk(target):
                 if isinstance(name, ast.Name):
                     seen.setdefault(name.id, []).extend([node, node])
-        stack.extend(child_nodes(node))
+        stack.extend(inner_nodes(node))
     return {name: values[0] for name, values in seen.items() if len(values) == 1 and isinstance(values[0], ast.expr)}
 
 
@@ -534,12 +534,14 @@ def _boolean_leaves(node: ast.AST) -> Iterator[ast.AST]:
 
 
 def _walk_expr(node: ast.AST) -> Iterator[ast.AST]:
+    """`node` and the nodes below it (not entering nested definitions), less expression contexts
+    and operators (no term, worker or assignment is one)."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
         if not isinstance(current, _SCOPES):
-            stack.extend(child_nodes(current))
+            stack.extend(inner_nodes(current))
 
 
 def _own_nodes(statement: ast.stmt) -> Iterator[ast.AST]:

@@ -60,3 +60,15 @@ def test_child_nodes_is_iter_child_nodes_on_0_5_23(sglang_0_5_23):
     for rel in discover(sglang_0_5_23)[::3]:
         count += _same_everywhere(ast.parse(decode_source((sglang_0_5_23 / rel).read_bytes())))
     assert count > 500_000
+
+
+def test_inner_nodes_are_child_nodes_less_contexts_and_operators():
+    from sgl_scan.analyzer.astnodes import inner_nodes
+
+    markers = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+    skipped = 0
+    for node in ast.walk(ast.parse(SAMPLE + "z = not a or b + c < d\nz += 1\n")):
+        every = list(ast.iter_child_nodes(node))
+        assert inner_nodes(node) == [n for n in every if not isinstance(n, markers)], ast.dump(node)[:200]
+        skipped += len(every) - len(inner_nodes(node))
+    assert skipped > 50
