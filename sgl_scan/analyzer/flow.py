@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping, Optional
+from bisect import bisect_left
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 from sgl_scan.analyzer.astnodes import child_nodes, inner_nodes
 
@@ -126,13 +127,17 @@ class FunctionFlow:
     `term_key(node)` gives ("term", line, column) for an `ast` node that is a dispatch term, else
     None; `text(node)` its normalised source; `worker(node)` is truthy for a reference to a
     `…Worker` class (a name, attribute or call of one); `delegate(node)` for a call that asks the
-    algorithm object for its worker (`self.spec_algorithm.create_draft_worker(...)`).
+    algorithm object for its worker (`self.spec_algorithm.create_draft_worker(...)`). `term_lines`,
+    when given, are the sorted lines of every term node (`node.lineno`): expressions on other lines
+    hold no term, and their decisions are not looked for.
     """
 
     def __init__(self, body: list[ast.stmt], term_key: Callable[[ast.AST], Optional[Cond]],
                  text: Callable[[ast.AST], str], column: Callable[[ast.AST], int],
-                 worker: Callable[[ast.AST], bool], delegate: Callable[[ast.AST], bool] = lambda node: False) -> None:
+                 worker: Callable[[ast.AST], bool], delegate: Callable[[ast.AST], bool] = lambda node: False,
+                 term_lines: Sequence[int] | None = None) -> None:
         self.term_key, self.text, self.column, self.is_worker, self.is_delegate = term_key, text, column, worker, delegate
+        self._term_lines = term_lines
         self.decisions: dict[int, Decision] = {}  # id(term node) -> its decision
         self.workers: list[WorkerUse] = []
         self._locals = _single_assignments(body)
@@ -257,7 +262,14 @@ class FunctionFlow:
     def _expressions(self, nodes: Iterable[ast.AST], context: Cond, skip_root: ast.AST | None = None) -> None:
         """Record the decision of every term inside expressions not yet decided: the whole boolean
         expression around it (climbing `and`/`or`/`not`), a `x if c else y` test or a filter."""
+        lines = self._term_lines
         for node in nodes:
+            if lines is not None:  # skip an expression whose lines hold no term
+                first = getattr(node, "lineno", None)
+                if first is not None:
+                    index = bisect_left(lines, first)
+                    if index == len(lines) or lines[index] > (node.end_lineno or first):
+                        continue
             parents: dict[int, ast.AST] = {}
             for current in _walk_expr(node):
                 for child in inner_nodes(current):

@@ -315,12 +315,13 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
             owners[id(statement)] = (statement, prefix + statement.name, None)
     keys = {key: ("term", term.line, term.column) for key, term in walker.term_of.items()}
     term_text = {("term", t.line, t.column): resolver.text(walker.term_nodes[key]) for key, t in walker.term_of.items()}
+    term_lines = sorted({term.line for term in walker.term_of.values()})
     decisions = {}
     sites: list = []
     for node, function, owner_class in owners.values():
         body = node.body if node is not None else tree.body
         flow = FunctionFlow(body, lambda n: keys.get(id(n)), resolver.text, lambda n: resolver.at(n).column,
-                            lambda n: resolver.worker_ref(n) is not None, _is_delegate)
+                            lambda n: resolver.worker_ref(n) is not None, _is_delegate, term_lines)
         decisions.update(flow.decisions)
         for use in flow.workers:
             if use.kind == "delegate":
