@@ -48,11 +48,16 @@ def normalize_text(text: str) -> str:
 
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines ends lines at these too
 
 
 def split_lines(text: str) -> list[str]:
     """Lines as Python's tokenizer counts them (only \\n, \\r\\n and \\r end a line)."""
-    return _LINE.findall(text)
+    if text.isascii():
+        plain = not ("\v" in text or "\f" in text or "\x1c" in text or "\x1d" in text or "\x1e" in text)
+    else:
+        plain = _OTHER_BREAKS.search(text) is None
+    return text.splitlines(True) if plain else _LINE.findall(text)  # the same lines when no other break occurs
 
 
 def char_column(line: str, byte_col: int) -> int:
@@ -94,6 +99,7 @@ class Builder:
         self._assignments: list[tuple] = []
         self._class_methods: dict[str, set[str]] = {}
         self._all_names: list[str] | None = None
+        self._where: tuple | None = None  # (function chain, context) of the current stack; None: not known yet
 
     # -- events --------------------------------------------------------------------------------
     @property
@@ -101,17 +107,23 @@ class Builder:
         return self._stack[-1]
 
     def _function_chain(self) -> list[_Scope]:
-        return [s for s in reversed(self._stack) if s.kind == "function"]
+        return self._whereabouts()[0]
 
     def _context(self) -> tuple:
         """A frozen view of where we are, for resolving names later."""
-        funcs = self._function_chain()
-        owner = None
-        for s in funcs:
-            if s.owner is not None:
-                owner = s.owner
-                break
-        return tuple(funcs), owner
+        return self._whereabouts()[1]
+
+    def _whereabouts(self) -> tuple:
+        """(enclosing functions innermost first, context): made once per scope change (open/close)."""
+        if self._where is None:
+            funcs = [s for s in reversed(self._stack) if s.kind == "function"]
+            owner = None
+            for s in funcs:
+                if s.owner is not None:
+                    owner = s.owner
+                    break
+            self._where = (funcs, (tuple(funcs), owner))
+        return self._where
 
     def add_import(self, module: str | None, name: str | None, alias: str | None, level: int, pos: Pos) -> None:
         if level:
@@ -154,6 +166,7 @@ class Builder:
                     params=tuple(params), returns=returns, is_async=is_async)
         self._functions.append((scope, info))
         self._stack.append(scope)
+        self._where = None
 
     def open_class(self, name: str, pos: Pos, decorator_line: int, decorators: Sequence[tuple[str, bool]],
                    bases: Sequence[tuple[str, bool]], keywords: Sequence[tuple[str, str, bool]]) -> None:
@@ -167,9 +180,11 @@ class Builder:
                     bases=(tuple(bases), context), keywords=(tuple(keywords), context))
         self._classes.append((scope, info))
         self._stack.append(scope)
+        self._where = None
 
     def close(self) -> None:
         scope = self._stack.pop()
+        self._where = None
         if scope.kind == "class":
             self._class_methods[scope.qualname] = set(scope.methods)
 

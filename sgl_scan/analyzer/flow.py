@@ -32,7 +32,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping, Optional
+from bisect import bisect_left
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence
+
+from sgl_scan.analyzer.astnodes import child_nodes, inner_nodes
 
 Cond = tuple
 TRUE: Cond = ("const", True)
@@ -124,13 +127,17 @@ class FunctionFlow:
     `term_key(node)` gives ("term", line, column) for an `ast` node that is a dispatch term, else
     None; `text(node)` its normalised source; `worker(node)` is truthy for a reference to a
     `…Worker` class (a name, attribute or call of one); `delegate(node)` for a call that asks the
-    algorithm object for its worker (`self.spec_algorithm.create_draft_worker(...)`).
+    algorithm object for its worker (`self.spec_algorithm.create_draft_worker(...)`). `term_lines`,
+    when given, are the sorted lines of every term node (`node.lineno`): expressions on other lines
+    hold no term, and their decisions are not looked for.
     """
 
     def __init__(self, body: list[ast.stmt], term_key: Callable[[ast.AST], Optional[Cond]],
                  text: Callable[[ast.AST], str], column: Callable[[ast.AST], int],
-                 worker: Callable[[ast.AST], bool], delegate: Callable[[ast.AST], bool] = lambda node: False) -> None:
+                 worker: Callable[[ast.AST], bool], delegate: Callable[[ast.AST], bool] = lambda node: False,
+                 term_lines: Sequence[int] | None = None) -> None:
         self.term_key, self.text, self.column, self.is_worker, self.is_delegate = term_key, text, column, worker, delegate
+        self._term_lines = term_lines
         self.decisions: dict[int, Decision] = {}  # id(term node) -> its decision
         self.workers: list[WorkerUse] = []
         self._locals = _single_assignments(body)
@@ -218,7 +225,7 @@ class FunctionFlow:
             self._walk(statement.finalbody, context)
             return context if after == FALSE and statement.handlers else after
         if hasattr(statement, "body"):  # match and anything newer: read its parts under the same context
-            for part in ast.iter_child_nodes(statement):
+            for part in child_nodes(statement):
                 if isinstance(part, ast.stmt):
                     self._statement(part, context)
             return context
@@ -255,10 +262,17 @@ class FunctionFlow:
     def _expressions(self, nodes: Iterable[ast.AST], context: Cond, skip_root: ast.AST | None = None) -> None:
         """Record the decision of every term inside expressions not yet decided: the whole boolean
         expression around it (climbing `and`/`or`/`not`), a `x if c else y` test or a filter."""
+        lines = self._term_lines
         for node in nodes:
+            if lines is not None:  # skip an expression whose lines hold no term
+                first = getattr(node, "lineno", None)
+                if first is not None:
+                    index = bisect_left(lines, first)
+                    if index == len(lines) or lines[index] > (node.end_lineno or first):
+                        continue
             parents: dict[int, ast.AST] = {}
             for current in _walk_expr(node):
-                for child in ast.iter_child_nodes(current):
+                for child in inner_nodes(current):
                     parents[id(child)] = current
                 if id(current) in self.decisions or self.term_key(current) is None:
                     continue
@@ -423,7 +437,7 @@ def _single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
             for name in ast.walk(target):
                 if isinstance(name, ast.Name):
                     seen.setdefault(name.id, []).extend([node, node])
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(inner_nodes(node))
     return {name: values[0] for name, values in seen.items() if len(values) == 1 and isinstance(values[0], ast.expr)}
 
 
@@ -532,12 +546,14 @@ def _boolean_leaves(node: ast.AST) -> Iterator[ast.AST]:
 
 
 def _walk_expr(node: ast.AST) -> Iterator[ast.AST]:
+    """`node` and the nodes below it (not entering nested definitions), less expression contexts
+    and operators (no term, worker or assignment is one)."""
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
         if not isinstance(current, _SCOPES):
-            stack.extend(ast.iter_child_nodes(current))
+            stack.extend(inner_nodes(current))
 
 
 def _own_nodes(statement: ast.stmt) -> Iterator[ast.AST]:

@@ -17,6 +17,7 @@ import tokenize
 from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
+from sgl_scan.analyzer.astnodes import child_nodes
 from sgl_scan.analyzer.builder import Builder, char_column, module_name, normalize_text, split_lines
 from sgl_scan.analyzer.facts import FileFacts, Param
 from sgl_scan.analyzer.model import Location, ParseError
@@ -95,11 +96,14 @@ def _ast_fields(t: type) -> tuple[str, ...]:
 
 
 class _AstWalker:
-    def __init__(self, builder: Builder, lines: list[str]) -> None:
+    def __init__(self, builder: Builder, lines: list[str], ascii: bool = False) -> None:
         self.b = builder
         self.lines = lines
+        self.ascii = ascii  # the whole text is ASCII: byte columns are character columns
 
     def _col(self, line: int, byte_col: int) -> int:
+        if self.ascii:
+            return byte_col
         return char_column(self.lines[line - 1] if line - 1 < len(self.lines) else "", byte_col)
 
     def pos(self, node: Any) -> tuple[int, int, int]:
@@ -117,18 +121,29 @@ class _AstWalker:
         return (dotted, True) if dotted is not None else (self.text(node), False)
 
     def exprs(self, node: ast.AST) -> None:
+        """Every call below `node` (an expression, a statement read whole, or a def's `arguments`)."""
+        line = getattr(node, "lineno", None)
+        if line is not None:  # a call's source holds its "(": lines without one hold no call
+            end = node.end_lineno
+            if end == line:
+                if "(" not in self.lines[line - 1]:
+                    return
+            elif not any("(" in text for text in self.lines[line - 1:end]):
+                return
         stack = [node]
         pop, push, extend = stack.pop, stack.append, stack.extend
         fields_of = _AST_FIELDS
+        Call = ast.Call
+        add_call = self.b.add_call
         while stack:
             n = pop()
             if n is None:
                 continue
             t = type(n)
-            if t is ast.Call:
+            if t is Call:
                 callee, dotted = self.name(n.func)
                 keywords = tuple(k.arg or "**" for k in n.keywords)
-                self.b.add_call(callee, dotted, self.pos(n), len(n.args), keywords)
+                add_call(callee, dotted, self.pos(n), len(n.args), keywords)
             fields = fields_of.get(t)
             if fields is None:
                 fields = _ast_fields(t)
@@ -214,13 +229,22 @@ class _AstWalker:
             self._generic(st)
 
     def _generic(self, node: ast.AST) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                self.stmt(child)
-            elif isinstance(child, ast.expr):
-                self.exprs(child)
-            else:
-                self._generic(child)
+        """The children of any other node, in `ast.iter_child_nodes` order (less the expression
+        contexts and operators, which hold nothing)."""
+        fields = _AST_FIELDS.get(type(node))
+        if fields is None:
+            fields = _ast_fields(type(node))
+        for f in fields:
+            value = getattr(node, f)
+            for child in value if type(value) is list else (value,):
+                if child is None:
+                    continue
+                if isinstance(child, ast.stmt):
+                    self.stmt(child)
+                elif isinstance(child, ast.expr):
+                    self.exprs(child)
+                else:
+                    self._generic(child)
 
 
 # -- libcst (parse_cst.py), loaded on first use ---------------------------------------------------
@@ -247,12 +271,13 @@ def _error(path: str, sha256: str, message: str, line: int = 1, column: int = 1)
 
 
 def facts_from_ast(path: str, sha256: str, text: str, tree: ast.Module | None = None,
-                   extras: dict | None = None) -> FileFacts:
-    """General facts through stdlib `ast` (raises SyntaxError/ValueError when it cannot parse)."""
+                   extras: dict | None = None, lines: list[str] | None = None) -> FileFacts:
+    """General facts through stdlib `ast` (raises SyntaxError/ValueError when it cannot parse);
+    `lines`: `split_lines(text)` where the caller has it."""
     if tree is None:
         tree = ast.parse(text)
     builder = Builder(path, sha256, text)
-    _AstWalker(builder, split_lines(text)).stmts(tree.body)
+    _AstWalker(builder, split_lines(text) if lines is None else lines, text.isascii()).stmts(tree.body)
     return builder.finish(parser="ast", extras=extras)
 
 
@@ -272,9 +297,10 @@ def _extract(ex: Any, parsed: Any, context: "_Context") -> tuple:
         raise ExtractorFailed(f"extractor {ex.name} failed: {type(exc).__name__}: {exc}") from exc
 
 
-def run_ast_extractors(path: str, tree: ast.Module, extractors: Sequence[Any], text: str) -> dict:
+def run_ast_extractors(path: str, tree: ast.Module, extractors: Sequence[Any], text: str,
+                       lines: list[str] | None = None) -> dict:
     """Each `parser = "ast"` extractor's records, read from the file's stdlib syntax tree."""
-    context = _Context(path, module_name(path), text)
+    context = _Context(path, module_name(path), text, lines=lines)
     return {ex.name: _extract(ex, tree, context) for ex in extractors}
 
 
@@ -284,10 +310,15 @@ def uses_ast(extractor: Any) -> bool:
 
 
 class _Context:
-    __slots__ = ("path", "module", "text", "line_map")
+    """What an extractor is told of the file; `lines` and `source` (`extractors._ast.Source.of`) are
+    made once per file and shared by its extractors."""
 
-    def __init__(self, path: str, module: str, text: str | None = None, line_map: tuple[int, ...] | None = None) -> None:
+    __slots__ = ("path", "module", "text", "line_map", "lines", "source")
+
+    def __init__(self, path: str, module: str, text: str | None = None, line_map: tuple[int, ...] | None = None,
+                 lines: list[str] | None = None) -> None:
         self.path, self.module, self.text, self.line_map = path, module, text, line_map
+        self.lines, self.source = lines, None
 
 
 def parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False) -> FileFacts:
@@ -328,7 +359,7 @@ def _too_deep_for_cst(text: str, tree: ast.Module | None, ast_error: SyntaxError
         node, depth = stack.pop()
         if depth > MAX_CST_DEPTH:
             return f"cannot analyse: nested more than {MAX_CST_DEPTH} levels deep"
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        stack.extend((child, depth + 1) for child in child_nodes(node))
     return None
 
 
@@ -355,10 +386,11 @@ def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] =
         if tree is not None and not extractors:
             return facts_from_ast(path, sha256, text, tree)
     if tree is not None:
-        extras = run_ast_extractors(path, tree, [ex for ex in extractors if uses_ast(ex)], text)
+        lines = split_lines(text)
+        extras = run_ast_extractors(path, tree, [ex for ex in extractors if uses_ast(ex)], text, lines)
         extractors = [ex for ex in extractors if not uses_ast(ex)]
         if not extractors:
-            return facts_from_ast(path, sha256, text, tree, extras)
+            return facts_from_ast(path, sha256, text, tree, extras, lines)
     refusal = _too_deep_for_cst(text, tree, ast_error)  # only where libcst will read the file
     if refusal:
         return _error(path, sha256, refusal)

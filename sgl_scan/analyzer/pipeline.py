@@ -320,8 +320,10 @@ POOL_MIN_BYTES = 1 << 20  # below this much source (~0.2 s of parsing) one proce
 
 def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int | None) -> Iterator[tuple]:
     """Parse `todo`: in this process when the work is small, else in a pool whose workers parse with
-    stdlib `ast` and hand the few files a libcst extractor needs back to this process (which parses
-    them while the workers go on), so libcst is imported once, here, and only when needed."""
+    stdlib `ast` and hand the few files a libcst extractor needs back to this process, so libcst is
+    imported once, here, and only when needed. This process finds those files itself (the libcst
+    extractors' triggers) and parses them while the workers go on, instead of when their turn comes
+    (small files, last in the workers' order: the libcst import and parses would end the run)."""
     if not todo:
         return
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
@@ -347,10 +349,34 @@ def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int
                              initializer=_init_worker, initargs=(extractors, cache, True)) as pool:
         _init_worker(extractors, cache)
         try:
-            for result in pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16)))):
-                yield result if result[0] is not None else _parse_one((result[1], result[2]))
+            results = pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16))))
+            early = _parse_libcst_files(todo, extractors)
+            for result in results:
+                if result[0] is not None:
+                    yield result
+                else:  # parsed above, unless the file changed in between (then the worker's bytes decide)
+                    yield early.pop(result[1], None) or _parse_one((result[1], result[2]))
         finally:
             _WORKER.clear()
+
+
+def _parse_libcst_files(todo: Sequence[tuple[str, str]], extractors: tuple) -> dict[str, tuple]:
+    """absolute path -> `_parse_one` result, for the files of `todo` that a libcst extractor needs
+    (those a pool worker hands back); a file that cannot be read is left to the worker's answer."""
+    from sgl_scan.analyzer.parse import uses_ast
+
+    on_cst = tuple(ex for ex in extractors if not uses_ast(ex))
+    out: dict[str, tuple] = {}
+    if not on_cst:
+        return out
+    for job in todo:
+        try:
+            data = Path(job[0]).read_bytes()
+        except OSError:
+            continue
+        if matching_extractors(data, on_cst):
+            out[job[0]] = _parse_one(job)
+    return out
 
 
 def _size(path: str) -> int:

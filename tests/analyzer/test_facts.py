@@ -289,3 +289,23 @@ def test_an_expression_too_deep_for_an_extractor_keeps_the_general_facts():
     facts = parse_file("sglang/srt/deep.py", src, "h", extractors)
     assert facts.parse_error.message == "extractor spec_dispatch failed: nested too deeply (RecursionError)"
     assert [f.qualname for f in facts.functions] == ["f"] and facts.extras == {}
+
+
+@pytest.mark.parametrize("text", ["", "a", "a\n", "a\r\nb\rc\n\n", "\r\r\n\n", "x\fy\vz\x1c\x1d\x1en",
+                                  "é\x85f\u2028g\u2029h\r\n", "é\ni\r", "tail without break"])
+def test_split_lines_ends_lines_only_where_python_does(text):
+    """The fast path (`str.splitlines`) and the tokenizer's rule (only \\n, \\r\\n, \\r) give the same lines."""
+    from sgl_scan.analyzer.builder import _LINE, split_lines
+
+    assert split_lines(text) == _LINE.findall(text)
+    assert "".join(split_lines(text)) == text
+
+
+def test_hit_lines_counts_lines_with_or_without_carriage_returns():
+    import re
+
+    from sgl_scan.analyzer.extractors._text import hit_lines
+
+    for text in ("a\nb a\n\na", "a\r\nb a\r\rz\na", "\n\na"):
+        lines_of = [i + 1 for i, line in enumerate(re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)) if "a" in line]
+        assert hit_lines(text, re.compile("a")) == lines_of

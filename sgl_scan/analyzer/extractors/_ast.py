@@ -9,8 +9,10 @@ differs from the source, e.g. `b if a else c`).
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Sequence
+from itertools import accumulate
+from typing import Any, Iterator, Sequence
 
+from sgl_scan.analyzer.astnodes import inner_nodes
 from sgl_scan.analyzer.builder import char_column, normalize_text, split_lines
 from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME, any_hit
 from sgl_scan.analyzer.extractors._names import NameResolution
@@ -59,24 +61,25 @@ def string_values(node: ast.AST | None) -> tuple[str, ...] | None:
 
 
 def children(node: ast.AST) -> list[ast.AST]:
-    """Direct child nodes in source order."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # `ast` lists decorators after the body
+    """Direct child nodes in source order (not expression contexts and operators: `Load()`, `Eq()`)."""
+    t = type(node)
+    if t is ast.FunctionDef or t is ast.AsyncFunctionDef:  # `ast` lists decorators after the body
         return [*node.decorator_list, node.args, *([node.returns] if node.returns else []), *node.body]
-    if isinstance(node, ast.ClassDef):
+    if t is ast.ClassDef:
         return [*node.decorator_list, *node.bases, *node.keywords, *node.body]
-    if isinstance(node, ast.IfExp):
+    if t is ast.IfExp:
         return [node.body, node.test, node.orelse]
-    if isinstance(node, ast.Dict):
+    if t is ast.Dict:
         out: list[ast.AST] = []
         for key, value in zip(node.keys, node.values):
             if key is not None:
                 out.append(key)
             out.append(value)
         return out
-    if isinstance(node, ast.Call) and node.keywords and any(isinstance(a, ast.Starred) for a in node.args):
+    if t is ast.Call and node.keywords and any(isinstance(a, ast.Starred) for a in node.args):
         rest = sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))
         return [node.func, *rest]
-    return list(ast.iter_child_nodes(node))
+    return inner_nodes(node)
 
 
 def call_arguments(node: ast.Call) -> list[ast.AST]:
@@ -115,15 +118,30 @@ def _compound(statement: ast.stmt) -> bool:
 class Source:
     """A file's text by line, for positions (characters, not UTF-8 bytes) and texts."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, lines: list[str] | None = None) -> None:
         self.text = text
-        self.lines = split_lines(text)  # as `ast` counts lines (not str.splitlines: \f, \x1c, \u2028 ...)
-        self.starts = [0]
-        for line in self.lines[:-1]:
-            self.starts.append(self.starts[-1] + len(line))
+        # as `ast` counts lines (not str.splitlines: \f, \x1c, \u2028 ...); `lines`: split_lines(text) made already
+        self.lines = split_lines(text) if lines is None else lines
+        self.starts = [0, *accumulate(map(len, self.lines[:-1]))]
+        self.ascii = text.isascii()  # byte columns are character columns
+
+    @classmethod
+    def of(cls, context: Any) -> "Source":
+        """The Source of the file an extractor is handed, made once and shared by the file's extractors
+        (kept on `context` where it has room: the per-file pass's `_Context`)."""
+        source = getattr(context, "source", None)
+        if source is None:
+            source = cls(context.text, getattr(context, "lines", None))
+            try:
+                context.source = source
+            except AttributeError:
+                pass
+        return source
 
     def column(self, line: int, byte_col: int) -> int:
         """0-based character column of a UTF-8 byte offset on a 1-based line."""
+        if self.ascii:
+            return byte_col
         return char_column(self.lines[line - 1] if 0 < line <= len(self.lines) else "", byte_col)
 
     def segment(self, node: ast.AST) -> str:
@@ -192,7 +210,8 @@ class ScopedWalker:
     """A pre-order walk in source order that knows the enclosing function and class (`__qualname__`
     style: `C.m`, `f.<locals>.g`), and skips statements whose lines hold no hit (`hits`: sorted line
     numbers; None reads everything) except inside an algorithm class. Subclasses act in `enter` and
-    `leave`, which see every node of the statements read (libcst's visitor order and pruning)."""
+    `leave`, which see every node of the statements read (libcst's visitor order and pruning) but
+    expression contexts and operators (`children`)."""
 
     def __init__(self, resolver: Resolver, hits: list[int] | None) -> None:
         self.r = resolver
@@ -229,19 +248,24 @@ class ScopedWalker:
         return any_hit(self.hits, node.lineno, node.end_lineno or node.lineno)
 
     def walk(self, node: ast.AST) -> None:
-        if isinstance(node, ast.stmt) and not self._unpruned and not self._relevant(node):
+        if not self._unpruned and isinstance(node, ast.stmt) and not self._relevant(node):
             return
-        algo_class = isinstance(node, ast.ClassDef) and ALGO_CLASS_NAME.search(node.name) is not None
-        scope = "def" if isinstance(node, _FUNCTIONS) else "class" if isinstance(node, ast.ClassDef) else None
+        t = type(node)
+        scope = "def" if t is ast.FunctionDef or t is ast.AsyncFunctionDef else "class" if t is ast.ClassDef else None
+        if scope is None:  # most nodes
+            self.enter(node)
+            for child in children(node):
+                self.walk(child)
+            self.leave(node)
+            return
+        algo_class = scope == "class" and ALGO_CLASS_NAME.search(node.name) is not None
         self._unpruned += algo_class
-        if scope:
-            self.scopes.append((scope, node.name))
+        self.scopes.append((scope, node.name))
         self.enter(node)
         for child in children(node):
             self.walk(child)
         self.leave(node)
-        if scope:
-            self.scopes.pop()
+        self.scopes.pop()
         self._unpruned -= algo_class
 
     def enter(self, node: ast.AST) -> None:

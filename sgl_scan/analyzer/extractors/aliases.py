@@ -123,6 +123,6 @@ class AliasResolverExtractor:
     metadata = ()
 
     def extract(self, tree: ast.Module, context) -> tuple:
-        finder = _Finder(Resolver(tree, Source(context.text), context.module))
+        finder = _Finder(Resolver(tree, Source.of(context), context.module))
         finder.scan(tree.body, "")
         return tuple(finder.out)

@@ -19,6 +19,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from sgl_scan.analyzer.astnodes import child_nodes
 from sgl_scan.analyzer.extractors._ast import Resolver, Source
 from sgl_scan.analyzer.extractors._text import Trigger, any_hit, hit_lines
 from sgl_scan.analyzer.extractors.records import At
@@ -169,7 +170,7 @@ class _Walker:
         how = _mask_read(node)
         if how is not None and function:
             self.out.append(MaskRead(**vars(self.r.at(node)), owner=owner, function=function, guards=guards, how=how))
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             self.walk(child, owner, function, guards)
 
     def registration(self, node: ast.AST) -> None:
@@ -214,7 +215,7 @@ def _mask_read(node: ast.AST) -> str | None:
 
 def _walk(node: ast.AST):
     yield node
-    for child in ast.iter_child_nodes(node):
+    for child in child_nodes(node):
         if not isinstance(child, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
             yield from _walk(child)
 
@@ -250,7 +251,7 @@ class AttentionExtractor:
     metadata = ()
 
     def extract(self, tree: ast.Module, context) -> tuple:
-        r = Resolver(tree, Source(context.text), context.module)
+        r = Resolver(tree, Source.of(context), context.module)
         walker = _Walker(r, {}, hit_lines(context.text, _WORDS))
         walker.vars = _module_predicates(tree, r, walker)
         for statement in tree.body:

@@ -171,7 +171,7 @@ class D2tExtractor:
     metadata = ()
 
     def extract(self, tree: ast.Module, context) -> tuple:
-        walker = _Walker(Resolver(tree, Source(context.text), context.module), hit_lines(context.text, self.trigger))
+        walker = _Walker(Resolver(tree, Source.of(context), context.module), hit_lines(context.text, self.trigger))
         for statement in tree.body:
             walker.walk(statement)
         return tuple(walker.out)

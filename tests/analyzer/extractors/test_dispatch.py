@@ -173,3 +173,19 @@ def test_spellings_of_the_algorithm_string_and_tuples_holding_none():
         (12, "string", ("EAGLE",), False, "str(cfg.speculative_algorithm).upper()"),
         (14, "string", ("NONE",), True, '(cfg.speculative_algorithm or "").upper()'),
     ]
+
+
+def test_alias_names_reads_only_lines_naming_an_algorithm_and_finds_what_the_regex_finds(sglang_0_5_23):
+    from sgl_scan.analyzer.extractors.dispatch import _ALIAS_DEF, alias_names
+    from sgl_scan.analyzer.pipeline import discover
+
+    samples = ["algo = self.speculative_algorithm\n", "A = x.SPEC_ALGORITHM.upper()", "a = spec_algorithm\r\nb = 1\n",
+               "b = spec_algorithm  # no\n  c = server_args.speculative_algorithm \n\nd=e_algorithm",
+               "é = 1\nalgo = spec_algorithm\n", "x = 1\ny = speculative_algorithm_alias.lower()\n"]
+    texts = samples + [(sglang_0_5_23 / rel).read_text("utf-8") for rel in discover(sglang_0_5_23)
+                       if "speculative" in rel or "server_args" in rel]
+    found = 0
+    for text in texts:
+        assert alias_names(text) == set(_ALIAS_DEF.findall(text))
+        found += len(alias_names(text))
+    assert found > 5
