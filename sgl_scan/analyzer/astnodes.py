@@ -60,6 +60,7 @@ def inner_nodes(node: ast.AST) -> list[ast.AST]:
     fields = _INNER_FIELDS.get(t)
     if fields is None:
         fields = _INNER_FIELDS[t] = tuple(f for f in node_fields(t) if f not in _MARKERS)
+    # child_nodes' gathering loop, repeated rather than called: both run once per node of every walk
     out: list[ast.AST] = []
     append = out.append
     for f in fields:

@@ -120,7 +120,26 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tup
 
 
 # -- the pipeline ---------------------------------------------------------------------------------
-class LazyFiles(Mapping[str, "FileFacts"]):
+class _KnownPaths(Mapping[str, "FileFacts"]):
+    """A path -> FileFacts mapping whose paths (`_paths`) are known before any facts are read;
+    pickled as a plain dict of its facts."""
+
+    _paths: Mapping[str, object]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._paths
+
+    def __reduce__(self) -> tuple:
+        return (dict, (dict(self.items()),))
+
+
+class LazyFiles(_KnownPaths):
     """path -> FileFacts, unpickled from the cache on first access (a warm scan reads few files).
 
     `blobs` is {path: pickled facts} or a `Pack` (whose files are all of this mapping)."""
@@ -138,18 +157,6 @@ class LazyFiles(Mapping[str, "FileFacts"]):
             facts = pickle.loads(blob)
             self._ready[path] = facts
         return facts
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
-
-    def __len__(self) -> int:
-        return len(self._paths)
-
-    def __contains__(self, path: object) -> bool:
-        return path in self._paths
-
-    def __reduce__(self) -> tuple:
-        return (dict, (dict(self.items()),))
 
     def paths_mentioning(self, words: Sequence[str]) -> list[str]:
         """Paths whose facts may contain one of `words` (identifiers), found in the pickled bytes
@@ -456,7 +463,7 @@ def _facts_of(tree: Path, hashes: Mapping[str, str], key: str, **kw: Any) -> Map
     return run.files
 
 
-class DeferredFiles(Mapping[str, "FileFacts"]):
+class DeferredFiles(_KnownPaths):
     """path -> FileFacts of a tree whose inventory came from the cache: the facts (a pack of tens of
     MB) are read on first access, which a warm scan whose findings are cached never makes."""
 
@@ -479,18 +486,6 @@ class DeferredFiles(Mapping[str, "FileFacts"]):
         if path not in self._paths:
             raise KeyError(path)
         return self._facts()[path]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
-
-    def __len__(self) -> int:
-        return len(self._paths)
-
-    def __contains__(self, path: object) -> bool:
-        return path in self._paths
-
-    def __reduce__(self) -> tuple:
-        return (dict, (dict(self.items()),))
 
     def paths_mentioning(self, words: Sequence[str]) -> list[str]:
         """`LazyFiles.paths_mentioning` of the facts."""
