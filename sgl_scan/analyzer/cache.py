@@ -24,6 +24,8 @@ from bisect import bisect_right
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from sgl_scan import python_sources
+
 ANALYZER_VERSION = 1
 MAGIC = b"SGLF1\n"
 PACK_MAGIC = b"SGLP2\n"
@@ -92,7 +94,8 @@ def source_shas(package: Path, stamps: Path | None = None) -> tuple[tuple[str, s
     now = time.time_ns()
     out: list[tuple[str, str]] = []
     fresh: dict[str, tuple] = {}
-    for rel, path in _python_files(str(package)):
+    for rel, entry in python_sources(str(package)):
+        path = entry.path
         try:
             st = os.stat(path)
             stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
@@ -121,50 +124,23 @@ def _read_stamps(path: Path) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _python_files(root: str, prefix: str = "") -> Iterator[tuple[str, str]]:
-    """(relative path, path) of the `*.py` files under `root` (links and `__pycache__` not followed)."""
-    try:
-        with os.scandir(root) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            if entry.name != "__pycache__":
-                yield from _python_files(entry.path, f"{prefix}{entry.name}/")
-        elif entry.name.endswith(".py") and entry.is_file():
-            yield f"{prefix}{entry.name}", entry.path
-
-
-def sources_settled(since_ns: int, package: Path = PACKAGE) -> bool:
-    """Whether no Python source under `package` (nor a folder's listing: a module added or removed)
-    changed after `since_ns` (less `RACY_NS`, for coarse file clocks). Stats only. A process that
-    loaded the package at `since_ns` then runs the code on disk, so what that code computed may be
+def sources_settled(since_ns: int, loaded: frozenset[str], package: Path = PACKAGE) -> bool:
+    """Whether the Python sources under `package` are the ones `loaded` names (relative paths: no module
+    added or removed) and none changed after `since_ns` (less `RACY_NS`, for coarse file clocks). Stats
+    only; folder times are not read (a `__pycache__` written on first import changes them). A process
+    that loaded the package at `since_ns` then runs the code on disk, so what that code computed may be
     stored under the digest of the code on disk."""
     limit = since_ns - RACY_NS
-    folders = [str(package)]
-    while folders:
-        folder = folders.pop()
-        try:
-            st = os.stat(folder)
-            with os.scandir(folder) as listing:
-                entries = list(listing)
-        except OSError:
-            return False
-        if max(st.st_mtime_ns, st.st_ctime_ns) > limit:
-            return False
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name != "__pycache__":
-                    folders.append(entry.path)
-            elif entry.name.endswith(".py"):
-                try:
-                    st = entry.stat()
-                except OSError:
-                    return False
-                if max(st.st_mtime_ns, st.st_ctime_ns) > limit:
-                    return False
-    return True
+    found = set()
+    try:
+        for rel, entry in python_sources(str(package)):
+            st = entry.stat()
+            if max(st.st_mtime_ns, st.st_ctime_ns) > limit:
+                return False
+            found.add(rel)
+    except OSError:
+        return False
+    return found == loaded
 
 
 @functools.lru_cache(maxsize=None)

@@ -52,6 +52,6 @@ def recall(analysis: Analysis, ruleset: RuleSet, run: Callable[[], Sequence[Find
         if isinstance(found, tuple) and all(isinstance(f, Finding) for f in found):
             return found
     findings = tuple(run())
-    if key is not None and sources_settled(sgl_scan.LOADED_NS):
+    if key is not None and sources_settled(sgl_scan.LOADED_NS, sgl_scan.LOADED_SOURCES):
         analysis.derived.put(KIND, key, findings)
     return findings

@@ -358,15 +358,31 @@ def test_source_digest_rereads_unsettled_sources_and_survives_a_damaged_stamp_fi
     assert cache_module.source_shas(package, stamps) == first == cache_module.source_shas(package)
 
 
-@pytest.mark.parametrize("moved", ["sub/b.py", "sub"])
-def test_sources_settled_sees_a_source_or_a_listing_changed_after_loading(sources, moved):
-    """A changed source, or a folder whose listing changed (a module added or removed), after the
-    given time: not settled. Times are moved forward with utime (a test cannot wait for the clock)."""
+@pytest.mark.parametrize("change", ["edited", "added", "removed", "bytecode written"])
+def test_sources_settled_sees_a_source_edited_added_or_removed_after_loading(sources, change):
+    """A source changed after the given time, or a module added or removed since the listing taken at
+    load: not settled. A `__pycache__` written on first import (which moves its folder's times, as in a
+    fresh checkout) changes no source: still settled. Times are moved forward with utime (a test
+    cannot wait for the clock)."""
+    from sgl_scan import python_sources
     from sgl_scan.analyzer.cache import sources_settled
 
     package, _ = sources
     loaded = time.time_ns() + 10_000_000_000  # every file and folder is older than this, by far
-    assert sources_settled(loaded, package)
+    listing = frozenset(rel for rel, _ in python_sources(str(package)))
+    assert listing == {"a.py", "sub/b.py"} and sources_settled(loaded, listing, package)
+    old = loaded - 20_000_000_000
     later = loaded + 10_000_000_000
-    os.utime(package / moved, ns=(later, later))
-    assert not sources_settled(loaded, package)
+    if change == "edited":
+        os.utime(package / "sub/b.py", ns=(later, later))
+    elif change == "added":
+        _write(package, "sub/c.py", "C = 3\n")
+        os.utime(package / "sub/c.py", ns=(old, old))  # an old file copied in: its listing tells
+    elif change == "removed":
+        (package / "sub/b.py").unlink()
+    else:
+        _write(package, "__pycache__/a.cpython-311.pyc", "")
+        os.utime(package, ns=(later, later))
+        assert sources_settled(loaded, listing, package)
+        return
+    assert not sources_settled(loaded, listing, package)
