@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from bisect import bisect_left
 from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 from sgl_scan.analyzer.astnodes import child_nodes, inner_nodes
+from sgl_scan.analyzer.extractors._text import any_hit
 
 Cond = tuple
 TRUE: Cond = ("const", True)
@@ -266,10 +266,8 @@ class FunctionFlow:
         for node in nodes:
             if lines is not None:  # skip an expression whose lines hold no term
                 first = getattr(node, "lineno", None)
-                if first is not None:
-                    index = bisect_left(lines, first)
-                    if index == len(lines) or lines[index] > (node.end_lineno or first):
-                        continue
+                if first is not None and not any_hit(lines, first, node.end_lineno or first):
+                    continue
             parents: dict[int, ast.AST] = {}
             for current in _walk_expr(node):
                 for child in inner_nodes(current):
