@@ -94,17 +94,16 @@ def source_shas(package: Path, stamps: Path | None = None) -> tuple[tuple[str, s
     now = time.time_ns()
     out: list[tuple[str, str]] = []
     fresh: dict[str, tuple] = {}
-    for rel, entry in python_sources(str(package)):
-        path = entry.path
+    for rel, source in python_sources(str(package)):
         try:
-            st = os.stat(path)
+            st = source.stat()
             stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
-            entry = known.get(rel)
-            if entry is not None and entry[0] == stamp and entry[1] - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
-                out.append((rel, entry[2]))
-                fresh[rel] = entry
+            recorded = known.get(rel)  # (stamp, when hashed, sha256)
+            if recorded is not None and recorded[0] == stamp and recorded[1] - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
+                out.append((rel, recorded[2]))
+                fresh[rel] = recorded
                 continue
-            with open(path, "rb") as handle:
+            with open(source.path, "rb") as handle:
                 sha = hashlib.sha256(handle.read()).hexdigest()
         except OSError:
             continue
