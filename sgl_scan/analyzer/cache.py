@@ -1,14 +1,16 @@
-"""The facts cache under `$SGLSCAN_HOME/facts/<signature>/`: per-file entries and packed trees.
+"""The facts cache under `$SGLSCAN_HOME/facts/<signature>/`: packed trees and values derived from them.
 
-Facts are a pure function of (path, bytes, analyzer signature), so entries are keyed by the file's
-path and content sha256 and live in a folder named after the signature (analyzer version, Python
-minor version, libcst version, extractor names and versions, a digest of the analyzer's sources):
-changing any of them starts a fresh cache. Each entry is `MAGIC + sha256(payload) + payload` (a
-pickle); an entry that is truncated, corrupt or of another format reads as missing and is rebuilt.
-A *pack* holds all facts of one tree (keyed by the digest of its sorted (path, sha256) list) so
-reading them is one read, and unpickles only the files it reads (`Pack`). Values derived from a
-tree's facts (its inventory, graph, the rules' findings: `TreeValues`) live beside them. The source
-digests are computed from stat-stamped hashes (`source_shas`).
+Facts are a pure function of (path, bytes, analyzer signature), so they live in a folder named after
+the signature (analyzer version, Python minor version, libcst version, extractor names and versions,
+a digest of the analyzer's sources): changing any of them starts a fresh cache. A *pack* holds all
+facts of one tree (keyed by the digest of its sorted (path, sha256) list) so reading them is one
+read, and unpickles only the files it reads (`Pack`). A file of another tree is found by its path and
+sha256 in the index of a stored pack (`FactsCache.get_files`): one file per tree is written, never
+one per source file (creating thousands of small files was a tenth of a cold scan's CPU). Values
+derived from a tree's facts (its inventory, graph, the rules' findings: `TreeValues`) live beside
+them, each `MAGIC + sha256(payload) + payload` (a pickle). Anything truncated, corrupt or of another
+format reads as missing and is rebuilt. The source digests are computed from stat-stamped hashes
+(`source_shas`).
 """
 
 from __future__ import annotations
@@ -173,10 +175,6 @@ def package_digest(root: Path | None = None) -> str:
     return _digest_of(_package_shas(root))
 
 
-def entry_key(path: str, sha256: str) -> str:
-    return hashlib.sha256(f"{path}\0{sha256}".encode()).hexdigest()
-
-
 def tree_key(items: Iterable[tuple[str, str]]) -> str:
     h = hashlib.sha256()
     for path, sha in sorted(items):
@@ -235,33 +233,52 @@ def _read(path: Path) -> bytes | None:
 
 
 class FactsCache:
-    """Per-file entries and packs in one signature folder; all I/O errors degrade to misses."""
+    """Packs and derived values in one signature folder; all I/O errors degrade to misses."""
 
     def __init__(self, root: Path, sig: str) -> None:
         self.root = Path(root)
         self.folder = self.root / sig
 
-    def _entry_path(self, path: str, sha256: str) -> Path:
-        key = entry_key(path, sha256)
-        return self.folder / "files" / key[:2] / f"{key}.pkl"
-
     def _pack_path(self, key: str) -> Path:
         return self.folder / "packs" / f"{key}.pkl"
 
-    def get(self, path: str, sha256: str) -> tuple[Any, bytes] | None:
-        """The cached facts of `path` with this content, and their pickle (None on a miss)."""
-        data = _read(self._entry_path(path, sha256))
-        value = decode(data) if data is not None else None
-        if value is None or getattr(value, "path", None) != path or getattr(value, "sha256", None) != sha256:
-            return None
-        return value, data[len(MAGIC) + _DIGEST:]
+    def get_files(self, wanted: Mapping[str, str]) -> dict[str, tuple[Any, bytes]]:
+        """path -> (facts, their pickle) of the files `wanted` names (path -> sha256) that a stored
+        pack holds with that content. Packs are tried newest first; one is read whole only when its
+        index (read alone) holds a file still wanted, and each file's facts must name its path and hash."""
+        remaining = dict(wanted)
+        out: dict[str, tuple[Any, bytes]] = {}
+        for where in self._packs_newest_first():
+            if not remaining:
+                break
+            index = Pack.read_index(where)
+            if index is None or not any(index.get(p, ("",))[0] == s for p, s in remaining.items()):
+                continue
+            data = _read(where)
+            pack = Pack.decode(data) if data is not None else None
+            if pack is None:
+                continue
+            for path, sha in list(remaining.items()):
+                if pack.sha(path) != sha:
+                    continue
+                blob = bytes(pack.blob(path))
+                try:
+                    facts = pickle.loads(blob)
+                except Exception:  # another build's classes
+                    continue
+                if getattr(facts, "path", None) == path and getattr(facts, "sha256", None) == sha:
+                    out[path] = (facts, blob)
+                    del remaining[path]
+        return out
 
-    def put(self, path: str, sha256: str, payload: bytes) -> None:
-        """Store the pickled facts `payload` of `path` with content `sha256`."""
+    def _packs_newest_first(self) -> list[Path]:
+        folder = self.folder / "packs"
         try:
-            _write_atomic(self._entry_path(path, sha256), wrap(payload))
+            entries = [(entry.stat().st_mtime_ns, entry.name) for entry in os.scandir(folder)
+                       if _PACK.match(entry.name) and entry.is_file(follow_symlinks=False)]
         except OSError:
-            pass
+            return []
+        return [folder / name for _, name in sorted(entries, reverse=True)]
 
     def get_pack(self, key: str) -> "Pack | None":
         """The packed facts of tree `key` (None when missing or damaged)."""
@@ -384,6 +401,27 @@ class Pack:
             return None
         return cls(index, blobs)
 
+    @staticmethod
+    def read_index(where: Path) -> dict[str, tuple[str, int, int]] | None:
+        """The index of the pack file `where`, read without its blobs (None when unreadable or damaged)."""
+        start = len(PACK_MAGIC) + 2 * _DIGEST + 8
+        try:
+            with open(where, "rb") as handle:
+                head = handle.read(start)
+                if len(head) < start or not head.startswith(PACK_MAGIC):
+                    return None
+                size = int.from_bytes(head[start - 8:], "little")
+                raw = handle.read(size)
+        except OSError:
+            return None
+        if len(raw) != size or hashlib.sha256(raw).digest() != head[len(PACK_MAGIC):len(PACK_MAGIC) + _DIGEST]:
+            return None
+        try:
+            index = pickle.loads(raw)
+        except Exception:
+            return None
+        return index if isinstance(index, dict) else None
+
     def sha(self, path: str) -> str | None:
         entry = self.index.get(path)
         return entry[0] if entry is not None else None
@@ -425,8 +463,7 @@ def stale_entries(root: Path, current: str, live_trees: Iterable[str]) -> list[P
     - every signature folder but `current` (facts of another analyzer build, Python or libcst);
     - in `current`'s folder, the packs and the derived values (`analysis-*`, `graph-*`, `findings-*`) of trees
       whose key (`tree_key`) is not in `live_trees` (the trees of the snapshots still stored).
-    Per-file entries of the current signature are kept (any tree holding that file reuses them), and
-    so is everything this function does not recognise.
+    Everything this function does not recognise is kept.
     """
     root = Path(root)
     live = set(live_trees)

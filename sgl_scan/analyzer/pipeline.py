@@ -55,9 +55,8 @@ def empty_inventory() -> SpecInventory:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(extractors: tuple[Any, ...], cache: FactsCache | None, pause_gc: bool = False) -> None:
+def _init_worker(extractors: tuple[Any, ...], pause_gc: bool = False) -> None:
     _WORKER["extractors"] = extractors
-    _WORKER["cache"] = cache
     _WORKER["defer_cst"] = pause_gc  # a pool process leaves libcst files to the parent
     if pause_gc:  # a pool process: its garbage is freed by reference counting, and it exits at the end
         gc.freeze()
@@ -94,7 +93,7 @@ def _needs_libcst(extractors: Sequence[Any]) -> bool:
 
 
 def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tuple[None, str, str]:
-    """Parse one file; returns (path, sha256, pickled facts, note) and stores the facts in the cache.
+    """Parse one file; returns (path, sha256, pickled facts, note) (the caller packs the facts).
 
     In a pool worker (`_WORKER["defer_cst"]`) a file that a libcst extractor needs is not parsed:
     (None, absolute, rel) sends it back to the parent, the one process that loads libcst.
@@ -112,11 +111,7 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tup
     from sgl_scan.analyzer.parse import parse_file  # stdlib ast; libcst only for files that need it
 
     facts = parse_file(rel, data, sha, matched)
-    blob = dumps(facts)
-    cache = _WORKER.get("cache")
-    if cache is not None:
-        cache.put(rel, sha, blob)
-    return rel, sha, blob, FileNote.of(facts)
+    return rel, sha, dumps(facts), FileNote.of(facts)
 
 
 # -- the pipeline ---------------------------------------------------------------------------------
@@ -291,8 +286,9 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
     notes: dict[str, FileNote] = {}
     blobs: dict[str, tuple[str, bytes]] = {}
     todo: list[tuple[str, str]] = []
+    found = cache.get_files(dict(items)) if cache is not None else {}  # files other trees' packs hold
     for rel, sha in items:
-        hit = cache.get(rel, sha) if cache is not None else None
+        hit = found.get(rel)
         if hit is not None:
             ready[rel] = hit[0]
             notes[rel] = FileNote.of(hit[0])
@@ -305,7 +301,7 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
     parsed = []
     if todo and extractors is None:
         extractors = load_extractors()
-    for rel, sha, blob, note in _run_jobs(todo, extractors or (), cache, jobs):
+    for rel, sha, blob, note in _run_jobs(todo, extractors or (), jobs):
         notes[rel] = note
         blobs[rel] = (sha, blob)
         parsed.append(rel)
@@ -325,7 +321,7 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
 POOL_MIN_BYTES = 1 << 20  # below this much source (~0.2 s of parsing) one process beats starting a pool
 
 
-def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int | None) -> Iterator[tuple]:
+def _run_jobs(todo: list, extractors: tuple, jobs: int | None) -> Iterator[tuple]:
     """Parse `todo`: in this process when the work is small, else in a pool whose workers parse with
     stdlib `ast` and hand the few files a libcst extractor needs back to this process, so libcst is
     imported once, here, and only when needed. This process finds those files itself (the libcst
@@ -337,7 +333,7 @@ def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int
     workers = max(1, min(workers, len(todo)))
     sizes = {job[0]: _size(job[0]) for job in todo} if workers > 1 and len(todo) >= PARALLEL_MIN_FILES else {}
     if workers == 1 or len(todo) < PARALLEL_MIN_FILES or sum(sizes.values()) < POOL_MIN_BYTES:
-        _init_worker(extractors, cache)
+        _init_worker(extractors)
         try:
             for job in todo:
                 yield _parse_one(job)
@@ -353,8 +349,8 @@ def _run_jobs(todo: list, extractors: tuple, cache: FactsCache | None, jobs: int
     todo = sorted(todo, key=lambda job: -sizes[job[0]])
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
-                             initializer=_init_worker, initargs=(extractors, cache, True)) as pool:
-        _init_worker(extractors, cache)
+                             initializer=_init_worker, initargs=(extractors, True)) as pool:
+        _init_worker(extractors)
         try:
             results = pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16))))
             early = _parse_libcst_files(todo, extractors)

@@ -103,31 +103,55 @@ def _entries(cache: Path, kind: str) -> list[Path]:
     return sorted(p for p in cache.rglob("*.pkl") if p.parent.name == kind or p.parent.parent.name == kind)
 
 
+def _damage(entry: Path, damage: str) -> None:
+    data = entry.read_bytes()
+    if damage == "truncate":
+        entry.write_bytes(data[: len(data) // 2])
+    elif damage == "garbage":
+        entry.write_bytes(b"not a cache entry at all")
+    elif damage == "flip":
+        entry.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))
+    else:
+        entry.write_bytes(b"")
+
+
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "flip", "empty"])
-def test_corrupt_entries_are_rebuilt(tree, tmp_path, parse_counter, damage):
+def test_corrupt_pack_is_rebuilt(tree, tmp_path, parse_counter, damage):
     cache = tmp_path / "cache"
     first = collect_facts(tree, cache_dir=cache, jobs=1)
     packs = _entries(cache, "packs")
-    files = _entries(cache, "files")
-    assert len(packs) == 1 and len(files) == 4
-    victim = next(p for p in files if decode(p.read_bytes()).path == "sglang/srt/b.py")
-    for entry in (packs[0], victim):
-        data = entry.read_bytes()
-        if damage == "truncate":
-            entry.write_bytes(data[: len(data) // 2])
-        elif damage == "garbage":
-            entry.write_bytes(b"not a cache entry at all")
-        elif damage == "flip":
-            entry.write_bytes(data[:-1] + bytes([data[-1] ^ 0xFF]))
-        else:
-            entry.write_bytes(b"")
+    assert len(packs) == 1
+    _damage(packs[0], damage)
     parse_counter.clear()
     run = collect_facts(tree, cache_dir=cache, jobs=1)
-    assert parse_counter == ["sglang/srt/b.py"] and not run.from_pack
+    assert sorted(parse_counter) == sorted(first.files) and not run.from_pack
     assert dict(run.files) == dict(first.files)
     parse_counter.clear()
     again = collect_facts(tree, cache_dir=cache, jobs=1)  # the rebuilt pack serves the next run
     assert parse_counter == [] and again.from_pack
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip", "empty"])
+def test_files_of_a_corrupt_pack_of_another_tree_are_parsed(tree, tmp_path, parse_counter, damage):
+    """A changed tree takes its unchanged files from the pack of the tree before; when that pack is
+    damaged (its index or its facts), they are parsed instead, never read from the damaged bytes."""
+    cache = tmp_path / "cache"
+    first = collect_facts(tree, cache_dir=cache, jobs=1)
+    _damage(_entries(cache, "packs")[0], damage)
+    _write(tree, "sglang/srt/a.py", "def f():\n    return 2\n")
+    parse_counter.clear()
+    run = collect_facts(tree, cache_dir=cache, jobs=1)
+    assert sorted(parse_counter) == sorted(first.files)
+    assert {p: f for p, f in run.files.items() if p != "sglang/srt/a.py"} == \
+        {p: f for p, f in first.files.items() if p != "sglang/srt/a.py"}
+
+
+def test_a_cold_run_writes_one_pack_not_a_file_per_source(tree, tmp_path):
+    cache = tmp_path / "cache"
+    collect_facts(tree, cache_dir=cache, jobs=1)
+    written = sorted(p.relative_to(cache).as_posix() for p in cache.rglob("*") if p.is_file())
+    folders = [name.split("/")[1] for name in written if not name.startswith("code-stamps-")]  # the analyzer's stamps
+    assert folders == ["packs", "values"], written  # the facts of the tree, and the files' stat index
 
 
 def test_entry_format_checks_digest():
@@ -243,15 +267,34 @@ def test_unreadable_cache_folder_degrades_to_no_cache(tree, tmp_path):
     assert len(run.parsed) == 4
 
 
-def test_facts_cache_get_checks_path_and_hash(tmp_path):
-    from sgl_scan.analyzer.parse import parse_file
+K1, K2 = "1" * 64, "2" * 64  # tree keys
+
+
+def test_facts_cache_get_files_checks_path_and_hash(tmp_path):
     from sgl_scan.analyzer.cache import dumps
+    from sgl_scan.analyzer.parse import parse_file
 
     cache = FactsCache(tmp_path, "sig")
     facts = parse_file("a.py", b"x = 1\n", "s1")
-    cache.put("a.py", "s1", dumps(facts))
-    assert cache.get("a.py", "s1")[0] == facts
-    assert cache.get("a.py", "s2") is None and cache.get("b.py", "s1") is None
+    cache.put_pack(K1, {"a.py": ("s1", dumps(facts))})
+    assert cache.get_files({"a.py": "s1"}) == {"a.py": (facts, dumps(facts))}
+    assert cache.get_files({"a.py": "s2", "b.py": "s1"}) == {}
+    # a pack whose index names the file but whose facts are another file's is not believed
+    cache.put_pack(K2, {"b.py": ("s1", dumps(facts))})
+    assert cache.get_files({"b.py": "s1"}) == {}
+
+
+def test_get_files_takes_the_newest_pack_that_holds_a_file(tmp_path):
+    from sgl_scan.analyzer.cache import dumps
+    from sgl_scan.analyzer.parse import parse_file
+
+    cache = FactsCache(tmp_path, "sig")
+    old, new = parse_file("a.py", b"x = 1\n", "s1"), parse_file("a.py", b"x = 1\n", "s1")
+    object.__setattr__(new, "module", "newer")
+    cache.put_pack(K1, {"a.py": ("s1", dumps(old))})
+    cache.put_pack(K2, {"a.py": ("s1", dumps(new)), "b.py": ("s9", dumps(parse_file("b.py", b"", "s9")))})
+    os.utime(cache.folder / "packs" / f"{K1}.pkl", ns=(1, 1))
+    assert cache.get_files({"a.py": "s1"})["a.py"][0].module == "newer"
 
 
 def test_pool_workers_hand_libcst_files_to_the_parent(tree, tmp_path, monkeypatch):
