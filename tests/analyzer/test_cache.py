@@ -429,3 +429,19 @@ def test_sources_settled_sees_a_source_edited_added_or_removed_after_loading(sou
         assert sources_settled(loaded, listing, package)
         return
     assert not sources_settled(loaded, listing, package)
+
+
+def test_get_files_skips_a_pack_that_holds_too_little_of_what_is_wanted(tmp_path, monkeypatch):
+    """Reading a whole pack for one small file of it costs more than parsing that file."""
+    from sgl_scan.analyzer import cache as cache_module
+    from sgl_scan.analyzer.cache import dumps
+    from sgl_scan.analyzer.parse import parse_file
+
+    cache = FactsCache(tmp_path, "sig")
+    small = parse_file("a.py", b"x = 1\n", "s1")
+    big = {f"m{i}.py": (f"t{i}", dumps(parse_file(f"m{i}.py", b"def f(a, b):\n    return g(a) + h(b)\n" * 40, f"t{i}")))
+           for i in range(8)}
+    cache.put_pack(K1, {"a.py": ("s1", dumps(small)), **big})
+    assert cache.get_files({"a.py": "s1"}) == {}
+    monkeypatch.setattr(cache_module, "PACK_READ_SHARE", 10_000)
+    assert cache.get_files({"a.py": "s1"}) == {"a.py": (small, dumps(small))}
