@@ -33,7 +33,7 @@ MAGIC = b"SGLF1\n"
 PACK_MAGIC = b"SGLP2\n"
 _DIGEST = 32
 KEEP_PACKS = 12
-PACK_READ_SHARE = 64  # another tree's pack is read for its files when they are this share of it or more
+PACK_READ_SHARE = 64  # another tree's pack is read for its files when they are this share of its files or more
 KEEP_VALUES = 4 * KEEP_PACKS  # a tree has up to four (analysis, findings, graph, stat index)
 
 
@@ -245,10 +245,11 @@ class FactsCache:
 
     def get_files(self, wanted: Mapping[str, str]) -> dict[str, tuple[Any, bytes]]:
         """path -> (facts, their pickle) of the files `wanted` names (path -> sha256) that a stored
-        pack holds with that content. Packs are tried newest first; one is read whole only when its
-        index (read alone) holds files still wanted that make up at least 1/`PACK_READ_SHARE` of its
-        facts (reading and checking a pack is ~100x cheaper per byte than parsing the files again),
-        and each file's facts must name its path and hash."""
+        pack holds with that content; (None, b"") for a file the pack holds unwalked (`pipeline.DEFERRED`).
+        Packs are tried newest first; one is read whole only when its index (read alone) holds files
+        still wanted that make up at least 1/`PACK_READ_SHARE` of its files (reading and checking a
+        pack costs ~100x less per file than parsing the files again), and each file's facts must name
+        its path and hash."""
         remaining = dict(wanted)
         out: dict[str, tuple[Any, bytes]] = {}
         for where in self._packs_newest_first():
@@ -257,8 +258,8 @@ class FactsCache:
             index = Pack.read_index(where)
             if index is None:
                 continue
-            useful = sum(entry[2] for path, sha in remaining.items() if (entry := index.get(path)) and entry[0] == sha)
-            if not useful or useful * PACK_READ_SHARE < sum(entry[2] for entry in index.values()):
+            useful = sum(1 for path, sha in remaining.items() if (entry := index.get(path)) and entry[0] == sha)
+            if not useful or useful * PACK_READ_SHARE < len(index):
                 continue
             data = _read(where)
             pack = Pack.decode(data) if data is not None else None
@@ -268,6 +269,10 @@ class FactsCache:
                 if pack.sha(path) != sha:
                     continue
                 blob = bytes(pack.blob(path))
+                if not blob:  # parsed cleanly, carries no extractor records: walked when read
+                    out[path] = (None, blob)
+                    del remaining[path]
+                    continue
                 try:
                     facts = pickle.loads(blob)
                 except Exception:  # another build's classes
@@ -438,8 +443,8 @@ class Pack:
 
     def mentioning(self, needles: Sequence[bytes]) -> set[str]:
         """Paths whose pickled facts contain one of `needles` (one search over all files per needle)."""
-        if self._starts is None:
-            self._starts = sorted((offset, path) for path, (_, offset, _) in self.index.items())
+        if self._starts is None:  # files with no bytes here (deferred facts) hold nothing to find
+            self._starts = sorted((offset, path) for path, (_, offset, length) in self.index.items() if length)
         offsets = [offset for offset, _ in self._starts]
         data = self._blobs.obj if isinstance(self._blobs, memoryview) else self._blobs
         base = len(data) - len(self._blobs)  # where the blobs start in `data`

@@ -281,6 +281,18 @@ def facts_from_ast(path: str, sha256: str, text: str, tree: ast.Module | None = 
     return builder.finish(parser="ast", extras=extras)
 
 
+def parses_cleanly(data: bytes) -> bool:
+    """Whether `parse_file` of these bytes with no extractor gives facts without a parse error: they
+    decode, and stdlib `ast` parses them. The walk of a tree `ast` accepted raises nothing: the parser
+    bounds statement nesting (100 indentation levels) and bracket nesting (200), so the walkers'
+    recursion stays far below Python's limit, and expressions are walked without recursion."""
+    try:
+        ast.parse(decode_source(data))
+    except (SourceError, SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return True
+
+
 class ExtractorFailed(Exception):
     """An extractor raised on one file (a bug in it, or input it cannot handle); the file's other
     facts stand, and the failure is recorded as that file's `parse_error`."""

@@ -2,7 +2,9 @@
 
 `analyze_tree` reads a folder (paths relative to it, `sglang/srt/...`); `analyze` reads a stored
 snapshot. Files whose facts are cached (same path, same content hash, same analyzer signature) are
-not parsed again; the rest are parsed in a process pool when there are enough of them.
+not parsed again; the rest are parsed in a process pool when there are enough of them. There, a file
+no extractor's trigger matches is only checked to parse: its facts (which no inventory record and
+most answers never read) are walked when first read (`LazyFiles`), from the same bytes.
 """
 
 from __future__ import annotations
@@ -55,8 +57,12 @@ def empty_inventory() -> SpecInventory:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(extractors: tuple[Any, ...], pause_gc: bool = False) -> None:
+DEFERRED = b""  # in place of a file's pickled facts: it parses cleanly, no extractor matched, not walked yet
+
+
+def _init_worker(extractors: tuple[Any, ...], pause_gc: bool = False, defer_walk: bool = False) -> None:
     _WORKER["extractors"] = extractors
+    _WORKER["defer_walk"] = defer_walk
     _WORKER["defer_cst"] = pause_gc  # a pool process leaves libcst files to the parent
     if pause_gc:  # a pool process: its garbage is freed by reference counting, and it exits at the end
         gc.freeze()
@@ -96,7 +102,8 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tup
     """Parse one file; returns (path, sha256, pickled facts, note) (the caller packs the facts).
 
     In a pool worker (`_WORKER["defer_cst"]`) a file that a libcst extractor needs is not parsed:
-    (None, absolute, rel) sends it back to the parent, the one process that loads libcst.
+    (None, absolute, rel) sends it back to the parent, the one process that loads libcst. With
+    `_WORKER["defer_walk"]`, a file no extractor matched that parses cleanly comes back as `DEFERRED`.
     """
     absolute, rel = job
     extractors = _WORKER.get("extractors", ())
@@ -108,6 +115,11 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tup
     if _WORKER.get("defer_cst") and _needs_libcst(matched):
         return None, absolute, rel
     sha = hashlib.sha256(data).hexdigest()
+    if not matched and _WORKER.get("defer_walk") and b"__all__" not in data:  # (`paths_mentioning`)
+        from sgl_scan.analyzer.parse import parses_cleanly
+
+        if parses_cleanly(data):
+            return rel, sha, DEFERRED, FileNote(False, None)
     from sgl_scan.analyzer.parse import parse_file  # stdlib ast; libcst only for files that need it
 
     facts = parse_file(rel, data, sha, matched)
@@ -137,32 +149,118 @@ class _KnownPaths(Mapping[str, "FileFacts"]):
 class LazyFiles(_KnownPaths):
     """path -> FileFacts, unpickled from the cache on first access (a warm scan reads few files).
 
-    `blobs` is {path: pickled facts} or a `Pack` (whose files are all of this mapping)."""
+    `blobs` is {path: pickled facts} or a `Pack` (whose files are all of this mapping). A file stored
+    as `DEFERRED` is walked from `tree` when first read, every such file at once (a pool when they are
+    many) when all values are asked for; `shas` (path -> sha256; a pack has its own) must still be
+    the file's, else the read fails. Once nothing is deferred, `walked` receives
+    {path: (sha256, pickled facts)} of the whole mapping (to store the complete pack)."""
 
-    def __init__(self, blobs: "Mapping[str, bytes] | Pack", ready: Mapping[str, FileFacts] | None = None) -> None:
+    def __init__(self, blobs: "Mapping[str, bytes] | Pack", ready: Mapping[str, FileFacts] | None = None, *,
+                 tree: Path | None = None, shas: Mapping[str, str] | None = None, jobs: int | None = None,
+                 walked: Callable[[dict[str, tuple[str, bytes]]], None] | None = None) -> None:
         self._pack = blobs if isinstance(blobs, Pack) else None
         self._blobs = None if self._pack is not None else dict(blobs)
         self._paths = self._pack.index if self._pack is not None else self._blobs
         self._ready: dict[str, FileFacts] = dict(ready or {})
+        if self._pack is not None:
+            self._deferred = {path for path, (_, _, length) in self._pack.index.items() if not length}
+        else:
+            self._deferred = {path for path, blob in self._blobs.items() if not blob}
+        self._tree, self._shas, self._jobs, self._on_walked = tree, shas, jobs, walked
+        self._walked: dict[str, bytes] = {}
+
+    @property
+    def deferred(self) -> frozenset[str]:
+        """Paths whose facts are not walked yet (they parse cleanly and carry no extractor records)."""
+        return frozenset(self._deferred)
 
     def __getitem__(self, path: str) -> FileFacts:
         facts = self._ready.get(path)
         if facts is None:
+            if path in self._deferred:
+                self._walk([path])
+                return self._ready[path]
             blob = self._pack.blob(path) if self._pack is not None else self._blobs[path]
             facts = pickle.loads(blob)
             self._ready[path] = facts
         return facts
 
+    def values(self) -> Any:
+        self.materialize()
+        return super().values()
+
+    def items(self) -> Any:
+        self.materialize()
+        return super().items()
+
+    def materialize(self) -> None:
+        """Walk every deferred file now (one pool for all of them)."""
+        if self._deferred:
+            self._walk(sorted(self._deferred))
+
+    def _sha(self, path: str) -> str | None:
+        return self._pack.sha(path) if self._pack is not None else (self._shas or {}).get(path)
+
+    def _walk(self, paths: Sequence[str]) -> None:
+        if self._tree is None:
+            raise AnalysisError(f"the facts of {paths[0]} were left to be read from the tree, which is not known here")
+        with gc_paused():
+            todo = [(str(self._tree / path), path) for path in paths]
+            for rel, sha, blob, _note in _run_jobs(todo, (), self._jobs):
+                if sha != self._sha(rel):  # not the bytes the rest of these facts were made from
+                    raise AnalysisError(f"files under {self._tree} changed while they were analysed; run again")
+                self._ready[rel] = pickle.loads(blob)
+                self._walked[rel] = blob
+                self._deferred.discard(rel)
+        if not self._deferred and self._on_walked is not None:
+            report, self._on_walked = self._on_walked, None
+            report({path: (self._sha(path) or "", self._blob(path)) for path in self._paths})
+
+    def _blob(self, path: str) -> bytes:
+        walked = self._walked.get(path)
+        if walked is not None:
+            return walked
+        return bytes(self._pack.blob(path)) if self._pack is not None else self._blobs[path]
+
     def paths_mentioning(self, words: Sequence[str]) -> list[str]:
         """Paths whose facts may contain one of `words` (identifiers), found in the pickled bytes
         without unpickling (a pickle holds every string's UTF-8 bytes); files already read are
-        included as they are."""
+        included as they are, and deferred files by their source (`_may_mention`)."""
         needles = [word.encode("utf-8") for word in words]
+        unwalked = self._deferred - self._ready.keys()
+        if unwalked:
+            unwalked = {path for path in unwalked if self._may_mention(path, words)}
         if self._pack is not None:
             found = self._pack.mentioning(needles)
-            return [path for path in self._paths if path in self._ready or path in found]
+            return [path for path in self._paths if path in self._ready or path in found or path in unwalked]
         return [path for path, blob in self._blobs.items()
-                if path in self._ready or any(needle in blob for needle in needles)]
+                if path in self._ready or path in unwalked or any(needle in blob for needle in needles)]
+
+    def _may_mention(self, path: str, words: Sequence[str]) -> bool:
+        """Whether the facts of deferred file `path` may hold one of `words`. Every string in such facts
+        is a slice of the source (names, expression texts), a name made from the path (module, package),
+        or "builtins." and ".<locals>." joining such names: an identifier not in the source, the path or
+        those is in none of them (`__all__`'s evaluated strings would be: such files are never deferred)."""
+        if any(not word.isidentifier() or word in path or word in _MADE_UP for word in words):
+            return True
+        try:
+            data = (self._tree / path).read_bytes() if self._tree is not None else None
+        except OSError:
+            data = None
+        if data is None:
+            return True
+        if all(word.isascii() for word in words):  # the same bytes in every encoding Python source may use
+            return any(word.encode("ascii") in data for word in words)
+        from sgl_scan.analyzer.parse import SourceError, decode_source
+
+        try:
+            text = decode_source(data)
+        except SourceError:
+            return True
+        return any(word in text for word in words)
+
+
+_MADE_UP = "builtins.<locals>"  # the text the facts builder adds to names read from the source
 
 
 @dataclass(frozen=True)
@@ -188,15 +286,18 @@ class FactsRun:
     notes: Mapping[str, FileNote] | None = None  # per file, where known without unpickling (not from a pack)
 
     def errors(self) -> tuple[ParseError, ...]:
-        """The files' parse errors, in path order."""
+        """The files' parse errors, in path order (a deferred file parsed cleanly: it has none)."""
         if self.notes is not None:
             return tuple(n.parse_error for p, n in sorted(self.notes.items()) if n.parse_error is not None)
-        return tuple(f.parse_error for f in self.files.values() if f.parse_error is not None)
+        deferred = getattr(self.files, "deferred", frozenset())
+        found = (self.files[p].parse_error for p in self.files if p not in deferred)
+        return tuple(error for error in found if error is not None)
 
     def with_records(self) -> Mapping[str, FileFacts]:
-        """The files an extractor found something in (all of them when that is not known)."""
+        """The files an extractor found something in (all but the deferred ones when that is not known)."""
         if self.notes is None:
-            return self.files
+            deferred = getattr(self.files, "deferred", frozenset())
+            return {p: self.files[p] for p in self.files if p not in deferred} if deferred else self.files
         return {p: self.files[p] for p in self.files if self.notes[p].has_records}
 
 
@@ -259,11 +360,13 @@ def tree_items(tree: Path, paths: Sequence[str] | None, hashes: Mapping[str, str
 
 def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Mapping[str, str] | None = None,
                   cache_dir: Path | None = None, use_cache: bool = True, jobs: int | None = None,
-                  progress: Progress | None = None, extractors: Sequence[Any] | None = None) -> FactsRun:
+                  progress: Progress | None = None, extractors: Sequence[Any] | None = None,
+                  walk_all: bool = False) -> FactsRun:
     """Facts for `paths` (default: every `.py` file) under `tree`, from the cache where possible.
 
     `hashes` (path -> sha256, e.g. from a snapshot manifest) saves hashing the files. `extractors`
-    None means the built-in ones, imported only when a file has to be parsed.
+    None means the built-in ones, imported only when a file has to be parsed. `walk_all`: the caller
+    reads every file's facts (a graph, generated code), so no walk is deferred to a second parse.
     """
     from sgl_scan.paths import facts_cache_dir
 
@@ -280,7 +383,10 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
         if pack is not None and len(pack.index) == len(items) and all(pack.sha(p) == s for p, s in items):
             if progress:
                 progress(len(items), len(items))
-            return FactsRun(LazyFiles(pack), (), True, key)
+            files = LazyFiles(pack, tree=tree, jobs=jobs, walked=_repack(cache, key))
+            if walk_all:
+                files.materialize()
+            return FactsRun(files, (), True, key)
 
     ready: dict[str, FileFacts] = {}
     notes: dict[str, FileNote] = {}
@@ -290,8 +396,9 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
     for rel, sha in items:
         hit = found.get(rel)
         if hit is not None:
-            ready[rel] = hit[0]
-            notes[rel] = FileNote.of(hit[0])
+            if hit[0] is not None:
+                ready[rel] = hit[0]
+            notes[rel] = FileNote.of(hit[0]) if hit[0] is not None else FileNote(False, None)  # else DEFERRED
             blobs[rel] = (sha, hit[1])
         else:
             todo.append((str(tree / rel), rel))
@@ -301,7 +408,7 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
     parsed = []
     if todo and extractors is None:
         extractors = load_extractors()
-    for rel, sha, blob, note in _run_jobs(todo, extractors or (), jobs):
+    for rel, sha, blob, note in _run_jobs(todo, extractors or (), jobs, defer_walk=not walk_all):
         notes[rel] = note
         blobs[rel] = (sha, blob)
         parsed.append(rel)
@@ -314,17 +421,26 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
         cache.put_pack(actual, pack)
         if actual != key:  # a file changed between hashing and parsing: the next run hashes again
             key = actual
-    files = LazyFiles({p: blobs[p][1] for p in rels}, ready)
+    files = LazyFiles({p: blobs[p][1] for p in rels}, ready, tree=tree, shas={p: blobs[p][0] for p in rels}, jobs=jobs,
+                      walked=_repack(cache, key) if cache is not None else None)
     return FactsRun(files, tuple(sorted(parsed)), False, key, notes)
+
+
+def _repack(cache: FactsCache | None, key: str) -> Callable[[dict[str, tuple[str, bytes]]], None] | None:
+    """Stores the complete facts of tree `key` once its deferred files are walked."""
+    if cache is None:
+        return None
+    return functools.partial(cache.put_pack, key)
 
 
 POOL_MIN_BYTES = 1 << 20  # below this much source (~0.2 s of parsing) one process beats starting a pool
 
 
-def _run_jobs(todo: list, extractors: tuple, jobs: int | None) -> Iterator[tuple]:
+def _run_jobs(todo: list, extractors: tuple, jobs: int | None, defer_walk: bool = False) -> Iterator[tuple]:
     """Parse `todo`: in this process when the work is small, else in a pool whose workers parse with
     stdlib `ast` and hand the few files a libcst extractor needs back to this process, so libcst is
-    imported once, here, and only when needed. This process finds those files itself (the libcst
+    imported once, here, and only when needed. With `defer_walk`, the workers leave the facts of files
+    no extractor matched to be walked when read (`DEFERRED`); this process never defers. This process finds those files itself (the libcst
     extractors' triggers) and parses them while the workers go on, instead of when their turn comes
     (small files, last in the workers' order: the libcst import and parses would end the run)."""
     if not todo:
@@ -349,7 +465,7 @@ def _run_jobs(todo: list, extractors: tuple, jobs: int | None) -> Iterator[tuple
     todo = sorted(todo, key=lambda job: -sizes[job[0]])
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
-                             initializer=_init_worker, initargs=(extractors, True)) as pool:
+                             initializer=_init_worker, initargs=(extractors, True, defer_walk)) as pool:
         _init_worker(extractors)
         try:
             results = pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16))))
@@ -395,20 +511,21 @@ GRAPH_FORMAT = 2  # 2: inventory and graph cached apart (the graph only when ask
 def analyze_tree(tree: Path, paths: Sequence[str] | None = None, *, snapshot_id: str = "",
                  sglang_version: str | None = None, cache_dir: Path | None = None, jobs: int | None = None,
                  progress: Progress | None = None, hashes: Mapping[str, str] | None = None,
-                 use_cache: bool = True) -> Analysis:
+                 use_cache: bool = True, walk_all: bool = False) -> Analysis:
     """Analyse the Python files under `tree` (or just `paths`, relative to it).
 
     The inventory and graph of a set of facts are cached with them: a warm re-scan reads the inventory
     from one entry, and the facts themselves (`DeferredFiles`) only when someone reads them.
+    `walk_all` (`collect_facts`): for a caller that reads every file's facts.
     """
     with gc_paused():
         return _analyze_tree(tree, paths, snapshot_id=snapshot_id, sglang_version=sglang_version, cache_dir=cache_dir,
-                             jobs=jobs, progress=progress, hashes=hashes, use_cache=use_cache)
+                             jobs=jobs, progress=progress, hashes=hashes, use_cache=use_cache, walk_all=walk_all)
 
 
 def _analyze_tree(tree: Path, paths: Sequence[str] | None, *, snapshot_id: str, sglang_version: str | None,
                   cache_dir: Path | None, jobs: int | None, progress: Progress | None,
-                  hashes: Mapping[str, str] | None, use_cache: bool) -> Analysis:
+                  hashes: Mapping[str, str] | None, use_cache: bool, walk_all: bool) -> Analysis:
     from sgl_scan.paths import facts_cache_dir
 
     tree = Path(tree)
@@ -421,12 +538,12 @@ def _analyze_tree(tree: Path, paths: Sequence[str] | None, *, snapshot_id: str, 
         derived = _derived(cache, key)
     if derived is not None:
         files: Mapping[str, FileFacts] = DeferredFiles(
-            list(hashes), functools.partial(_facts_of, tree, hashes, key, cache_dir=cache_dir, jobs=jobs))
+            list(hashes), functools.partial(_facts_of, tree, hashes, key, cache_dir=cache_dir, jobs=jobs, walk_all=walk_all))
         if progress:
             progress(len(files), len(files))
     else:
         run = collect_facts(tree, paths, hashes=hashes, cache_dir=cache_dir, use_cache=use_cache, jobs=jobs,
-                            progress=progress)
+                            progress=progress, walk_all=walk_all)
         files = run.files
         if run.key != key:  # not cached, or a file changed after it was hashed
             key = run.key
@@ -482,6 +599,12 @@ class DeferredFiles(_KnownPaths):
         if path not in self._paths:
             raise KeyError(path)
         return self._facts()[path]
+
+    def values(self) -> Any:
+        return self._facts().values()  # `LazyFiles` walks its deferred files in one go
+
+    def items(self) -> Any:
+        return self._facts().items()
 
     def paths_mentioning(self, words: Sequence[str]) -> list[str]:
         """`LazyFiles.paths_mentioning` of the facts."""

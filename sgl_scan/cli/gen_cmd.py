@@ -55,7 +55,7 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
         protected += [Path(p) for p in (snapshot.manifest.source.get("path"), snapshot.manifest.root) if p]
     if out is not None and not dry_run:
         check_destination(out, force=force, protected=protected)
-    analysis = analyze(snapshot)
+    analysis = analyze(snapshot, walk_all=True)  # the plan reads every file's facts
     cap = f" --topk {topk}" if topk is not None else ""
     regenerate = f"sgl-scan gen ddtree --snapshot {snapshot.id} --budget {budget}{cap} --mode {mode} --out <this folder> --force"
     generated = generate_ddtree(analysis, snapshot.tree, package=package, budget=budget, topk=topk, mode=mode, regenerate=regenerate,

@@ -66,7 +66,8 @@ def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, like:
     snapshot = obtain_snapshot(source)
     bar = Progress("analysing")
     try:
-        analysis = analyze(snapshot, progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total))
+        analysis = analyze(snapshot, progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total),
+                           walk_all=True)  # the graph reads every file's facts
     finally:
         bar.done()
     m = snapshot.manifest

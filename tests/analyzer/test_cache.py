@@ -321,7 +321,11 @@ def test_pool_workers_hand_libcst_files_to_the_parent(tree, tmp_path, monkeypatc
     pooled = collect_facts(tree, cache_dir=tmp_path / "c1", jobs=2)
     by_pid = [line.split() for line in log.read_text().splitlines()]
     assert [path for pid, path in by_pid if pid == str(os.getpid())] == ["sglang/srt/speculative/spec_info.py"]
-    assert len(by_pid) == len(pooled.files) == 25  # every file parsed once, the others in the workers
+    # every file parsed once, the others in the workers; the four with no extractor's trigger only
+    # checked to parse there (their facts are walked when read)
+    assert sorted(pooled.files.deferred) == ["sglang/srt/a.py", "sglang/srt/b.py", "sglang/srt/pkg/__init__.py",
+                                             "sglang/srt/pkg/c.py"]
+    assert len(by_pid) == len(pooled.files) - 4 == 21
     serial = collect_facts(tree, use_cache=False, jobs=1)
     assert dict(pooled.files) == dict(serial.files)
     assert pooled.files["sglang/srt/speculative/spec_info.py"].extras["spec_algo_class"]
@@ -337,6 +341,7 @@ def test_pack_search_finds_what_a_search_per_file_finds():
     words = ["forward", "is_eagle", "d2t", "fo", "rward"]
     files = {f"f{i}.py": ("0" * 64, pickle.dumps([rng.choice(words) + rng.choice(words) for _ in range(rng.randint(0, 4))]))
              for i in range(200)}
+    files.update({f"f{i}.py": ("0" * 64, b"") for i in range(0, 200, 3)})  # deferred: no bytes, share an offset
     pack = Pack.decode(Pack.encode(files))
     for needles in (["forward"], ["is_eagle", "d2t"], ["wardfo"], ["nothing"], ["rwardforward"]):
         wanted = {p for p, (_, blob) in files.items() if any(n.encode() in blob for n in needles)}
@@ -432,16 +437,16 @@ def test_sources_settled_sees_a_source_edited_added_or_removed_after_loading(sou
 
 
 def test_get_files_skips_a_pack_that_holds_too_little_of_what_is_wanted(tmp_path, monkeypatch):
-    """Reading a whole pack for one small file of it costs more than parsing that file."""
+    """Reading a whole pack for one file of it costs more than parsing that file."""
     from sgl_scan.analyzer import cache as cache_module
     from sgl_scan.analyzer.cache import dumps
     from sgl_scan.analyzer.parse import parse_file
 
     cache = FactsCache(tmp_path, "sig")
     small = parse_file("a.py", b"x = 1\n", "s1")
-    big = {f"m{i}.py": (f"t{i}", dumps(parse_file(f"m{i}.py", b"def f(a, b):\n    return g(a) + h(b)\n" * 40, f"t{i}")))
-           for i in range(8)}
-    cache.put_pack(K1, {"a.py": ("s1", dumps(small)), **big})
+    others = {f"m{i}.py": (f"t{i}", dumps(parse_file(f"m{i}.py", b"y = 2\n", f"t{i}"))) for i in range(64)}
+    cache.put_pack(K1, {"a.py": ("s1", dumps(small)), **others})
     assert cache.get_files({"a.py": "s1"}) == {}
-    monkeypatch.setattr(cache_module, "PACK_READ_SHARE", 10_000)
+    assert len(cache.get_files({"a.py": "s1", "m0.py": "t0"})) == 2  # 2 of 65 files: worth the read
+    monkeypatch.setattr(cache_module, "PACK_READ_SHARE", 65)
     assert cache.get_files({"a.py": "s1"}) == {"a.py": (small, dumps(small))}

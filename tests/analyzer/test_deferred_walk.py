@@ -1,0 +1,127 @@
+"""Pool workers leave the facts walk of files no extractor matches to the first read (`DEFERRED`):
+the facts read later are the facts an eager walk gives, from the same bytes, and nothing that the
+whole-tree steps ask (records, parse errors, which files mention a word) needs the walk."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from sgl_scan.analyzer import pipeline
+from sgl_scan.analyzer.cache import FactsCache, Pack, signature
+from sgl_scan.analyzer.pipeline import analyze_tree, collect_facts
+from sgl_scan.errors import AnalysisError
+
+PLAIN = "import os\n\n\ndef helper_{i}(x):\n    return os.path.join(x, '{i}')\n"
+DISPATCH = "def pick_{i}(server_args):\n    return server_args.speculative_algorithm == 'E{i}'\n"
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    root = tmp_path / "tree"
+    for i in range(30):
+        _write(root, f"sglang/srt/plain/p{i}.py", PLAIN.format(i=i))
+        _write(root, f"sglang/srt/spec/d{i}.py", DISPATCH.format(i=i))
+    _write(root, "sglang/srt/plain/exports.py", "__all__ = ['exported' 'name']\n\ndef f():\n    pass\n")
+    _write(root, "sglang/srt/plain/broken.py", "def broken(:\n")
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
+    monkeypatch.setattr(pipeline, "POOL_MIN_BYTES", 0)
+    return root
+
+
+def _plain(i: int) -> str:
+    return f"sglang/srt/plain/p{i}.py"
+
+
+def test_files_no_extractor_matches_are_walked_when_read_and_equal_an_eager_walk(tree, tmp_path):
+    pooled = collect_facts(tree, cache_dir=tmp_path / "cache", jobs=2)
+    assert pooled.files.deferred == frozenset(_plain(i) for i in range(30))
+    assert len(pooled.parsed) == 62  # parsed (checked) in this run, walked or not
+    serial = collect_facts(tree, use_cache=False, jobs=1)  # this process never defers
+    assert serial.files.deferred == frozenset()
+    one = pooled.files[_plain(3)]  # one read walks one file
+    assert one == serial.files[_plain(3)] and pooled.files.deferred == frozenset(_plain(i) for i in range(30) if i != 3)
+    assert dict(pooled.files.items()) == dict(serial.files.items()) and pooled.files.deferred == frozenset()
+
+
+def test_whole_tree_answers_do_not_walk_deferred_files(tree, tmp_path):
+    """Records, parse errors: the deferred files parsed cleanly and no extractor matched them."""
+    cache = tmp_path / "cache"
+    cold = collect_facts(tree, cache_dir=cache, jobs=2)
+    serial = collect_facts(tree, use_cache=False, jobs=1)
+    assert [e.location.path for e in cold.errors()] == [e.location.path for e in serial.errors()] == [
+        "sglang/srt/plain/broken.py"]
+    assert sorted(cold.with_records()) == sorted(serial.with_records())
+    assert "sglang/srt/plain/exports.py" not in cold.files.deferred  # its __all__ strings are evaluated
+    from_pack = collect_facts(tree, cache_dir=cache, jobs=2)
+    assert from_pack.from_pack and from_pack.files.deferred == cold.files.deferred
+    assert from_pack.errors() == serial.errors()
+    # from a pack, which files carry records is not known without unpickling: all but the deferred ones
+    assert set(serial.with_records()) <= set(from_pack.with_records()) == set(serial.files) - cold.files.deferred
+    assert from_pack.files.deferred == cold.files.deferred  # none of that walked a file
+
+
+def test_a_deferred_file_changed_since_it_was_checked_is_refused(tree, tmp_path):
+    run = collect_facts(tree, cache_dir=tmp_path / "cache", jobs=2)
+    _write(tree, _plain(5), "def other():\n    pass\n")
+    with pytest.raises(AnalysisError, match="changed while they were analysed"):
+        run.files[_plain(5)]
+    assert run.files[_plain(6)].functions[0].name == "helper_6"
+
+
+def test_the_pack_is_completed_once_every_deferred_file_is_walked(tree, tmp_path):
+    cache_dir = tmp_path / "cache"
+    collect_facts(tree, cache_dir=cache_dir, jobs=2)
+    cache = FactsCache(cache_dir, signature(None, cache_dir))
+    (pack_file,) = (cache.folder / "packs").iterdir()
+    assert sum(1 for _, _, length in Pack.read_index(pack_file).values() if not length) == 30
+    warm = collect_facts(tree, cache_dir=cache_dir, jobs=2)
+    assert warm.from_pack and len(warm.files.deferred) == 30
+    warm.files.materialize()
+    index = Pack.read_index(pack_file)
+    assert all(length for _, _, length in index.values())
+    again = collect_facts(tree, cache_dir=cache_dir, jobs=2)
+    assert again.from_pack and again.files.deferred == frozenset()
+    assert pickle.loads(again.files._pack.blob(_plain(1))) == warm.files[_plain(1)]
+
+
+def test_another_tree_takes_deferred_files_from_a_pack_as_deferred(tree, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    collect_facts(tree, cache_dir=cache, jobs=2)
+    _write(tree, "sglang/srt/spec/d0.py", DISPATCH.format(i=99))
+    parsed = collect_facts(tree, cache_dir=cache, jobs=1)
+    assert parsed.parsed == ("sglang/srt/spec/d0.py",)
+    assert parsed.files.deferred == frozenset(_plain(i) for i in range(30))
+    assert parsed.files[_plain(2)].functions[0].name == "helper_2"
+
+
+def test_paths_mentioning_reads_the_source_of_deferred_files(tree, tmp_path):
+    """A superset of the files whose facts hold a word: for deferred files, the word in their source,
+    in their path, or in what the builder adds (builtins, <locals>); any other text: every file."""
+    _write(tree, _plain(7), PLAIN.format(i=7) + "\n\ndef rare_method_name(self):\n    pass\n")
+    run = collect_facts(tree, cache_dir=tmp_path / "cache", jobs=2)
+    assert _plain(7) in run.files.deferred
+    assert run.files.paths_mentioning(["rare_method_name"]) == [_plain(7)]
+    assert run.files.paths_mentioning(["nowhere_at_all"]) == []
+    assert run.files.paths_mentioning(["p9"]) == [_plain(9)]  # the module name comes from the path
+    assert len(run.files.paths_mentioning(["builtins"])) >= 30
+    assert len(run.files.paths_mentioning(["sglang.srt.plain"])) >= 30  # not an identifier: cannot tell
+    assert run.files.deferred == frozenset(_plain(i) for i in range(30))  # decided without walking
+    eager = collect_facts(tree, use_cache=False, jobs=1)
+    for word in ("rare_method_name", "helper_4", "join", "os"):
+        assert set(eager.files.paths_mentioning([word])) <= set(run.files.paths_mentioning([word])), word
+
+
+def test_a_scan_of_a_pooled_tree_reports_what_a_serial_one_does(tree, tmp_path):
+    pooled = analyze_tree(tree, cache_dir=tmp_path / "c1", jobs=2)
+    serial = analyze_tree(tree, use_cache=False, jobs=1)
+    assert pooled.inventory == serial.inventory and pooled.parse_errors == serial.parse_errors
+    assert sorted(pooled.graph.edges(data="kind")) == sorted(serial.graph.edges(data="kind"))
