@@ -32,6 +32,7 @@ ANALYZER_VERSION = 1
 MAGIC = b"SGLF1\n"
 PACK_MAGIC = b"SGLP2\n"
 _DIGEST = 32
+_PACK_PREFIX = len(PACK_MAGIC) + 2 * _DIGEST + 8  # a pack's magic, sha256 of its index and of its blobs, index length
 KEEP_PACKS = 12
 PACK_READ_SHARE = 64  # another tree's pack is read for its files when they are this share of its files or more
 KEEP_VALUES = 4 * KEEP_PACKS  # a tree has up to four (analysis, findings, graph, stat index)
@@ -395,37 +396,43 @@ class Pack:
 
     @classmethod
     def decode(cls, data: bytes) -> "Pack | None":
-        start = len(PACK_MAGIC) + 2 * _DIGEST + 8
-        if len(data) < start or not data.startswith(PACK_MAGIC):
+        size = cls._index_length(data)
+        if size is None:
             return None
-        size = int.from_bytes(data[start - 8:start], "little")
         view = memoryview(data)
-        head, blobs = view[start:start + size], view[start + size:]
-        digests = data[len(PACK_MAGIC):start - 8]
-        if len(head) != size or digests != hashlib.sha256(head).digest() + hashlib.sha256(blobs).digest():
+        head, blobs = view[_PACK_PREFIX:_PACK_PREFIX + size], view[_PACK_PREFIX + size:]
+        if len(head) != size or data[len(PACK_MAGIC) + _DIGEST:_PACK_PREFIX - 8] != hashlib.sha256(blobs).digest():
             return None
-        try:
-            index = pickle.loads(head)
-        except Exception:
-            return None
-        if not isinstance(index, dict) or any(o + n > len(blobs) for _, o, n in index.values()):
+        index = cls._load_index(data, head)
+        if index is None or any(o + n > len(blobs) for _, o, n in index.values()):
             return None
         return cls(index, blobs)
 
-    @staticmethod
-    def read_index(where: Path) -> dict[str, tuple[str, int, int]] | None:
+    @classmethod
+    def read_index(cls, where: Path) -> dict[str, tuple[str, int, int]] | None:
         """The index of the pack file `where`, read without its blobs (None when unreadable or damaged)."""
-        start = len(PACK_MAGIC) + 2 * _DIGEST + 8
         try:
             with open(where, "rb") as handle:
-                head = handle.read(start)
-                if len(head) < start or not head.startswith(PACK_MAGIC):
+                prefix = handle.read(_PACK_PREFIX)
+                size = cls._index_length(prefix)
+                if size is None:
                     return None
-                size = int.from_bytes(head[start - 8:], "little")
                 raw = handle.read(size)
         except OSError:
             return None
-        if len(raw) != size or hashlib.sha256(raw).digest() != head[len(PACK_MAGIC):len(PACK_MAGIC) + _DIGEST]:
+        return cls._load_index(prefix, raw) if len(raw) == size else None
+
+    @staticmethod
+    def _index_length(prefix: bytes) -> int | None:
+        """The index's length, read from a pack's first `_PACK_PREFIX` bytes (None: not a pack)."""
+        if len(prefix) < _PACK_PREFIX or not prefix.startswith(PACK_MAGIC):
+            return None
+        return int.from_bytes(prefix[_PACK_PREFIX - 8:_PACK_PREFIX], "little")
+
+    @staticmethod
+    def _load_index(prefix: bytes, raw: bytes | memoryview) -> dict[str, tuple[str, int, int]] | None:
+        """The index pickled in `raw`, if its sha256 is the one the pack's `prefix` records."""
+        if hashlib.sha256(raw).digest() != prefix[len(PACK_MAGIC):len(PACK_MAGIC) + _DIGEST]:
             return None
         try:
             index = pickle.loads(raw)

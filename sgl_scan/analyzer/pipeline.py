@@ -119,7 +119,7 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tup
         from sgl_scan.analyzer.parse import parses_cleanly
 
         if parses_cleanly(data):
-            return rel, sha, DEFERRED, FileNote(False, None)
+            return rel, sha, DEFERRED, DEFERRED_NOTE
     from sgl_scan.analyzer.parse import parse_file  # stdlib ast; libcst only for files that need it
 
     facts = parse_file(rel, data, sha, matched)
@@ -227,9 +227,7 @@ class LazyFiles(_KnownPaths):
         without unpickling (a pickle holds every string's UTF-8 bytes); files already read are
         included as they are, and deferred files by their source (`_may_mention`)."""
         needles = [word.encode("utf-8") for word in words]
-        unwalked = self._deferred - self._ready.keys()
-        if unwalked:
-            unwalked = {path for path in unwalked if self._may_mention(path, words)}
+        unwalked = {path for path in self._deferred if self._may_mention(path, words)}
         if self._pack is not None:
             found = self._pack.mentioning(needles)
             return [path for path in self._paths if path in self._ready or path in found or path in unwalked]
@@ -273,6 +271,9 @@ class FileNote:
     @classmethod
     def of(cls, facts: FileFacts) -> "FileNote":
         return cls(any(facts.extras.values()) if facts.extras else False, facts.parse_error)
+
+
+DEFERRED_NOTE = FileNote(False, None)  # a `DEFERRED` file: no extractor matched, and it parses cleanly
 
 
 @dataclass(frozen=True)
@@ -398,7 +399,7 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
         if hit is not None:
             if hit[0] is not None:
                 ready[rel] = hit[0]
-            notes[rel] = FileNote.of(hit[0]) if hit[0] is not None else FileNote(False, None)  # else DEFERRED
+            notes[rel] = FileNote.of(hit[0]) if hit[0] is not None else DEFERRED_NOTE
             blobs[rel] = (sha, hit[1])
         else:
             todo.append((str(tree / rel), rel))
@@ -422,7 +423,7 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
         if actual != key:  # a file changed between hashing and parsing: the next run hashes again
             key = actual
     files = LazyFiles({p: blobs[p][1] for p in rels}, ready, tree=tree, shas={p: blobs[p][0] for p in rels}, jobs=jobs,
-                      walked=_repack(cache, key) if cache is not None else None)
+                      walked=_repack(cache, key))
     return FactsRun(files, tuple(sorted(parsed)), False, key, notes)
 
 
@@ -439,10 +440,11 @@ POOL_MIN_BYTES = 1 << 20  # below this much source (~0.2 s of parsing) one proce
 def _run_jobs(todo: list, extractors: tuple, jobs: int | None, defer_walk: bool = False) -> Iterator[tuple]:
     """Parse `todo`: in this process when the work is small, else in a pool whose workers parse with
     stdlib `ast` and hand the few files a libcst extractor needs back to this process, so libcst is
-    imported once, here, and only when needed. With `defer_walk`, the workers leave the facts of files
-    no extractor matched to be walked when read (`DEFERRED`); this process never defers. This process finds those files itself (the libcst
+    imported once, here, and only when needed. This process finds those files itself (the libcst
     extractors' triggers) and parses them while the workers go on, instead of when their turn comes
-    (small files, last in the workers' order: the libcst import and parses would end the run)."""
+    (small files, last in the workers' order: the libcst import and parses would end the run). With
+    `defer_walk`, the workers leave the facts of files no extractor matched to be walked when read
+    (`DEFERRED`); this process never defers."""
     if not todo:
         return
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
