@@ -3,8 +3,9 @@
 Run inside an SGLang git checkout (a fork, or a pull request's head). The whole tree is analysed
 (whole-program rules need it); findings are then kept only where they touch a line that differs
 between the merge base of REV and HEAD and the working tree (committed, staged, unstaged or
-untracked), as `git diff <merge-base>` shows them — read with prefixes, external diffs, textconv and
-colour switched off whatever the user's git config says; a pure deletion touches the lines on both
+untracked), as `git diff <merge-base>` shows them — git runs through `snapshots/safegit.py`, so it
+reads no configuration (the checkout's, the system's or the user's: no command any of them names can
+run), with prefixes, external diffs, textconv and colour switched off; a pure deletion touches the lines on both
 sides of it; without PATHS the whole repository counts, wherever check runs from; a file git counts
 as changed but that was not read from the diff is an error. With `--include-new` the merge base is analysed
 too, and findings it did not have are kept wherever they are (a member added to the enum makes the
@@ -16,53 +17,101 @@ from __future__ import annotations
 import codecs
 import logging
 import re
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
 
 import click
 
 from sgl_scan.cli.scan_cmd import FindingOptions, finding_options, prepare, report_findings, require_speculative_files
 from sgl_scan.errors import ConfigError, SnapshotError
+from sgl_scan.snapshots.safeio import read_regular
+
+if TYPE_CHECKING:
+    from sgl_scan.snapshots.safegit import Quarantine
 
 log = logging.getLogger(__name__)
 
+MAX_UNTRACKED = 64 * 1024**2  # bytes of an untracked file counted for its changed lines
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
-def open_repo(start: Path):
-    """The git repository containing `start` (a usage error when there is none)."""
-    import git
+@contextmanager
+def open_checkout(start: Path) -> Iterator["Quarantine"]:
+    """The git checkout containing `start`, seen through a private git folder (`safegit`: nothing
+    its config names can run); a usage error when there is none."""
+    from sgl_scan.snapshots import safegit
 
-    try:
-        return git.Repo(start, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise ConfigError(f"{start} is not inside a git checkout (check needs one; use scan otherwise)") from None
+    located = safegit.locate(start)
+    if located is None or located.work_tree is None:
+        raise ConfigError(f"{start} is not inside a git checkout (check needs one; use scan otherwise)")
+    with safegit.quarantined(located) as repo:
+        yield repo
 
 
-def diff_base_commit(repo, rev: str) -> str:
+def diff_base_commit(repo: "Quarantine", rev: str) -> str:
     """The merge base of `rev` and HEAD (or `rev` itself when HEAD is unborn or unrelated)."""
-    import git
+    from sgl_scan.snapshots.safegit import GitFailed
 
+    root = repo.work_tree
+    base = repo.commit_of(rev)
+    if base is None:
+        named = _named_object(repo, rev)
+        if named is None:
+            raise ConfigError(f"--diff-base {rev}: no such revision in {root}")
+        # named by a commit this (shallow) clone has, but not fetched
+        shallow = " shallow" if (repo.private / "shallow").exists() else ""
+        raise ConfigError(f"--diff-base {rev} is commit {named[:12]}, which this{shallow} clone does not have; "
+                          "fetch it first (git fetch --deepen=1, or fetch-depth: 0 in actions/checkout)")
+    head = repo.commit_of("HEAD")
+    if head is None:
+        return base
     try:
-        base = repo.commit(rev)
-    except (git.BadName, ValueError, git.GitCommandError):
-        raise ConfigError(f"--diff-base {rev}: no such revision in {repo.working_dir}") from None
-    try:
-        repo.git.cat_file("-e", f"{base.hexsha}^{{commit}}")
-    except git.GitCommandError:  # named by a commit this (shallow) clone has, but not fetched
-        shallow = " shallow" if (Path(repo.git_dir) / "shallow").exists() else ""
-        raise ConfigError(f"--diff-base {rev} is commit {base.hexsha[:12]}, which this{shallow} clone does not have; "
-                          "fetch it first (git fetch --deepen=1, or fetch-depth: 0 in actions/checkout)") from None
-    try:
-        bases = repo.merge_base(base, repo.head.commit)
-    except (ValueError, git.GitCommandError):
+        bases = repo.text("merge-base", base, head, ok=(0, 1)).split()
+    except GitFailed:
         bases = []
-    return (bases[0] if bases else base).hexsha
+    return bases[0] if bases else base
 
 
-# Whatever the user's git config says (diff.mnemonicPrefix, diff.noprefix, diff.external, color,
-# textconv, a diff driver): paths without prefixes, plain text, hunks with no context.
-_DIFF = ["git", "-c", "core.quotePath=false", "-c", "diff.mnemonicPrefix=false", "-c", "diff.noprefix=false",
-         "-c", "color.diff=false", "diff", "--no-prefix", "--no-ext-diff", "--no-textconv", "--no-color",
+_HEX = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_ANCESTRY = re.compile(r"(.+?)((?:[~^][0-9]*)+)")
+
+
+def _named_object(repo: "Quarantine", rev: str) -> str | None:
+    """The commit id `rev` names even where git cannot reach it: a ref to a commit that was not
+    fetched, or `X~N` / `X^N` past a shallow clone's boundary (the parents a fetched commit records)."""
+    if not rev or rev.startswith("-"):
+        return None
+    if _HEX.fullmatch(rev):
+        return rev
+    try:
+        out = repo.text("rev-parse", "--verify", "--quiet", "--end-of-options", rev).strip()
+        if _HEX.fullmatch(out):
+            return out
+    except Exception:  # noqa: BLE001 - any failure: not a plain name
+        pass
+    match = _ANCESTRY.fullmatch(rev)
+    sha = repo.commit_of(match.group(1)) if match else None
+    if sha is None:
+        return None
+    for step in re.findall(r"[~^][0-9]*", match.group(2)):
+        count = int(step[1:]) if step[1:] else 1
+        hops, which = (count, 1) if step[0] == "~" else (1 if count else 0, count)
+        for _ in range(hops):
+            try:
+                raw = repo.text("cat-file", "commit", sha)
+            except Exception:  # noqa: BLE001 - past what this clone has: unknown
+                return None
+            parents = re.findall(r"^parent ([0-9a-f]+)$", raw.split("\n\n", 1)[0], re.M)
+            if len(parents) < which:
+                return None
+            sha = parents[which - 1]
+    return sha
+
+
+# Run through `safegit` (no configuration of the repository's, the system's or the user's is read),
+# with paths without prefixes, plain text, hunks with no context, no textconv, no external diff.
+_DIFF = ["-c", "core.quotePath=false", "diff", "--no-prefix", "--no-ext-diff", "--no-textconv", "--no-color",
          "--find-renames", "--unified=0"]
 
 
@@ -99,7 +148,7 @@ def parse_unified_diff(text: str, *, prefix: str = "") -> dict[str, set[int]]:
 
 def _numstat(repo, base: str, pathspecs: list[str]) -> dict[str, int]:
     """Path -> lines added plus removed, as git counts them (binary files left out)."""
-    out = repo.git.execute(_DIFF[:-1] + ["--numstat", "-z", "--diff-filter=d", base, "--", *pathspecs])
+    out = repo.text(*_DIFF[:-1], "--numstat", "-z", "--diff-filter=d", base, "--", *pathspecs)
     counts: dict[str, int] = {}
     fields = out.split("\0")
     i = 0
@@ -124,25 +173,25 @@ def changed_lines(repo, base: str, pathspecs: list[str]) -> dict[str, set[int]]:
 
     An empty `pathspecs` means the whole repository. Every file git counts as changed must show up;
     otherwise the diff was misread and the review would pass silently, so that is an error."""
-    import git
+    from sgl_scan.snapshots.safegit import GitFailed
 
     try:
-        text = repo.git.execute(_DIFF + [base, "--", *pathspecs])
+        text = repo.text(*_DIFF, base, "--", *pathspecs)
         counts = _numstat(repo, base, pathspecs)
-        untracked = repo.git.ls_files("--others", "--exclude-standard", "-z", "--", *pathspecs).split("\0")
-    except git.GitCommandError as exc:
-        detail = [t.strip(" '") for t in (exc.stderr or "").replace("stderr:", "").strip().splitlines() if t.strip(" '")]
-        raise SnapshotError(f"git diff against {base[:12]} failed: {detail[-1] if detail else exc}") from None
+        untracked = repo.text("ls-files", "--others", "--exclude-standard", "-z", "--", *pathspecs).split("\0")
+    except GitFailed as exc:
+        raise SnapshotError(f"git diff against {base[:12]} failed: {exc}") from None
     changed = parse_unified_diff(text)
     missed = sorted(path for path, n in counts.items() if n and not changed.get(path))
     if missed:
         raise SnapshotError(f"git reports changes in {len(missed)} file(s) that were not read from its diff (first: {missed[0]}); refusing to pass the review")
-    root = Path(repo.working_dir)
+    root = Path(repo.work_tree)
     for path in filter(None, untracked):
-        try:
-            count = len((root / path).read_bytes().splitlines())
+        try:  # never a FIFO, a link out of the tree, or more than a source file holds
+            body, _ = read_regular(root / path, MAX_UNTRACKED)
         except OSError:
             continue
+        count = len(body[:MAX_UNTRACKED].splitlines())
         changed[path] = set(range(1, count + 1))
     return {path: lines for path, lines in changed.items() if lines}
 
@@ -167,6 +216,18 @@ def to_snapshot_paths(changed: dict[str, set[int]], prefix: str) -> dict[str, fr
             continue
         result[path[len(prefix):]] = frozenset(lines)
     return result
+
+
+def _changes(repo: "Quarantine", root: Path, starts: list[Path], diff_base: str):
+    pathspecs = []  # none: the whole repository, wherever check runs from
+    for start in starts:
+        try:
+            relative = start.relative_to(root)
+        except ValueError:
+            raise ConfigError(f"{start} is outside the checkout {root}") from None
+        pathspecs.append(":(top,literal)" + relative.as_posix() if str(relative) != "." else ":/")
+    base = diff_base_commit(repo, diff_base)
+    return base, changed_lines(repo, base, pathspecs), pathspecs
 
 
 @click.command("check")
@@ -196,17 +257,9 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_
     prepared = prepare(options)
     starts = [Path(p).resolve() for p in paths]
     first = starts[0] if starts else Path.cwd()
-    repo = open_repo(first if first.is_dir() else first.parent)
-    root = Path(repo.working_dir).resolve()
-    pathspecs = []  # none: the whole repository, wherever check runs from
-    for start in starts:
-        try:
-            relative = start.relative_to(root)
-        except ValueError:
-            raise ConfigError(f"{start} is outside the checkout {root}") from None
-        pathspecs.append(":(top,literal)" + relative.as_posix() if str(relative) != "." else ":/")
-    base = diff_base_commit(repo, diff_base)
-    changed = changed_lines(repo, base, pathspecs)
+    with open_checkout(first if first.is_dir() else first.parent) as repo:
+        root = Path(repo.work_tree).resolve()
+        base, changed, pathspecs = _changes(repo, root, starts, diff_base)
     parent = package_parent(root)
     prefix = "" if parent == root else parent.relative_to(root).as_posix() + "/"
     wanted = to_snapshot_paths(changed, prefix)

@@ -19,13 +19,14 @@ import base64
 import hashlib
 import logging
 import os
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from sgl_scan.errors import ConfigError, SnapshotError
 from sgl_scan.paths import sgl_scan_home
+from sgl_scan.snapshots import safegit
 from sgl_scan.snapshots import scope as scopes
 from sgl_scan.snapshots.manifest import GitState, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
@@ -75,68 +76,147 @@ def _private_folder(path: Path) -> Path:
     return path
 
 
-def open_repo(spec: str):
-    """A gitpython Repo for a local path, or a cached bare clone of a URL (fetched again)."""
-    import git
-
+@contextmanager
+def open_repo(spec: str, params: Mapping | None = None) -> Iterator[tuple[safegit.Quarantine, str]]:
+    """A local repository (work tree or bare), or a cached bare clone of a URL (fetched again),
+    seen through a private git folder (`safegit`: nothing a repository's config names can run),
+    and how to name it in reports."""
     local = Path(spec).expanduser()
     if local.exists():
+        located = safegit.locate(local, search_parents=False, allow_bare=True)
+        if located is None:
+            raise SnapshotError(f"{local} is not a git repository")
+        shown = str(local.absolute())
+    else:
+        params = params or {}
+        limit = Limits.from_params(params).max_bytes
+        cache, shown = _fetched(spec, limit=limit, timeout=float(params.get("timeout") or TRANSFER_TIMEOUT))
+        located = safegit.Located(None, cache, cache)
+    with safegit.quarantined(located) as repo:
+        yield repo, shown
+
+
+TRANSFER_TIMEOUT = 900.0  # seconds for one clone or fetch (--timeout)
+ALLOWED_SCHEMES = ("https", "http", "ssh", "git", "file")
+
+
+def _check_transport(spec: str) -> None:
+    """Only plain transports: `https://`, `http://`, `ssh://`, `git://`, `file://` and `host:path`.
+    `ext::CMD` runs a command, `fd::` reads a descriptor, and an argument starting with `-` is an
+    option to git; all are usage errors."""
+    scheme = urlsplit(spec).scheme if "://" in spec else ""
+    if spec.startswith("-") or "::" in spec.split("/", 1)[0] or (scheme and scheme.lower() not in ALLOWED_SCHEMES):
+        shown = redact_url(spec).split("::", 1)[0] + ("::..." if "::" in spec else "")
+        raise ConfigError(f"--git {shown}: not a repository path or a URL sgl-scan fetches "
+                          f"(https, http, ssh, git, file or HOST:PATH)")
+
+
+def _folder_size(folder: Path) -> int:
+    total = 0
+    for where, _, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(where, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _transfer(args: list[str], *, env: dict, into: Path, limit: int, timeout: float, spec: str) -> None:
+    """Run `git ARGS` (a clone or fetch) that writes into `into`, stopped (whole process group) when
+    it has written more than `limit` bytes there or runs past `timeout` seconds: a server that
+    accepts and never answers, or sends without end, cannot hang or fill the pull."""
+    import signal
+    import subprocess
+    import tempfile
+    import time
+
+    before = _folder_size(into) if into.exists() else 0
+    ended = time.monotonic() + timeout
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(["git", *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=errors, start_new_session=True)
+        problem = None
         try:
-            return git.Repo(local), str(local.absolute())
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-            raise SnapshotError(f"{local} is not a git repository") from exc
+            while True:
+                try:
+                    proc.wait(timeout=0.2)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if time.monotonic() > ended:
+                    problem = f"no complete answer within {timeout:.0f} s (--timeout)"
+                elif into.exists() and _folder_size(into) - before > limit:
+                    problem = f"it sends more than --max-bytes {human(limit)}"
+                if problem:
+                    break
+        finally:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+        if problem is None and into.exists() and _folder_size(into) - before > limit:
+            problem = f"it sent more than --max-bytes {human(limit)}"
+        if problem is None and proc.returncode != 0:
+            errors.seek(0)
+            lines = [t.strip(" '") for t in errors.read()[-65536:].decode("utf-8", "replace").splitlines() if t.strip(" '")]
+            problem = lines[-1] if lines else f"git exited with status {proc.returncode}"
+    if problem is not None:
+        raise SnapshotError(f"cannot fetch {redact_url(spec)}: {redact_url(problem).replace(spec, redact_url(spec))}")
+
+
+def _fetched(spec: str, *, limit: int, timeout: float) -> tuple[Path, str]:
+    """The cached bare clone (ours) of the URL `spec`, cloned or fetched now within `limit` bytes and
+    `timeout` seconds."""
+    _check_transport(spec)
     clean, auth = split_credentials(spec)
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **auth}
     folder = _private_folder(sgl_scan_home() / "git")
     cache = folder / (hashlib.sha256(clean.encode()).hexdigest()[:20] + ".git")
     with _locked(cache.with_suffix(".lock")):
-        try:
-            if cache.exists():
-                try:
-                    repo = git.Repo(cache)
-                    repo.git.remote("set-url", "origin", clean)  # drops a credential an older clone stored
-                    # forced updates: a branch rewound or a tag moved upstream (git tag -f) is followed
-                    repo.git.fetch("--prune", "--force", "origin", *FETCH_REFSPECS, env=env)
-                except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-                    log.warning("the cached clone of %s could not be updated (%s); cloning it again",
-                                redact_url(spec), _last_line(exc, spec))
-                    repo = _reclone(clean, cache, env)
-            else:
-                log.info("cloning %s", redact_url(spec))
-                repo = git.Repo.clone_from(clean, cache, bare=True, env=env)
-        except git.GitCommandError as exc:
-            raise SnapshotError(f"cannot fetch {redact_url(spec)}: {_last_line(exc, spec)}") from exc
-    return repo, redact_url(spec)
+        if cache.exists():
+            try:
+                # drops a credential an older clone stored; forced updates: a branch rewound or a tag
+                # moved upstream (git tag -f) is followed
+                _transfer(["--git-dir", str(cache), "remote", "set-url", "origin", "--", clean], env=env, into=cache,
+                          limit=limit, timeout=timeout, spec=spec)
+                _transfer(["--git-dir", str(cache), "fetch", "--prune", "--force", "origin", *FETCH_REFSPECS],
+                          env=env, into=cache, limit=limit, timeout=timeout, spec=spec)
+            except SnapshotError as exc:
+                if "--max-bytes" in str(exc) or "--timeout" in str(exc):
+                    raise
+                log.warning("the cached clone of %s could not be updated (%s); cloning it again", redact_url(spec), exc)
+                _reclone(clean, cache, env, limit=limit, timeout=timeout, spec=spec)
+        else:
+            log.info("cloning %s", redact_url(spec))
+            _reclone(clean, cache, env, limit=limit, timeout=timeout, spec=spec)
+    return cache, redact_url(spec)
 
 
 FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 
 
-def _last_line(exc: Exception, spec: str) -> str:
-    message = (getattr(exc, "stderr", None) or str(exc)).strip().splitlines()
-    detail = redact_url(message[-1].strip(" '")) if message else "git failed"
-    return detail.replace(spec, redact_url(spec))
-
-
-def _reclone(url: str, cache: Path, env: dict):
-    """Replace the cached bare clone (ours, under the store) with a fresh one; the old one stays
-    until the new clone is complete."""
+def _reclone(url: str, cache: Path, env: dict, *, limit: int, timeout: float, spec: str) -> None:
+    """Make (or replace) the cached bare clone (ours, under the store) with a fresh one; an old one
+    stays until the new clone is complete."""
     import shutil
     import tempfile
 
-    import git
-
     fresh = Path(tempfile.mkdtemp(prefix=cache.name + ".new-", dir=cache.parent))
     try:
-        git.Repo.clone_from(url, fresh / "repo.git", bare=True, env=env)  # `url` holds no credential
+        # `url` holds no credential
+        _transfer(["clone", "--bare", "--quiet", "--", url, str(fresh / "repo.git")], env=env, into=fresh,
+                  limit=limit, timeout=timeout, spec=spec)
         retired = cache.with_name(cache.name + ".old")
         shutil.rmtree(retired, ignore_errors=True)
-        cache.rename(retired)
+        if cache.exists():
+            cache.rename(retired)
         (fresh / "repo.git").rename(cache)
         shutil.rmtree(retired, ignore_errors=True)
     finally:
         shutil.rmtree(fresh, ignore_errors=True)
-    return git.Repo(cache)
 
 
 def branch_of(repo, rev: str) -> str | None:
@@ -155,18 +235,22 @@ def branch_of(repo, rev: str) -> str | None:
 
 
 def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress | None = None) -> Snapshot:
-    import git
-
     store = store or Store()
     scope = scopes.check_scope(params.get("scope"))
-    limits = Limits.from_params(params)
     progress = progress or Progress("git")
     rev = params.get("rev") or "HEAD"
-    repo, shown = open_repo(params["git_repo"])
-    try:
-        commit = repo.commit(rev)
-    except (git.BadName, ValueError, git.GitCommandError) as exc:
-        raise SnapshotError(f"unknown revision {rev!r} in {shown}") from exc
+    with open_repo(params["git_repo"], params) as (safe, shown):
+        sha = safe.commit_of(rev)  # as git resolves it; never an option, never a Python error
+        if sha is None:
+            raise SnapshotError(f"unknown revision {rev!r} in {shown}")
+        return _pull_commit(safe, shown, sha, rev, params, scope, store, progress)
+
+
+def _pull_commit(safe: safegit.Quarantine, shown: str, sha: str, rev: str, params: Mapping, scope: str,
+                 store: Store, progress: Progress) -> Snapshot:
+    limits = Limits.from_params(params)
+    repo = safe.repo
+    commit = repo.commit(sha)
     tree = commit.tree
     package = None
     submodules = []
@@ -221,7 +305,7 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
         return blobs[rel].data_stream.read()
 
     branch = branch_of(repo, rev)
-    if branch is None and rev == "HEAD" and not repo.bare:
+    if branch is None and rev == "HEAD" and safe.work_tree is not None:
         branch = None if repo.head.is_detached else repo.active_branch.name
     with store.stage() as stage:
         for number, rel in enumerate(chosen, 1):

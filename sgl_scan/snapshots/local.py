@@ -136,20 +136,26 @@ def list_files(package: Path) -> tuple[dict[str, str], list[SkippedFile]]:
 
 
 def git_state(folder: Path) -> tuple[GitState | None, str | None]:
-    """Commit, branch, dirty flag and `git diff HEAD` of the work tree holding `folder`, if any."""
-    probe = folder.resolve()
-    if not any((p / ".git").exists() for p in (probe, *probe.parents)):
+    """Commit, branch, dirty flag and `git diff HEAD` of the work tree holding `folder`, if any.
+
+    Read through a private git folder (`safegit`): nothing the scanned repository's config names
+    (fsmonitor, textconv, filters, hooks, pager, ...) can run."""
+    from sgl_scan.snapshots import safegit
+
+    located = safegit.locate(folder.resolve())
+    if located is None or located.work_tree is None:
         return None, None
     try:
-        import git  # gitpython; imported only when there is a repository to read
-
-        repo = git.Repo(probe, search_parent_directories=True)
-        commit = repo.head.commit.hexsha
-        branch = None if repo.head.is_detached else repo.active_branch.name
-        dirty = repo.is_dirty(untracked_files=False)
-        patch = repo.git.diff("HEAD", "--no-color", "--no-ext-diff") if dirty else ""
-    except Exception as exc:  # not a repository after all, no commits yet, git missing
-        log.info("no git state for %s: %s", folder, type(exc).__name__)
+        with safegit.quarantined(located) as repo:
+            commit = repo.commit_of("HEAD")
+            if commit is None:  # no commits yet
+                return None, None
+            branch = repo.text("symbolic-ref", "--quiet", "--short", "HEAD", ok=(0, 1)).strip() or None
+            staged = repo.run("diff", "--cached", "--quiet", *safegit.DIFF_SAFETY, ok=(0, 1)).returncode == 1
+            dirty = staged or repo.run("diff", "--quiet", *safegit.DIFF_SAFETY, ok=(0, 1)).returncode == 1
+            patch = repo.text("diff", *safegit.DIFF_SAFETY, commit).removesuffix("\n") if dirty else ""
+    except (SnapshotError, OSError) as exc:  # an unreadable repository, git missing
+        log.info("no git state for %s: %s", folder, exc)
         return None, None
     return GitState(commit=commit, branch=branch, dirty=dirty), (patch + "\n" if patch else None)
 

@@ -9,7 +9,7 @@ import pytest
 from sgl_scan.cli.check_cmd import (
     changed_lines,
     diff_base_commit,
-    open_repo,
+    open_checkout,
     package_parent,
     parse_unified_diff,
     to_snapshot_paths,
@@ -62,13 +62,14 @@ def test_changed_lines_since_a_base_include_commits_worktree_and_untracked(tmp_p
     (src / "m.py").write_text("".join(text))
     (src / "new.py").write_text("a = 1\nb = 2\n")
 
-    found = changed_lines(repo, diff_base_commit(repo, base), ["."])
-    assert found == {"python/sglang/srt/m.py": {4, 8}, "python/sglang/srt/new.py": {1, 2}}
-    assert changed_lines(repo, diff_base_commit(repo, "HEAD"), ["."]) == {
-        "python/sglang/srt/m.py": {8},
-        "python/sglang/srt/new.py": {1, 2},
-    }
-    only = changed_lines(repo, base, ["python/sglang/srt/new.py"])
+    with open_checkout(tmp_path) as safe:
+        found = changed_lines(safe, diff_base_commit(safe, base), ["."])
+        assert found == {"python/sglang/srt/m.py": {4, 8}, "python/sglang/srt/new.py": {1, 2}}
+        assert changed_lines(safe, diff_base_commit(safe, "HEAD"), ["."]) == {
+            "python/sglang/srt/m.py": {8},
+            "python/sglang/srt/new.py": {1, 2},
+        }
+        only = changed_lines(safe, base, ["python/sglang/srt/new.py"])
     assert only == {"python/sglang/srt/new.py": {1, 2}}
 
     assert package_parent(tmp_path) == tmp_path / "python"
@@ -86,18 +87,22 @@ def test_diff_base_is_the_merge_base_with_a_diverged_branch(tmp_path):
     (tmp_path / "g.py").write_text("upstream = 1\n")
     commit_all(repo, "upstream work")
     repo.git.checkout("feature")
-    base = diff_base_commit(repo, "main")
-    assert base == first
-    assert changed_lines(repo, base, ["."]) == {"f.py": {2}}
+    with open_checkout(tmp_path) as safe:
+        base = diff_base_commit(safe, "main")
+        assert base == first
+        assert changed_lines(safe, base, ["."]) == {"f.py": {2}}
 
 
 def test_usage_errors(tmp_path):
     with pytest.raises(ConfigError, match="not inside a git checkout"):
-        open_repo(tmp_path)
+        with open_checkout(tmp_path):
+            pass
     repo = init_repo(tmp_path)
     (tmp_path / "f.py").write_text("a = 1\n")
     commit_all(repo, "first")
-    with pytest.raises(ConfigError, match="--diff-base nope: no such revision"):
-        diff_base_commit(repo, "nope")
+    with open_checkout(tmp_path) as safe:
+        for rev in ("nope", "@{-1}", "--output=/tmp/x", "HEAD@{99}"):
+            with pytest.raises(ConfigError, match="no such revision"):
+                diff_base_commit(safe, rev)
     with pytest.raises(ConfigError, match="no sglang/srt package"):
         package_parent(Path(tmp_path))
