@@ -243,7 +243,11 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
         sha = safe.commit_of(rev)  # as git resolves it; never an option, never a Python error
         if sha is None:
             raise SnapshotError(f"unknown revision {rev!r} in {shown}")
-        return _pull_commit(safe, shown, sha, rev, params, scope, store, progress)
+        try:
+            return _pull_commit(safe, shown, sha, rev, params, scope, store, progress)
+        except ValueError as exc:  # gitpython: an object the commit names is not in the repository
+            raise SnapshotError(f"cannot read {shown} @ {rev}: an object it names is missing "
+                                "(a partial or damaged clone; sgl-scan never fetches missing objects)") from exc
 
 
 def _pull_commit(safe: safegit.Quarantine, shown: str, sha: str, rev: str, params: Mapping, scope: str,
