@@ -38,6 +38,8 @@ SOURCE_OPTIONS = (
     click.option("--remote-root", help="Remote path of the sglang package (default: auto-detect)."),
     click.option("--connect-timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for the SSH connection."),
     click.option("--path", "local_path", type=click.Path(file_okay=False), help="Read a local folder: an SGLang checkout, an installed package or a snapshot copy."),
+    click.option("--follow-outside-links", is_flag=True, default=None,
+                 help="With --path: follow a symlinked scope root (srt/, srt/speculative/, ...) that leads outside the folder."),
     click.option("--git", "git_repo", help="Read a git repository (URL or local path) at --rev without touching its work tree."),
     click.option("--rev", help="git revision for --git (default HEAD)."),
     click.option("--pip", "pip_spec", help="Download an SGLang release from the package index, e.g. sglang==0.5.23."),
@@ -59,7 +61,7 @@ def source_options(func: Callable) -> Callable:
 
 SOURCE_PARAM_NAMES = (
     "host", "port", "user", "identity", "ssh_config", "known_hosts", "accept_new_host_key",
-    "remote_root", "connect_timeout", "local_path", "git_repo", "rev", "pip_spec", "snapshot_ref", "scope",
+    "remote_root", "connect_timeout", "local_path", "follow_outside_links", "git_repo", "rev", "pip_spec", "snapshot_ref", "scope",
     "timeout", "max_bytes", "max_files", "max_file_size",
 )
 
@@ -93,7 +95,7 @@ def some_source_options(*names: str) -> Callable[[Callable], Callable]:
 def source_or_latest(source: dict) -> dict:
     """The source options as given; with no source at all, the newest stored snapshot (as
     `--snapshot latest`), or a usage error while the store holds none."""
-    if any(v for k, v in source.items() if k not in ("connect_timeout", "scope")):
+    if any(v for k, v in source.items() if k not in ("connect_timeout", "scope", "follow_outside_links")):
         return source
     from sgl_scan.snapshots.store import Store
 

@@ -8,9 +8,11 @@ so content decides, not mtimes: a same-size edit whose mtime was restored (`cp -
 `tar x`) moves the ctime and is a new snapshot.
 
 The package folder (the one holding `srt/`) is found at the folder itself, or under `sglang/`,
-`python/sglang/` or `tree/sglang/`. Only regular files are read; a symlinked scope root (`srt/`,
-`srt/speculative/`, ...) is followed unless it loops; other symlinks and unreadable or over-limit
-files are recorded as skipped. When the folder is inside a git work tree, its commit,
+`python/sglang/` or `tree/sglang/`. Only regular files are read (`safeio`: opened without following
+links or blocking, type checked on the descriptor, lying in the folders listed, read to the cap); a
+symlinked scope root (`srt/`, `srt/speculative/`, ...) is followed unless it loops or leads outside
+the folder named by --path (unless --follow-outside-links); other symlinks and unreadable or
+over-limit files are recorded as skipped. When the folder is inside a git work tree, its commit,
 branch, dirty state and `git diff HEAD` are recorded (gitpython).
 """
 
@@ -27,6 +29,7 @@ from sgl_scan.errors import SnapshotError
 from sgl_scan.snapshots import scope as scopes
 from sgl_scan.snapshots.manifest import FileEntry, GitState, PullInfo, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
+from sgl_scan.snapshots.safeio import NotRegular, read_regular
 from sgl_scan.snapshots.stamps import source_stamps
 from sgl_scan.snapshots.store import Store, content_key, recorded_git
 from sgl_scan.snapshots.tarstream import Limits, human
@@ -59,12 +62,19 @@ def _loops(link: Path, package: Path) -> bool:
     return target == home or target in home.parents
 
 
-def list_files(package: Path) -> tuple[dict[str, str], list[SkippedFile]]:
+def list_files(package: Path, *, boundary: Path | None = None, follow_outside: bool = False,
+               roots: list[str] | None = None) -> tuple[dict[str, str], list[SkippedFile]]:
     """Regular `*.py` files under `srt/` plus the version files: package-relative path -> full path.
 
     A scope root (`srt/`, or a folder a scope names, `scopes.SCOPE_ROOTS`) that is a symlink to a
     folder is followed, unless it leads back into the package (a loop); every other symlink is
-    recorded as skipped, never silently dropped."""
+    recorded as skipped, never silently dropped. A scope root linking outside `boundary` (the folder
+    the user named) is followed only with `follow_outside` (`--follow-outside-links`): a hostile tree
+    must not bring the user's own files into a snapshot. `roots` (when given) gets the real paths of
+    the folders read, so a read can check where the file it opened lies."""
+    roots = [] if roots is None else roots
+    roots.append(os.path.realpath(package))
+    fence = os.path.realpath(boundary if boundary is not None else package)
     files: dict[str, Path] = {}
     skipped: list[SkippedFile] = []
     for name in scopes.VERSION_FILES:
@@ -129,6 +139,13 @@ def list_files(package: Path) -> tuple[dict[str, str], list[SkippedFile]]:
         if os.path.islink(package / top) and _loops(package / top, package):
             skipped.append(SkippedFile(top, "symlink to a folder holding the package (a loop), not followed"))
             continue
+        if os.path.islink(package / top):
+            target = os.path.realpath(package / top)
+            if not (target + "/").startswith(fence.rstrip("/") + "/") and not follow_outside:
+                skipped.append(SkippedFile(top, "symlink to a folder outside the scanned folder, not followed "
+                                                "(--follow-outside-links follows it)"))
+                continue
+            roots.append(target)
         stack = [(str(package / top), f"{top}/")]
         while stack:  # depth first, subfolders in name order: os.walk's order, without its recursion
             stack.extend(reversed(listed(*stack.pop())))
@@ -167,7 +184,10 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
     progress = progress or Progress("read")
     folder = Path(params["local_path"]).expanduser().absolute()
     package = find_package(folder)
-    files, skipped = list_files(package)
+    roots: list[str] = []
+    files, skipped = list_files(package, boundary=folder, follow_outside=bool(params.get("follow_outside_links")),
+                                roots=roots)
+    inside = tuple(roots)
     stamps = source_stamps(store.root, package)
     stats: dict[str, os.stat_result | OSError] = {}
     learned: dict[str, dict] = {}  # rel -> {"sha256", "match": (pattern, found)}: from the stamps, or from the bytes read now
@@ -176,7 +196,7 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
     def stat(rel: str) -> os.stat_result | OSError:
         if rel not in stats:
             try:
-                stats[rel] = os.stat(files[rel])
+                stats[rel] = os.lstat(files[rel])  # a link put in its place is refused when read
             except OSError as exc:
                 stats[rel] = exc
         return stats[rel]
@@ -189,15 +209,23 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
             learned[rel] = dict(value) if isinstance(value, dict) else {}
         return learned[rel]
 
+    refused: dict[str, str] = {}
+
     def load(rel: str) -> tuple[bytes, float] | OSError:
-        """The bytes and mtime of one file, read once (the scope's byte search and the copy share them)."""
+        """The bytes and mtime of one file, read once (the scope's byte search and the copy share them).
+
+        Opened without following a link or blocking, checked to be the regular file listed (fstat on
+        the descriptor, inode), read to at most --max-file-size + 1 bytes (`safeio`): a file swapped
+        for a FIFO, a device or a link after the listing is refused, never waited on or followed."""
         if rel not in contents:
             try:
-                with open(files[rel], "rb") as handle:
-                    st = os.fstat(handle.fileno())
-                    contents[rel] = (handle.read(), st.st_mtime)
+                body, st = read_regular(files[rel], limits.max_file_size, inside=inside)
+                contents[rel] = (body, st.st_mtime)
                 stats[rel] = st
                 learned[rel] = {}
+            except NotRegular as exc:
+                contents[rel] = exc
+                refused[rel] = f"{exc.strerror}; not read"
             except OSError as exc:
                 contents[rel] = exc
         return contents[rel]
@@ -248,6 +276,8 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
             if isinstance(got, PermissionError):
                 skipped.append(SkippedFile(rel, f"unreadable: {got.strerror}"))
                 continue
+            if isinstance(got, NotRegular):
+                continue  # recorded below
             if isinstance(got, OSError):
                 raise SnapshotError(f"cannot read {files[rel]}: {got.strerror or got}") from got
             body, mtime = got
@@ -262,6 +292,7 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
             raise SnapshotError(f"the selected files hold more than --max-bytes {human(limits.max_bytes)}")
         entries.append(FileEntry(path="sglang/" + rel, size=size, sha256=sha, mtime=mtime))
         progress.update(f"{number}/{len(chosen)} files")
+    skipped += [SkippedFile(rel, reason) for rel, reason in sorted(refused.items())]
     stamps.keep_only(set(files))
     stamps.save()
     git, patch = git_state(package)

@@ -4,8 +4,8 @@ never reading more than a bound that does not come from the file.
 A listing says what a path *was*; by the time it is opened it may be a FIFO, a device, a symlink to
 `/dev/zero` or to a file outside the tree (a racing writer in a shared folder). So a file is opened
 with `O_NOFOLLOW | O_NONBLOCK` (a FIFO opens at once, a link is refused), its type is checked with
-`fstat` on the opened descriptor (regular files only), the inode is compared with the listing's
-when one is known (a folder on the way swapped for a link leads to another file), and the read
+`fstat` on the opened descriptor (regular files only), where the tree's folders are known the file
+the kernel opened must lie in them (a folder on the way swapped for a link leads elsewhere), and the read
 stops one byte past the cap, whatever the size said.
 """
 
@@ -22,22 +22,33 @@ class NotRegular(OSError):
     """The path is (now) a link, FIFO, device, folder or another file than the one listed."""
 
 
-def open_regular(path: str | os.PathLike, *, inode: int | None = None) -> tuple[int, os.stat_result]:
+def where(fd: int) -> str | None:
+    """The path the kernel has for an open descriptor (Linux), None where it cannot say."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def open_regular(path: str | os.PathLike, *, inside: tuple[str, ...] = ()) -> tuple[int, os.stat_result]:
     """A read-only descriptor of the regular file at `path` and its `fstat`; `NotRegular` for
-    anything else (the descriptor is closed)."""
+    anything else (the descriptor is closed). With `inside` (real folder paths), the opened file
+    must lie in one of them: a folder on the way swapped for a link leads elsewhere."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
         if exc.errno == errno.ELOOP:  # the last part is a symlink
-            raise NotRegular(errno.ELOOP, "a symlink, not followed", str(path)) from None
+            raise NotRegular(errno.ELOOP, "a symlink", str(path)) from None
         raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotRegular(errno.EINVAL, "not a regular file", str(path))
-        if inode is not None and st.st_ino != inode:
-            raise NotRegular(errno.EINVAL, "replaced by another file since it was listed", str(path))
+        if inside:
+            real = where(fd)
+            if real is not None and not any(real.startswith(root.rstrip("/") + "/") for root in inside):
+                raise NotRegular(errno.EXDEV, "leads outside the tree (a link on the way)", str(path))
         os.set_blocking(fd, True)  # a regular file: plain reads from here on
     except BaseException:
         os.close(fd)
@@ -57,9 +68,9 @@ def read_fd(fd: int, cap: int) -> bytes:
     return b"".join(parts)
 
 
-def read_regular(path: str | os.PathLike, cap: int, *, inode: int | None = None) -> tuple[bytes, os.stat_result]:
+def read_regular(path: str | os.PathLike, cap: int, *, inside: tuple[str, ...] = ()) -> tuple[bytes, os.stat_result]:
     """The bytes (at most `cap + 1`) and `fstat` of the regular file at `path` (see `open_regular`)."""
-    fd, st = open_regular(path, inode=inode)
+    fd, st = open_regular(path, inside=inside)
     try:
         return read_fd(fd, cap), st
     finally:

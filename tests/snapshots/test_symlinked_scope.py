@@ -48,7 +48,7 @@ def _move_and_link(package: Path, rel: str, elsewhere: Path) -> None:
 
 
 def _pull(capsys, how, server, package, *extra):
-    source = ["--path", str(package)] if how == "local" else _ssh_args(server, package)
+    source = ["--path", str(package), "--follow-outside-links"] if how == "local" else _ssh_args(server, package)
     code, out, err = _run(capsys, "snapshot", "pull", *source, *extra)
     assert code == 0, err
     code, out, err = _run(capsys, "snapshot", "show", "latest", "--json")
