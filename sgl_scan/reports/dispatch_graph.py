@@ -330,4 +330,7 @@ def _graphviz_svg(g: nx.DiGraph, node_classes: dict[str, str], edge_classes: dic
 
 
 def _dot_quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A dot string: tree text with its controls made visible (as in every report), then quoted."""
+    from sgl_scan.reports.visible import visible
+
+    return '"' + visible(text).replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -10,6 +10,7 @@ import markupsafe
 from markupsafe import Markup
 
 from sgl_scan.reports import common
+from sgl_scan.reports.visible import visible_in_page
 
 
 class MdSafe(str):
@@ -70,7 +71,16 @@ def anchor(value) -> str:
 def breakable(value) -> Markup:
     """Escaped text with a line-break opportunity (`<wbr>`) after each `.`, `/`, `(`, `[` and `,`, so
     that a long dotted name or expression in a narrow table cell wraps between its parts."""
-    return Markup(re.sub(r"([./(\[,])", r"\1<wbr>", str(markupsafe.escape(value))))
+    return Markup(re.sub(r"([./(\[,])", r"\1<wbr>", str(markupsafe.escape(html_visible(value)))))
+
+
+def html_visible(value):
+    """The HTML environment's `finalize`: every `{{ }}` of tree text (cells, attributes, titles) has its
+    control characters, DEL and bidi overrides written as visible escapes, as in the text report;
+    markup the reporters built themselves (`Markup`) is left alone (it was made from escaped text)."""
+    if isinstance(value, (Markup, int, float)) or value is None or isinstance(value, jinja2.Undefined):
+        return value
+    return visible_in_page(str(value))
 
 
 def _common_globals(env: jinja2.Environment) -> None:
@@ -105,6 +115,7 @@ def html_env() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=html_visible,
     )
     _common_globals(env)
     return env

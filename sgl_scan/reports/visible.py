@@ -30,3 +30,12 @@ def visible(text: str) -> str:
 def visible_lines(text: str) -> str:
     """`visible` for each line of a multi-line text; the line breaks themselves stay."""
     return "\n".join(visible(line) for line in text.split("\n"))
+
+
+_INVISIBLE_IN_PAGE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ue000]")
+
+
+def visible_in_page(text: str) -> str:
+    """`visible` for HTML: the same escapes, except that tab and newline (plain white space in a
+    page, and the line breaks of multi-line fields) stay as they are."""
+    return _INVISIBLE_IN_PAGE.sub(_escape, text)
