@@ -90,6 +90,11 @@ def command(fmt: str, focus: str | None, depth: int, dispatch: str | None, like:
     except FocusError as exc:
         raise ConfigError(str(exc)) from None
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        from sgl_scan.cli.output import write_file
+
+        try:
+            write_file(Path(output), text.encode("utf-8"))  # atomic; a planted symlink is replaced, not followed
+        except OSError as exc:
+            raise ConfigError(f"cannot write {output}: {exc.strerror or exc}") from None
     else:
         click.echo(text, nl=False)
