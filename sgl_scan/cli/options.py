@@ -48,7 +48,7 @@ SOURCE_OPTIONS = (
     click.option("--timeout", type=float, default=None, help="Total deadline in seconds for an SSH pull, or for each --git clone or fetch (default 900)."),
     click.option("--max-bytes", type=ByteSize(), default=None, help="Refuse a pull larger than this, and a --git clone or fetch that downloads more (e.g. 2G; default 2 GiB)."),
     click.option("--max-files", type=click.IntRange(min=1), default=None, help="Refuse a pull with more files (default 100000)."),
-    click.option("--max-file-size", type=ByteSize(), default=None, help="Skip (and record) files larger than this (default 64M)."),
+    click.option("--max-file-size", type=ByteSize(), default=None, help="Skip (and record) files larger than this (default 4M: parsing a .py file takes ~80x its size in memory)."),
 )
 
 

@@ -17,6 +17,9 @@ from sgl_scan.reports.visible import visible, visible_lines  # noqa: F401  (shar
 _JSON_INVISIBLE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
+MAX_VALUE_CHARS = 8000  # of one string value in a JSON or SARIF document (rule docs are shorter)
+
+
 def json_document(value: object) -> str:
     """Indented JSON, UTF-8 kept readable, but DEL, C1 controls and bidi overrides written as `\\uXXXX`.
 
@@ -40,7 +43,10 @@ def _indented(value: object) -> str:
     Raises `_Unusual` for what it leaves to `json.dumps`: non-string keys, non-finite floats, other types."""
     parts: list[str] = []
     put = parts.append
-    string = json.encoder.encode_basestring  # the C function where available, as json.dumps uses
+    quote = json.encoder.encode_basestring  # the C function where available, as json.dumps uses
+
+    def string(o: str) -> str:  # one value of tree text (a 1 MB literal) must not fill the document
+        return quote(o if len(o) <= MAX_VALUE_CHARS else clip(o, MAX_VALUE_CHARS))
 
     def encode(o: object, indent: str) -> None:
         if isinstance(o, str):
@@ -179,6 +185,17 @@ class ExcerptLine:
     focus: bool
 
 
+MAX_LINE_CHARS = 400  # of one source line shown with a finding (a report repeats it per finding)
+
+
+def clip(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """`text` cut to `limit` characters, saying how many were left out: one 1 MB line must not make
+    every finding on it (and every report format) a megabyte long."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} … ({len(text) - limit} more characters)"
+
+
 def excerpt(sources: Mapping[str, Sequence[str]] | None, path: str, line: int,
             end_line: int | None = None, context: int = 2) -> tuple[ExcerptLine, ...]:
     """Source lines around `line` (focus lines marked); empty when the source is not available."""
@@ -189,7 +206,7 @@ def excerpt(sources: Mapping[str, Sequence[str]] | None, path: str, line: int,
     first = max(1, line - context)
     last = min(len(lines), last_focus + context)
     return tuple(
-        ExcerptLine(n, lines[n - 1].rstrip("\r\n"), line <= n <= last_focus) for n in range(first, last + 1)
+        ExcerptLine(n, clip(lines[n - 1].rstrip("\r\n")), line <= n <= last_focus) for n in range(first, last + 1)
     )
 
 
@@ -200,7 +217,7 @@ def source_line(sources: Mapping[str, Sequence[str]] | None, path: str, line: in
     lines = sources[path]
     if not 1 <= line <= len(lines):
         return None
-    return lines[line - 1].rstrip("\r\n")
+    return clip(lines[line - 1].rstrip("\r\n"))
 
 
 def plural(count: int, noun: str) -> str:

@@ -71,16 +71,17 @@ def anchor(value) -> str:
 def breakable(value) -> Markup:
     """Escaped text with a line-break opportunity (`<wbr>`) after each `.`, `/`, `(`, `[` and `,`, so
     that a long dotted name or expression in a narrow table cell wraps between its parts."""
-    return Markup(re.sub(r"([./(\[,])", r"\1<wbr>", str(markupsafe.escape(html_visible(value)))))
+    return Markup(re.sub(r"([./(\[,])", r"\1<wbr>", str(markupsafe.escape(html_visible(str(value))))))
 
 
 def html_visible(value):
     """The HTML environment's `finalize`: every `{{ }}` of tree text (cells, attributes, titles) has its
     control characters, DEL and bidi overrides written as visible escapes, as in the text report;
-    markup the reporters built themselves (`Markup`) is left alone (it was made from escaped text)."""
+    markup the reporters built themselves (`Markup`) is left alone (it was made from escaped text).
+    A field longer than `common.MAX_VALUE_CHARS` (a 1 MB literal) is cut, saying how much was left out."""
     if isinstance(value, (Markup, int, float)) or value is None or isinstance(value, jinja2.Undefined):
         return value
-    return visible_in_page(str(value))
+    return visible_in_page(common.clip(str(value), common.MAX_VALUE_CHARS))
 
 
 def _common_globals(env: jinja2.Environment) -> None:

@@ -10,8 +10,14 @@ from sgl_scan.analyzer.model import DispatchSite, SpecInventory
 _QUOTED = re.compile(r"""(?P<q>['"])(?P<s>(?:\\.|(?!(?P=q)).)*)(?P=q)""")
 
 
+MAX_LITERAL_CHARS = 200
+
+
 def quoted(literal: str) -> str:
-    """A string literal from the tree, quoted so quotes, backslashes and controls inside stay unambiguous."""
+    """A string literal from the tree, quoted so quotes, backslashes and controls inside stay
+    unambiguous; a longer one is cut (its length said outside the quotes)."""
+    if len(literal) > MAX_LITERAL_CHARS:
+        return json.dumps(literal[:MAX_LITERAL_CHARS], ensure_ascii=False) + f" (cut; {len(literal)} characters)"
     return json.dumps(literal, ensure_ascii=False)
 
 

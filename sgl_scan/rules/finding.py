@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 SEVERITIES = ("info", "warning", "error")
+MAX_TEXT_CHARS = 1000  # of a message or hint
 
 
 @dataclass(frozen=True)
@@ -25,3 +26,12 @@ class Finding:
     # The line-free identity shared by identical statements (rule, path, symbol); `fingerprint` adds
     # the statement's neighbours, so a new copy never takes an old one's fingerprint (rules/identity.py).
     group: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        # Messages and hints quote tree text (literals, names); a report repeats them per finding and
+        # per format, so each is bounded here, where every rule's findings pass.
+        for name in ("message", "hint"):
+            value = getattr(self, name)
+            if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
+                cut = f"{value[:MAX_TEXT_CHARS]} … ({len(value) - MAX_TEXT_CHARS} more characters)"
+                object.__setattr__(self, name, cut)

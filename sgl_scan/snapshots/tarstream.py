@@ -32,7 +32,10 @@ class Limits:
 
     max_bytes: int = 2 * 1024**3
     max_files: int = 100_000
-    max_file_size: int = 64 * 1024**2
+    # Every file a pull takes is Python source (or a version file), and parsing costs about 80 times
+    # a file's size in memory (a 50 MB file: ~4 GB). The largest SGLang file of any release is under
+    # 400 KB (server_args.py), so 4 MiB leaves ten times that and bounds a parse to ~350 MB.
+    max_file_size: int = 4 * 1024**2
 
     @classmethod
     def from_params(cls, params: Mapping) -> "Limits":
