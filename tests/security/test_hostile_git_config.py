@@ -7,7 +7,9 @@ Each trap is one config key that makes git run a command: `core.fsmonitor`, `cor
 plain git is shown to run the command (the trap is armed, on a copy), then `--path`, `--git` and
 `check` run on the checkout and nothing runs. `test_without_the_quarantine_*` replaces the private
 git folder by the repository's own and shows the traps firing through sgl-scan itself: the
-protection these tests check is the quarantine, not luck.
+protection these tests check is the quarantine, not luck. (`core.pager`, `filter.*.smudge` and hooks
+need a terminal, a checkout or a commit, which sgl-scan never does even unprotected; for them the
+armed trap and `test_git_sees_none_of_the_repository_config` are the evidence.)
 """
 
 from __future__ import annotations
@@ -208,4 +210,15 @@ def test_without_the_quarantine_the_ssh_trap_fires_through_git_path(capsys, tmp_
     _arm(root, "core.sshCommand", mark)
     monkeypatch.setattr(safegit, "quarantined", _exposed)
     run_main(capsys, "snapshot", "pull", "--git", str(root), "--scope", "full")
+    assert mark.exists()
+
+
+@pytest.mark.parametrize("key", ["core.fsmonitor", "filter.clean", "filter.process", "include.path"])
+def test_without_the_quarantine_the_traps_fire_through_check(capsys, tmp_path, monkeypatch, key):
+    root, mark = tmp_path / "checkout", tmp_path / "PWNED"
+    _checkout(root)
+    _arm(root, key, mark)
+    monkeypatch.setattr(safegit, "quarantined", _exposed)
+    monkeypatch.setattr(safegit, "GIT", ("git",))
+    run_main_in(capsys, root, "check", "--diff-base", "HEAD", "--format", "json")
     assert mark.exists()

@@ -1,0 +1,24 @@
+"""Settings files in a checkout are read with a bound (issue 31: every read bounded): a
+`.sgl-scan.toml` over 1 MiB is one line, exit 2; one swapped for a FIFO is an error, never a hang."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sgl_scan.config import _read_settings
+from tests.support.cli import run_main_in
+
+
+def test_an_oversized_settings_file_is_one_line(capsys, tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".sgl-scan.toml").write_text("# padding\n" * 200_000 + 'fail-on = "warning"\n')
+    code, out, err = run_main_in(capsys, tmp_path, "rules")
+    assert code == 2 and "larger than 1024 KiB" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "pyproject.toml")
+    with pytest.raises(OSError, match="not a regular file"):
+        _read_settings(tmp_path / "pyproject.toml")
