@@ -22,3 +22,13 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     os.mkfifo(tmp_path / "pyproject.toml")
     with pytest.raises(OSError, match="not a regular file"):
         _read_settings(tmp_path / "pyproject.toml")
+
+
+def test_a_baseline_named_by_settings_cannot_be_a_device_or_fifo(capsys, tmp_path):
+    from sgl_scan.errors import ConfigError
+    from sgl_scan.rules.baseline import read_baseline
+
+    os.mkfifo(tmp_path / "baseline.json")
+    for path in (tmp_path / "baseline.json", "/dev/zero"):
+        with pytest.raises(ConfigError, match="not a regular file"):
+            read_baseline(path)
