@@ -153,7 +153,7 @@ def _safe_config(common_dir: Path, work_tree: Path | None) -> str:
 def _copy_file(source: Path, target: Path, cap: int) -> bool:
     """Copy one regular file (never through a link); False when there is none or it is not one."""
     try:
-        data, _ = read_regular(source, cap)
+        data, st = read_regular(source, cap)
     except FileNotFoundError:
         return False
     except NotRegular as exc:
@@ -163,6 +163,8 @@ def _copy_file(source: Path, target: Path, cap: int) -> bool:
         raise SnapshotError(f"{source} is larger than {cap} bytes; not read")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
+    # the original's times: git's "racily clean" check compares the index's mtime with the files'
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
     return True
 
 
