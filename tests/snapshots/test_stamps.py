@@ -20,13 +20,13 @@ def _pull(store, package, scope="speculative"):
 def reads(monkeypatch):
     """Files the local pull opens (by package-relative path suffix), counted."""
     seen: list[str] = []
-    real = open
+    real = local.read_regular  # every file the local pull reads goes through it (safeio)
 
     def counting(path, *args, **kw):
         seen.append(str(path))
         return real(path, *args, **kw)
 
-    monkeypatch.setattr(local, "open", counting, raising=False)
+    monkeypatch.setattr(local, "read_regular", counting)
     return seen
 
 
