@@ -152,6 +152,9 @@ def list_files(package: Path, *, boundary: Path | None = None, follow_outside: b
     return files, sorted(skipped, key=lambda s: s.path)
 
 
+GIT_STATE_TIMEOUT = 120.0  # seconds for each git command of the git state (a checkout's diff takes seconds)
+
+
 def git_state(folder: Path) -> tuple[GitState | None, str | None]:
     """Commit, branch, dirty flag and `git diff HEAD` of the work tree holding `folder`, if any.
 
@@ -163,7 +166,7 @@ def git_state(folder: Path) -> tuple[GitState | None, str | None]:
     if located is None or located.work_tree is None:
         return None, None
     try:
-        with safegit.quarantined(located) as repo:
+        with safegit.quarantined(located, timeout=GIT_STATE_TIMEOUT) as repo:
             commit = repo.commit_of("HEAD")
             if commit is None:  # no commits yet
                 return None, None

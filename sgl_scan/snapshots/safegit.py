@@ -192,7 +192,8 @@ def _base_env() -> dict[str, str]:
 class Quarantine:
     """A repository seen through a private git folder (see the module's docstring)."""
 
-    def __init__(self, located: Located, private: Path):
+    def __init__(self, located: Located, private: Path, timeout: float = TIMEOUT):
+        self.timeout = timeout  # seconds for each git command
         self.located = located
         self.private = private
         self.work_tree = located.work_tree
@@ -202,8 +203,9 @@ class Quarantine:
             self.env["GIT_WORK_TREE"] = str(self.work_tree)
         self._repo = None
 
-    def run(self, *args: str, ok: tuple[int, ...] = (0,), timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
+    def run(self, *args: str, ok: tuple[int, ...] = (0,), timeout: float | None = None) -> subprocess.CompletedProcess:
         """`git ARGS` on the quarantined repository (bytes out); `GitFailed` for another exit status."""
+        timeout = self.timeout if timeout is None else timeout
         cwd = str(self.work_tree or self.private)
         try:
             done = subprocess.run([*GIT, *args], env=self.env, cwd=cwd, capture_output=True, timeout=timeout,
@@ -270,13 +272,14 @@ def _build(located: Located, private: Path) -> None:
 
 
 @contextmanager
-def quarantined(located: Located) -> Iterator[Quarantine]:
-    """The repository `located` names, behind a private git folder removed on exit."""
+def quarantined(located: Located, *, timeout: float = TIMEOUT) -> Iterator[Quarantine]:
+    """The repository `located` names, behind a private git folder removed on exit; each git command
+    is stopped after `timeout` seconds (an object folder holding a FIFO cannot hang a scan)."""
     private = Path(tempfile.mkdtemp(prefix="sgl-scan-git-"))
     quarantine = None
     try:
         _build(located, private)
-        quarantine = Quarantine(located, private)
+        quarantine = Quarantine(located, private, timeout)
         yield quarantine
     finally:
         if quarantine is not None:

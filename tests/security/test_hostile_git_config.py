@@ -187,7 +187,7 @@ class _Exposed(safegit.Quarantine):
 
 
 @contextmanager
-def _exposed(located):
+def _exposed(located, **kwargs):
     yield _Exposed(located)
 
 
