@@ -267,7 +267,8 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_
     if changed and not wanted:
         click.echo(f"sgl-scan: {len(changed)} changed file(s) since {diff_base}, none under {prefix or './'}sglang", err=True)
 
-    snapshot = obtain_snapshot({"local_path": str(parent), "scope": scope})
+    # a symlinked scope root is followed anywhere inside the checkout, never out of it
+    snapshot = obtain_snapshot({"local_path": str(parent), "scope": scope, "link_boundary": str(root)})
     require_speculative_files(snapshot)
     analysis = analyze(snapshot)
     previous = None

@@ -188,7 +188,8 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
     folder = Path(params["local_path"]).expanduser().absolute()
     package = find_package(folder)
     roots: list[str] = []
-    files, skipped = list_files(package, boundary=folder, follow_outside=bool(params.get("follow_outside_links")),
+    boundary = Path(params.get("link_boundary") or folder)  # `check`: the checkout's root
+    files, skipped = list_files(package, boundary=boundary, follow_outside=bool(params.get("follow_outside_links")),
                                 roots=roots)
     inside = tuple(roots)
     stamps = source_stamps(store.root, package)

@@ -110,3 +110,22 @@ def test_a_scope_root_linking_inside_the_scanned_folder_is_followed(capsys, tmp_
     code, out, err = run_main(capsys, "snapshot", "pull", "--path", str(tmp_path / "t"))
     assert code == 0, err
     assert "sglang/srt/speculative/aaa_first.py" in {f["path"] for f in _manifest(capsys)["files"]}
+
+
+def test_check_follows_a_scope_root_linking_elsewhere_inside_the_checkout(capsys, tmp_path):
+    import subprocess
+
+    from tests.support.cli import run_main_in
+
+    root = tmp_path / "checkout"
+    package = _tree(root / "python")
+    kept = root / "vendor" / "speculative"
+    kept.parent.mkdir()
+    shutil.move(package / "srt" / "speculative", kept)
+    (package / "srt" / "speculative").symlink_to(kept, target_is_directory=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, env=env)
+    code, out, err = run_main_in(capsys, root, "check", "--diff-base", "HEAD")
+    assert code in (0, 1), err
+    assert "sglang/srt/speculative/aaa_first.py" in {f["path"] for f in _manifest(capsys)["files"]}
