@@ -63,6 +63,7 @@ FIND_FMT = "f%s %T@ %C@ %i %p\\0"
 # filesystem) get the longer window.
 SETTLE_FINE = 0.05  # s: a few coarse-clock ticks (the kernel stamps files from a 1-10 ms clock)
 SETTLE_COARSE = 2.0  # s: filesystems with 1 s or 2 s stamps
+DEFAULT_TIMEOUT = 900.0  # s: one SSH pull, connect to last byte (--timeout)
 
 REMOTE_SCRIPT = r"""
 set -u
@@ -382,35 +383,57 @@ def pull_ssh(
     limits: Limits | None = None,
     progress: Progress | None = None,
     before_transfer: Callable[[list[str]], None] | None = None,
+    deadline: float | None = None,
+    deadline_name: str = "--timeout",
 ) -> SshPull:
-    """Pull (or refresh) a snapshot from `params["host"]` (the CLI's source options)."""
+    """Pull (or refresh) a snapshot from `params["host"]` (the CLI's source options).
+
+    One deadline covers the whole pull, from the TCP connect to the last byte: `--timeout` seconds
+    (default 900), or `deadline` (a `time.monotonic()` value, e.g. a fleet's) when that is sooner."""
     store = store or Store()
     limits = limits or Limits.from_params(params)
     scope = scopes.check_scope(params.get("scope"))
     progress = progress or Progress("pull")
     connect_timeout = float(params.get("connect_timeout") or 15.0)
-    deadline = time.monotonic() + float(params.get("timeout") or 900.0)
+    seconds = float(params.get("timeout") or DEFAULT_TIMEOUT)
+    own = time.monotonic() + seconds
+    if deadline is None or own <= deadline:
+        deadline, deadline_name = own, f"--timeout {seconds:g} s"
     target = resolve_target(params["host"], port=params.get("port"), user=params.get("user"),
                             identity=params.get("identity"), ssh_config=params.get("ssh_config"))
     nonce = secrets.token_hex(16)
-    with Connector(known_hosts=params.get("known_hosts"), accept_new=bool(params.get("accept_new_host_key")),
-                   timeout=connect_timeout) as connector:
-        progress.update(f"connecting to {target.describe()}", force=True)
-        transport = connector.connect(target)
-        try:
-            channel = transport.open_session(timeout=connect_timeout)
-            channel.exec_command(remote_command(params.get("remote_root"), scope, nonce, limits.max_file_size))
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise RemoteError(f"cannot run the remote command on {target.describe()}: {exc}") from exc
-        bases = BaseLookup(store, target)  # while the remote shell starts and walks the tree
-        try:
-            return _transfer(channel, store, bases, target, params, scope, nonce, limits, progress, deadline,
-                             before_transfer)
-        except (paramiko.SSHException, EOFError, ConnectionError) as exc:
-            raise RemoteError(f"the connection to {target.describe()} failed during the pull: {exc or type(exc).__name__}") from exc
-        finally:
-            progress.done()
-            channel.close()
+    connector = Connector(known_hosts=params.get("known_hosts"), accept_new=bool(params.get("accept_new_host_key")),
+                          timeout=connect_timeout, deadline=deadline)
+    try:
+        with connector:
+            return _pull(connector, target, params, store, limits, scope, progress, before_transfer, nonce,
+                         deadline, connect_timeout)
+    except BaseException as exc:
+        if connector.expired.is_set() or time.monotonic() >= deadline:
+            raise RemoteError(f"{target.describe()} did not finish the pull within its deadline ({deadline_name}); "
+                              f"gave up") from exc
+        raise
+
+
+def _pull(connector, target, params, store, limits, scope, progress, before_transfer, nonce, deadline,
+          connect_timeout) -> SshPull:
+    progress.update(f"connecting to {target.describe()}", force=True)
+    transport = connector.connect(target)
+    try:
+        channel = transport.open_session(timeout=connector._wait())
+        # paramiko waits for the answer to `exec` without a timeout: the Connector's deadline ends it
+        channel.exec_command(remote_command(params.get("remote_root"), scope, nonce, limits.max_file_size))
+    except (paramiko.SSHException, OSError, EOFError) as exc:
+        raise RemoteError(f"cannot run the remote command on {target.describe()}: {exc}") from exc
+    bases = BaseLookup(store, target)  # while the remote shell starts and walks the tree
+    try:
+        return _transfer(channel, store, bases, target, params, scope, nonce, limits, progress, deadline,
+                         before_transfer)
+    except (paramiko.SSHException, EOFError, ConnectionError) as exc:
+        raise RemoteError(f"the connection to {target.describe()} failed during the pull: {exc or type(exc).__name__}") from exc
+    finally:
+        progress.done()
+        channel.close()
 
 
 def _stderr_tail(channel: paramiko.Channel) -> str:

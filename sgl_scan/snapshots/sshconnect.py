@@ -16,6 +16,8 @@ import getpass
 import logging
 import os
 import socket
+import threading
+import time
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -159,7 +161,8 @@ def _shut_down(sock: socket.socket) -> None:
 class Connector:
     """Connects to targets (and their jump hosts) with one policy for host keys and credentials."""
 
-    def __init__(self, *, known_hosts: str | None = None, accept_new: bool = False, timeout: float = 15.0) -> None:
+    def __init__(self, *, known_hosts: str | None = None, accept_new: bool = False, timeout: float = 15.0,
+                 deadline: float | None = None) -> None:
         self.extra_known_hosts = Path(os.path.expanduser(known_hosts)) if known_hosts else None
         self.user_known_hosts = Path(os.path.expanduser("~/.ssh/known_hosts"))
         files = [self.user_known_hosts] + ([self.extra_known_hosts] if self.extra_known_hosts else [])
@@ -170,6 +173,48 @@ class Connector:
             # paramiko logs its own view of failures that we report in one line; show it with -v only
             logging.getLogger("paramiko").setLevel(logging.CRITICAL)
         self._stack = ExitStack()
+        # One deadline (time.monotonic()) for everything from the TCP connect to the last byte: paramiko
+        # has steps that wait without one (`exec_command`, `open_session` on a wedged server), so a
+        # watchdog ends every connection of this Connector when it passes; whatever was waiting then
+        # fails at once, and `expired` tells the caller why.
+        self.deadline = deadline
+        self.expired = threading.Event()
+        self._closers: list = []
+        self._lock = threading.Lock()
+        self._watchdog: threading.Timer | None = None
+        if deadline is not None:
+            self._watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), self._expire)
+            self._watchdog.daemon = True
+            self._watchdog.name = "sgl-scan-ssh-deadline"
+            self._watchdog.start()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired.set()
+            closers = list(reversed(self._closers))
+        for close in closers:
+            try:
+                close()
+            except Exception:  # already closed, or a broken socket: nothing left to end
+                pass
+
+    def _on_expiry(self, close) -> None:
+        """Run `close` when the deadline passes (at once if it has)."""
+        with self._lock:
+            self._closers.append(close)
+            late = self.expired.is_set()
+        if late:
+            close()
+
+    def _wait(self) -> float:
+        """The seconds one blocking step may take: --connect-timeout, or less if the deadline is nearer."""
+        if self.deadline is None:
+            return self.timeout
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            self.expired.set()
+            raise RemoteError("the SSH deadline passed before the connection was made (--timeout)")
+        return min(self.timeout, remaining)
 
     def __enter__(self) -> "Connector":
         return self
@@ -178,6 +223,8 @@ class Connector:
         self.close()
 
     def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         self._stack.close()
 
     def connect(self, target: Target) -> paramiko.Transport:
@@ -193,7 +240,7 @@ class Connector:
     def _tunnel(self, transport: paramiko.Transport, nxt: Target) -> paramiko.Channel:
         try:
             return transport.open_channel("direct-tcpip", (nxt.hostname, nxt.port), ("127.0.0.1", 0),
-                                          timeout=self.timeout)
+                                          timeout=self._wait())
         except (paramiko.SSHException, OSError) as exc:
             raise RemoteError(f"jump host could not reach {nxt.hostname}:{nxt.port}: {exc}") from exc
 
@@ -201,7 +248,7 @@ class Connector:
         where = target.describe()
         if sock is None:
             try:
-                sock = socket.create_connection((target.hostname, target.port), timeout=self.timeout)
+                sock = socket.create_connection((target.hostname, target.port), timeout=self._wait())
             except socket.gaierror as exc:
                 raise RemoteError(f"cannot resolve host {target.hostname!r} ({exc.strerror}); check --host or {target.ssh_config}") from exc
             except ConnectionRefusedError as exc:
@@ -221,9 +268,12 @@ class Connector:
         self._stack.callback(transport.close)
         if isinstance(sock, socket.socket):
             self._stack.callback(_shut_down, sock)
-        transport.banner_timeout = self.timeout
-        transport.handshake_timeout = self.timeout
-        transport.auth_timeout = self.timeout
+            self._on_expiry(lambda: _shut_down(sock))
+        self._on_expiry(transport.close)
+        wait = self._wait()
+        transport.banner_timeout = wait
+        transport.handshake_timeout = wait
+        transport.auth_timeout = wait
         options = transport.get_security_options()
         fast = [c for c in FAST_CIPHERS if c in options.ciphers]
         options.ciphers = fast + [c for c in options.ciphers if c not in fast]
@@ -232,7 +282,7 @@ class Connector:
             preferred = [t for t in options.key_types if t in known or (t.startswith("rsa-sha2") and "ssh-rsa" in known)]
             options.key_types = preferred + [t for t in options.key_types if t not in preferred]
         try:
-            transport.start_client(timeout=self.timeout)
+            transport.start_client(timeout=wait)
             key = transport.get_remote_server_key()
         except (paramiko.SSHException, EOFError, OSError) as exc:
             cause = transport.get_exception() or exc
