@@ -1,13 +1,22 @@
 """Open an authenticated paramiko transport the way OpenSSH would, refusing unknown or changed hosts.
 
-- `~/.ssh/config` (or `--ssh-config FILE`): HostName, Port, User, IdentityFile and ProxyJump (each hop
-  is a `direct-tcpip` channel through the previous one). Explicit options win over the file.
-- Host keys: `~/.ssh/known_hosts` plus `--known-hosts FILE`; `@cert-authority`/`@revoked` lines and
-  malformed lines are skipped. An unknown host is refused unless `accept_new` is set (then its key
-  is appended to `--known-hosts`, else to `~/.ssh/known_hosts`); a changed key is always refused.
-- Keys: `--identity`, the config's IdentityFile entries, ssh-agent keys, then `~/.ssh/id_ed25519`,
-  `id_ecdsa`, `id_rsa`. Encrypted keys that the agent does not hold are skipped. Only key paths are
-  ever logged, never key material.
+- `~/.ssh/config` (or `--ssh-config FILE`), its `Include`s resolved as OpenSSH does (`sshconfig`):
+  HostName, Port, User, IdentityFile, IdentitiesOnly, ProxyJump (each hop is a `direct-tcpip`
+  channel through the previous one), ProxyCommand (run as `ssh` runs it: `$SHELL -c "exec CMD"`,
+  with %h %p %r expanded), HostKeyAlias, UserKnownHostsFile and GlobalKnownHostsFile. Explicit
+  options win over the file. A directive that would change the route or the host-key decision and
+  that sgl-scan cannot honour is refused in one line naming it, never ignored (`sshconfig`).
+- Host keys (`knownhosts`): the config's UserKnownHostsFile (default `~/.ssh/known_hosts`,
+  `~/.ssh/known_hosts2`) and GlobalKnownHostsFile (default `/etc/ssh/ssh_known_hosts`,
+  `/etc/ssh/ssh_known_hosts2`) plus `--known-hosts FILE`, decided as OpenSSH decides: `@revoked`
+  keys refused with OpenSSH's words, `@cert-authority` lines recognised (sgl-scan cannot check a
+  host certificate, so such a host is refused, with one line). An unknown host is refused unless
+  `accept_new` is set (then its key is appended to `--known-hosts`, else to the first user file); a
+  changed key is always refused.
+- Keys: `--identity`, the config's IdentityFile entries, ssh-agent keys (not with IdentitiesOnly),
+  then `~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`. Encrypted keys that the agent does not hold are
+  skipped. Only key paths are ever logged, never key material.
+- One deadline (`Connector(deadline=…)`) ends every connection it made, wherever paramiko waits.
 """
 
 from __future__ import annotations
@@ -15,7 +24,11 @@ from __future__ import annotations
 import getpass
 import logging
 import os
+import re
+import shlex
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 from contextlib import ExitStack
@@ -25,14 +38,21 @@ from pathlib import Path
 import paramiko
 
 from sgl_scan.errors import ConfigError, RemoteError
+from sgl_scan.snapshots import sshconfig
+from sgl_scan.snapshots.knownhosts import KnownHosts
 
 log = logging.getLogger(__name__)
 
 DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
+USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
+GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
 WINDOW = 16 * 1024 * 1024
 MAX_PACKET = 32768
 # AES-GCM authenticates while it decrypts: one pass instead of AES-CTR plus HMAC-SHA256 on both ends
 FAST_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
+# what a host or user name may hold when it is put into a ProxyCommand (OpenSSH refuses shell
+# metacharacters in names given on its command line for the same reason)
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9._@:\[\]+-]+$")
 
 
 @dataclass(frozen=True)
@@ -46,9 +66,16 @@ class Target:
     identities: tuple[str, ...]
     jump: tuple["Target", ...] = ()
     ssh_config: str = "~/.ssh/config"  # the config file that was applied (named in errors)
+    proxy_command: str | None = None  # tokens expanded; run through the user's shell
+    host_key_alias: str | None = None
+    user_known_hosts: tuple[str, ...] = USER_KNOWN_HOSTS
+    global_known_hosts: tuple[str, ...] = GLOBAL_KNOWN_HOSTS
+    identities_only: bool = False
 
     @property
     def known_hosts_name(self) -> str:
+        if self.host_key_alias:
+            return self.host_key_alias
         return self.hostname if self.port == 22 else f"[{self.hostname}]:{self.port}"
 
     def describe(self) -> str:
@@ -61,10 +88,20 @@ def _load_config(path: str | None) -> paramiko.SSHConfig:
         if path:
             raise ConfigError(f"ssh config file not found: {file} (--ssh-config)")
         return paramiko.SSHConfig()
+    expanded = sshconfig.expand_config(str(file))
     try:
-        return paramiko.SSHConfig.from_path(str(file))
+        return paramiko.SSHConfig.from_text(expanded.text)
     except Exception as exc:  # paramiko raises several types for a bad file
         raise ConfigError(f"cannot read ssh config {file}: {exc}") from exc
+
+
+def _file_list(value, default: tuple[str, ...]) -> tuple[str, ...]:
+    if value is None:
+        return default
+    words = value.split() if isinstance(value, str) else [w for v in value for w in v.split()]
+    if [w.lower() for w in words] == ["none"]:
+        return ()
+    return tuple(words)
 
 
 def resolve_target(host: str, *, port: int | None = None, user: str | None = None, identity: str | None = None,
@@ -73,10 +110,12 @@ def resolve_target(host: str, *, port: int | None = None, user: str | None = Non
     if _depth > 8:
         raise RemoteError("ProxyJump chain too long (more than 8 hops)")
     config = _load_config(ssh_config)
+    config_name = ssh_config or "~/.ssh/config"
     try:
         entry = config.lookup(host)
     except Exception as exc:
         raise RemoteError(f"cannot apply ssh config to {host!r}: {exc}") from exc
+    sshconfig.check_entry(entry, host, config_name)
     identities = []
     if identity:
         identities.append(identity)
@@ -87,8 +126,15 @@ def resolve_target(host: str, *, port: int | None = None, user: str | None = Non
         port=int(port or entry.get("port", 22)),
         user=user or entry.get("user") or getpass.getuser(),
         identities=tuple(os.path.expanduser(i) for i in identities),
-        ssh_config=ssh_config or "~/.ssh/config",
+        ssh_config=config_name,
+        host_key_alias=entry.get("hostkeyalias") or None,
+        user_known_hosts=_file_list(entry.get("userknownhostsfile"), USER_KNOWN_HOSTS),
+        global_known_hosts=_file_list(entry.get("globalknownhostsfile"), GLOBAL_KNOWN_HOSTS),
+        identities_only=str(entry.get("identitiesonly", "no")).lower() == "yes",
     )
+    command = entry.get(sshconfig.PROXY_COMMAND)  # as written: its tokens take the final port and user
+    if command and command.lower() != "none":
+        target = replace(target, proxy_command=_expand_proxy_command(command, target, config_name))
     jump = entry.get("proxyjump")
     if jump and jump.lower() != "none":
         hops = []
@@ -107,6 +153,29 @@ def resolve_target(host: str, *, port: int | None = None, user: str | None = Non
     return target
 
 
+def _expand_proxy_command(raw: str, target: Target, config_name: str) -> str:
+    """OpenSSH's ProxyCommand tokens: %% %h %n %p %r; any other is refused."""
+    values = {"%": "%", "h": target.hostname, "n": target.alias, "p": str(target.port), "r": target.user}
+    for token in "hnr":
+        if f"%{token}" in raw and not _SAFE_NAME.match(values[token]):
+            raise ConfigError(f"{config_name}: ProxyCommand for {target.alias!r} would put {values[token]!r} into a "
+                              f"shell command; refusing a name with shell metacharacters")
+    out, index = [], 0
+    while index < len(raw):
+        char = raw[index]
+        if char == "%" and index + 1 < len(raw):
+            token = raw[index + 1]
+            if token not in values:
+                raise ConfigError(f"{config_name}: ProxyCommand for {target.alias!r} uses %{token}, a token sgl-scan "
+                                  f"does not expand (only %% %h %n %p %r)")
+            out.append(values[token])
+            index += 2
+            continue
+        out.append(char)
+        index += 1
+    return os.path.expanduser("".join(out)) if raw.startswith("~") else "".join(out)
+
+
 def _flatten(target: Target) -> list[Target]:
     """The hops in connection order: each jump host (with its own jumps first), then the target."""
     hops: list[Target] = []
@@ -115,30 +184,57 @@ def _flatten(target: Target) -> list[Target]:
     return hops + [replace(target, jump=())]
 
 
-def load_known_hosts(files: list[Path]) -> paramiko.HostKeys:
-    """Host keys from OpenSSH known_hosts files, skipping marker and malformed lines."""
-    keys = paramiko.HostKeys()
-    for file in files:
+class ProxySocket(paramiko.ProxyCommand):
+    """A ProxyCommand run as OpenSSH runs it (`$SHELL -c "exec CMD"`), read like a socket: EOF is b"".
+
+    Its stderr goes to a temporary file whose last line is named when the connection fails."""
+
+    def __init__(self, command: str) -> None:  # noqa: D107 - paramiko's __init__ is replaced, not extended
+        self.command = command
+        self.cmd = [command]
+        shell = os.environ.get("SHELL") or "/bin/sh"
+        self.stderr = tempfile.TemporaryFile()
+        self.process = subprocess.Popen([shell, "-c", f"exec {command}"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=self.stderr, bufsize=0)
+        self.timeout = None
+
+    def recv(self, size: int) -> bytes:
+        import select
+
+        ready, _, _ = select.select([self.process.stdout], [], [], self.timeout)
+        if not ready:
+            raise socket.timeout()
         try:
-            lines = file.read_text(errors="replace").splitlines()
-        except FileNotFoundError:
-            continue
+            return os.read(self.process.stdout.fileno(), size)
         except OSError as exc:
-            raise RemoteError(f"cannot read known_hosts {file}: {exc.strerror}") from exc
-        for number, line in enumerate(lines, 1):
-            line = line.strip()
-            if not line or line.startswith("#") or line.startswith("@"):
-                continue
+            raise paramiko.ProxyCommandFailure(self.command, exc.strerror) from exc
+
+    def close(self) -> None:
+        if self.process.poll() is None:
             try:
-                entry = paramiko.hostkeys.HostKeyEntry.from_line(line, number)
-            except Exception:
-                entry = None
-            if entry is None or entry.key is None:
-                log.debug("known_hosts %s:%d skipped (unsupported or malformed)", file, number)
-                continue
-            for name in entry.hostnames:
-                keys.add(name, entry.key.get_name(), entry.key)
-    return keys
+                self.process.kill()
+            except ProcessLookupError:
+                pass
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for pipe in (self.process.stdin, self.process.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+
+    def describe_failure(self) -> str:
+        status = self.process.poll()
+        try:
+            self.stderr.seek(0)
+            text = self.stderr.read(65536).decode(errors="replace").strip()
+        except (OSError, ValueError):
+            text = ""
+        last = text.splitlines()[-1][:200] if text else ""
+        return ((f"exit {status}" if status is not None else "still running")
+                + (f": {last}" if last else ""))
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -164,9 +260,7 @@ class Connector:
     def __init__(self, *, known_hosts: str | None = None, accept_new: bool = False, timeout: float = 15.0,
                  deadline: float | None = None) -> None:
         self.extra_known_hosts = Path(os.path.expanduser(known_hosts)) if known_hosts else None
-        self.user_known_hosts = Path(os.path.expanduser("~/.ssh/known_hosts"))
-        files = [self.user_known_hosts] + ([self.extra_known_hosts] if self.extra_known_hosts else [])
-        self.host_keys = load_known_hosts(files)
+        self.known = KnownHosts([self.extra_known_hosts] if self.extra_known_hosts else [])
         self.accept_new = accept_new
         self.timeout = timeout
         if not log.isEnabledFor(logging.INFO):
@@ -244,8 +338,28 @@ class Connector:
         except (paramiko.SSHException, OSError) as exc:
             raise RemoteError(f"jump host could not reach {nxt.hostname}:{nxt.port}: {exc}") from exc
 
+    def _known_files(self, target: Target) -> set[str]:
+        """The known_hosts files that decide for `target` (read once per Connector)."""
+        files = [Path(os.path.expanduser(f)) for f in target.user_known_hosts + target.global_known_hosts]
+        self.known.add_files(files)
+        return {str(f) for f in files} | ({str(self.extra_known_hosts)} if self.extra_known_hosts else set())
+
+    def _proxy(self, target: Target) -> ProxySocket:
+        try:
+            proxy = ProxySocket(target.proxy_command)
+        except OSError as exc:
+            raise RemoteError(f"cannot start the ProxyCommand for {target.alias} ({target.ssh_config}): "
+                              f"{exc.strerror or exc}") from exc
+        self._stack.callback(proxy.close)
+        self._on_expiry(proxy.close)
+        log.info("connecting to %s through ProxyCommand %s", target.alias, target.proxy_command)
+        return proxy
+
     def _open(self, target: Target, sock) -> paramiko.Transport:
         where = target.describe()
+        known_files = self._known_files(target)
+        if sock is None and target.proxy_command:
+            sock = self._proxy(target)
         if sock is None:
             try:
                 sock = socket.create_connection((target.hostname, target.port), timeout=self._wait())
@@ -277,7 +391,7 @@ class Connector:
         options = transport.get_security_options()
         fast = [c for c in FAST_CIPHERS if c in options.ciphers]
         options.ciphers = fast + [c for c in options.ciphers if c not in fast]
-        known = self.host_keys.lookup(target.known_hosts_name) or {}
+        known = self.known.trusted_types(target.known_hosts_name, known_files)
         if known:  # ask for a key type we already trust, as OpenSSH does
             preferred = [t for t in options.key_types if t in known or (t.startswith("rsa-sha2") and "ssh-rsa" in known)]
             options.key_types = preferred + [t for t in options.key_types if t not in preferred]
@@ -289,6 +403,9 @@ class Connector:
             text = str(cause) or type(cause).__name__
             # paramiko's start_client returns at its timeout without raising; the missing session
             # then surfaces as "No existing session"
+            if isinstance(sock, ProxySocket):
+                raise RemoteError(f"the ProxyCommand for {target.alias} ({target.ssh_config}) gave no SSH connection "
+                                  f"to {target.hostname}:{target.port} ({sock.describe_failure()})") from exc
             silent = ("banner", "timed out", "no existing session")
             if any(word in text.lower() for word in silent) or isinstance(cause, (socket.timeout, TimeoutError)):
                 raise RemoteError(
@@ -296,33 +413,23 @@ class Connector:
                     f"(--connect-timeout)"
                 ) from exc
             raise RemoteError(f"SSH handshake with {target.hostname}:{target.port} failed: {text}") from exc
-        self._check_host_key(target, key)
+        self._check_host_key(target, key, known_files)
         self._authenticate(target, transport)
         return transport
 
-    def _check_host_key(self, target: Target, key: paramiko.PKey) -> None:
+    def _check_host_key(self, target: Target, key: paramiko.PKey, files: set[str]) -> None:
         name = target.known_hosts_name
-        known = self.host_keys.lookup(name) or {}
-        if key.get_name() in known:
-            if known[key.get_name()] == key:
-                return
-            raise RemoteError(
-                f"host key for {name} has CHANGED (now {fingerprint(key)}); refusing to connect. "
-                f"If the change is expected, remove the old key (ssh-keygen -R '{name}') and accept the new one"
-            )
-        if known:
-            raise RemoteError(
-                f"host {name} offered a {key.get_name()} key but known_hosts trusts only {', '.join(sorted(known))}; refusing"
-            )
-        if not self.accept_new:
-            raise RemoteError(
-                f"host key for {name} is not known ({fingerprint(key)}); check it, then rerun with "
-                f"--accept-new-host-key to trust it"
-            )
-        self._record(name, key)
+        if not self.known.check(name, key.get_name(), key.asbytes(), fingerprint(key), files=files,
+                                accept_new=self.accept_new):
+            self._record(name, key, target)
 
-    def _record(self, name: str, key: paramiko.PKey) -> None:
-        file = self.extra_known_hosts or self.user_known_hosts
+    def _record(self, name: str, key: paramiko.PKey, target: Target) -> None:
+        if self.extra_known_hosts:
+            file = self.extra_known_hosts
+        elif target.user_known_hosts:
+            file = Path(os.path.expanduser(target.user_known_hosts[0]))
+        else:
+            raise RemoteError(f"host key for {name} is not known and UserKnownHostsFile is none; nowhere to record it")
         try:
             file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -330,12 +437,13 @@ class Connector:
                 handle.write(f"{name} {key.get_name()} {key.get_base64()}\n")
         except OSError as exc:
             raise RemoteError(f"cannot record the host key in {file}: {exc.strerror}") from exc
-        self.host_keys.add(name, key.get_name(), key)
+        self.known.add(name, key.get_name(), key.asbytes(), str(file))
         log.warning("trusted new host key for %s (%s), recorded in %s", name, fingerprint(key), file)
 
     def _keys(self, target: Target):
         seen = set()
-        for path in list(target.identities) + [os.path.expanduser(p) for p in DEFAULT_KEYS]:
+        defaults = [] if target.identities_only and target.identities else [os.path.expanduser(p) for p in DEFAULT_KEYS]
+        for path in list(target.identities) + defaults:
             if path in seen:
                 continue
             seen.add(path)
@@ -356,7 +464,7 @@ class Connector:
                     log.info("skipping key %s: %s", path, type(exc).__name__)
                 continue
             yield path, key
-        if os.environ.get("SSH_AUTH_SOCK"):
+        if os.environ.get("SSH_AUTH_SOCK") and not target.identities_only:
             try:
                 agent = paramiko.Agent()
                 for number, key in enumerate(agent.get_keys(), 1):
