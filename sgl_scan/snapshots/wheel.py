@@ -20,11 +20,13 @@ import fcntl
 import hashlib
 import logging
 import re
+import struct
 import subprocess
 import sys
 import tarfile
 import time
 import zipfile
+import zlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Callable, Iterator, Mapping
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 _SPEC = re.compile(r"^\s*sglang\s*(?:(?:===|==|!=|~=|<=|>=|<|>)\s*[A-Za-z0-9._+!*-]+\s*,?\s*)*$", re.IGNORECASE)
 _PIN = re.compile(r"^\s*sglang\s*===?\s*([A-Za-z0-9._+!-]+)\s*$", re.IGNORECASE)
 ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip")
+MEMBER_CHUNK = 1 << 20  # bytes: an archive member is read this much at a time
 
 
 def downloads_folder() -> Path:
@@ -138,23 +141,91 @@ def fetch_archive(spec: str, progress: Progress | None = None) -> Path:
         return max(fresh, key=lambda p: p.stat().st_mtime_ns)
 
 
-class Archive:
-    """Read-only view of the sglang package inside a wheel or sdist: package-relative path -> bytes."""
+def _zip_entries_within(handle, limit: int) -> None:
+    """Count the central directory's entries, reading one header at a time, before zipfile parses
+    them all: an archive listing more than `limit` is refused without building its listing."""
+    endrec = zipfile._EndRecData(handle)  # the end record (zip64-aware), as ZipFile reads it
+    if endrec is None:
+        return  # not a zip: ZipFile says so
+    size_cd, offset_end = endrec[zipfile._ECD_SIZE], endrec[zipfile._ECD_LOCATION]
+    if endrec[zipfile._ECD_ENTRIES_TOTAL] > limit:
+        raise SnapshotError(f"the archive lists {endrec[zipfile._ECD_ENTRIES_TOTAL]} entries, more than "
+                            f"--max-files {limit}; refusing it")
+    position, end, count = offset_end - size_cd, offset_end, 0
+    while position + 46 <= end:
+        handle.seek(position)
+        header = handle.read(46)
+        if len(header) < 46 or header[:4] != b"PK\x01\x02":
+            return  # malformed: ZipFile reports it
+        count += 1
+        if count > limit:
+            raise SnapshotError(f"the archive lists more than --max-files {limit} entries; refusing it")
+        name_len, extra_len, comment_len = struct.unpack("<HHH", header[28:34])
+        position += 46 + name_len + extra_len + comment_len
 
-    def __init__(self, path: Path) -> None:
+
+class MemberStream:
+    """An archive member read in chunks, never past `cap` bytes; a damaged member is one SnapshotError.
+
+    zipfile stops at a member's declared size (then checks its CRC) and tarfile at its header's size,
+    so a member that inflates far beyond what it declares is cut at the declared size, read `CHUNK`
+    bytes at a time: memory is bounded by the chunk, not by what the data would inflate to."""
+
+    def __init__(self, stream: IO[bytes], name: str, archive: str, cap: int) -> None:
+        self.stream, self.name, self.archive, self.left = stream, name, archive, cap
+
+    def read(self, size: int = -1) -> bytes:
+        size = MEMBER_CHUNK if size is None or size < 0 else min(size, MEMBER_CHUNK)
+        try:
+            data = self.stream.read(min(size, self.left + 1))
+        except (zipfile.BadZipFile, zlib.error, EOFError, tarfile.TarError, OSError, NotImplementedError,
+                RuntimeError) as exc:
+            raise SnapshotError(f"{self.archive}: member {self.name!r} is damaged or hostile ({exc}); refusing "
+                                f"the archive") from exc
+        self.left -= len(data)
+        if self.left < 0:
+            raise SnapshotError(f"{self.archive}: member {self.name!r} holds more than it declares; refusing the "
+                                f"archive")
+        return data
+
+    def close(self) -> None:
+        self.stream.close()
+
+    def __enter__(self) -> "MemberStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Archive:
+    """Read-only view of the sglang package inside a wheel or sdist: package-relative path -> stream.
+
+    The listing is counted against `max_files` while it is read; members are read through
+    `MemberStream`, never past their declared size."""
+
+    def __init__(self, path: Path, max_files: int = Limits().max_files) -> None:
         self.path = path
         self.members: dict[str, Callable[[], IO[bytes]]] = {}
         self.sizes: dict[str, int] = {}  # declared sizes: zipfile and tarfile never return more
         try:
             if path.name.endswith((".whl", ".zip")):
+                with open(path, "rb") as handle:
+                    _zip_entries_within(handle, max_files)
                 self._zip = zipfile.ZipFile(path)
                 names = [(i.filename, i.file_size, i) for i in self._zip.infolist() if not i.is_dir()]
                 opener = lambda info: (lambda: self._zip.open(info))  # noqa: E731
             else:
                 self._tar = tarfile.open(path)
-                names = [(m.name, m.size, m) for m in self._tar.getmembers() if m.isreg()]
+                names = []
+                for count, member in enumerate(self._tar, 1):
+                    if count > max_files:
+                        raise SnapshotError(f"{path.name} lists more than --max-files {max_files} entries; refusing it")
+                    if member.isreg():
+                        names.append((member.name, member.size, member))
                 opener = lambda member: (lambda: self._tar.extractfile(member))  # noqa: E731
-        except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+        except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, struct.error,
+                ValueError, NotImplementedError) as exc:
             raise SnapshotError(f"cannot read {path.name}: {exc}") from exc
         prefix = self._package_prefix([n for n, _, _ in names])
         for name, size, ref in names:
@@ -170,13 +241,20 @@ class Archive:
             raise SnapshotError("the archive holds no sglang/srt/ package")
         return found[0]
 
-    def open(self, rel: str) -> IO[bytes]:
-        return self.members[rel]()
+    def open(self, rel: str) -> MemberStream:
+        """The member as a bounded stream (at most its declared size)."""
+        try:
+            stream = self.members[rel]()
+        except (zipfile.BadZipFile, zlib.error, EOFError, tarfile.TarError, OSError, NotImplementedError,
+                RuntimeError) as exc:
+            raise SnapshotError(f"{self.path.name}: member {rel!r} cannot be opened ({exc}); refusing the "
+                                f"archive") from exc
+        return MemberStream(stream, rel, self.path.name, self.sizes[rel])
 
     def read(self, rel: str) -> bytes:
-        """The member's bytes; callers check `sizes[rel]` against their limit first."""
+        """The member's bytes (small members only: callers check `sizes[rel]` against their limit)."""
         with self.open(rel) as stream:
-            return stream.read()
+            return b"".join(iter(lambda: stream.read(MEMBER_CHUNK), b""))
 
 
 def pull_pip(params: Mapping, *, store: Store | None = None, progress: Progress | None = None) -> Snapshot:
@@ -191,7 +269,7 @@ def pull_pip(params: Mapping, *, store: Store | None = None, progress: Progress 
     except BaseException:
         progress.done()  # the error line starts on a clean line
         raise
-    archive = Archive(path)
+    archive = Archive(path, limits.max_files)
     chosen, oversized = scopes.select_streamed(
         archive.members, scope, archive.sizes.__getitem__, archive.open, limits.max_file_size
     )
@@ -207,7 +285,8 @@ def pull_pip(params: Mapping, *, store: Store | None = None, progress: Progress 
             if archive.sizes[rel] > limits.max_file_size:
                 skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(archive.sizes[rel])})"))
                 continue
-            stage.write("sglang/" + rel, archive.read(rel))
+            with archive.open(rel) as stream:
+                stage.write("sglang/" + rel, stream, max_size=archive.sizes[rel])
             progress.update(f"{number}/{len(chosen)} files")
         progress.done()
         source = {"spec": spec, "archive": path.name, "archive_sha256": digest.hexdigest()}
