@@ -99,10 +99,15 @@ def discover_default_map(start: Path | None = None, explicit: str | Path | None 
 
 def _mentions_us(pyproject: Path) -> bool:
     """Whether a pyproject.toml may hold our table (others' files are not parsed, so never break us)."""
+    from sgl_scan.smallfiles import CONFIG_LIMIT, read_small
+
     try:
-        return b"sgl-scan" in pyproject.read_bytes()
-    except OSError:
+        return b"sgl-scan" in read_small(pyproject, CONFIG_LIMIT, "settings file")
+    except FileNotFoundError:
         return False
+    except ConfigError:
+        raise  # a FIFO or an oversized pyproject.toml that may hold our table: one line, not a hang
+
 
 
 def _table(path: Path) -> dict[str, Any] | None:
@@ -111,12 +116,16 @@ def _table(path: Path) -> dict[str, Any] | None:
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
 
+    from sgl_scan.smallfiles import CONFIG_LIMIT, read_small
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_small(path, CONFIG_LIMIT, "settings file").decode("utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path} is not valid TOML: nested too deeply") from None
     if path.name == "pyproject.toml":
         table = data.get("tool", {}).get("sgl-scan")
         return table if isinstance(table, dict) else None

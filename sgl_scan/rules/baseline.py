@@ -97,13 +97,17 @@ def write_baseline(path: str | Path, findings: Iterable[Finding]) -> Path:
 
 def read_baseline(path: str | Path) -> Baseline:
     """Read a baseline file; a missing or malformed one is a configuration error (exit 2)."""
+    from sgl_scan.smallfiles import BASELINE_LIMIT, read_small
+
     source = Path(path)
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
+        data = json.loads(read_small(source, BASELINE_LIMIT, "baseline").decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"baseline {source} does not exist (write one with --write-baseline)") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"baseline {source} is not readable JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"baseline {source} is not readable JSON: nested too deeply") from None
     if not isinstance(data, dict) or data.get("baseline_version") != BASELINE_VERSION:
         raise ConfigError(f"baseline {source}: expected baseline_version {BASELINE_VERSION}")
     entries = data.get("findings")

@@ -24,13 +24,12 @@ import base64
 import binascii
 import hashlib
 import hmac
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from sgl_scan.errors import RemoteError
+from sgl_scan.smallfiles import read_small
 
 MAX_KNOWN_HOSTS_BYTES = 64 << 20
 MARKERS = {"@revoked": "revoked", "@cert-authority": "cert-authority"}
@@ -87,21 +86,10 @@ def host_matches(host: str, patterns: str) -> bool:
 
 def _read(path: Path) -> str | None:
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        return read_small(path, MAX_KNOWN_HOSTS_BYTES, "known_hosts", error=RemoteError,
+                          devnull_ok=True).decode("utf-8", "replace")
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise RemoteError(f"cannot read known_hosts {path}: {exc.strerror}") from exc
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if stat.S_ISCHR(info.st_mode) and os.path.realpath(path) == "/dev/null":
-            return ""
-        if not stat.S_ISREG(info.st_mode):
-            raise RemoteError(f"known_hosts {path} is not a regular file")
-        data = handle.read(MAX_KNOWN_HOSTS_BYTES + 1)
-    if len(data) > MAX_KNOWN_HOSTS_BYTES:
-        raise RemoteError(f"known_hosts {path} is larger than {MAX_KNOWN_HOSTS_BYTES >> 20} MiB; refusing to read it")
-    return data.decode("utf-8", "replace")
 
 
 def parse_line(text: str, file: str, number: int) -> HostKeyLine | None:

@@ -31,13 +31,13 @@ import glob
 import os
 import re
 import shlex
-import stat
 from dataclasses import dataclass
 
 from sgl_scan.errors import ConfigError
+from sgl_scan.smallfiles import CONFIG_LIMIT, read_small
 
 MAX_DEPTH = 16  # OpenSSH's READCONF_MAX_DEPTH
-MAX_CONFIG_BYTES = 1 << 20
+MAX_CONFIG_BYTES = CONFIG_LIMIT
 MAX_TOTAL_BYTES = 8 << 20
 USER_DIR = "~/.ssh"
 # Match criteria paramiko evaluates; any other one it would treat as matching every host
@@ -62,22 +62,11 @@ class ExpandedConfig:
 
 
 def read_limited(path: str, what: str, limit: int = MAX_CONFIG_BYTES) -> str:
-    """A small text file, checked by size (and type) on the open descriptor before it is read."""
+    """A small text file, checked by type and size on the open descriptor before it is read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from exc
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if stat.S_ISCHR(info.st_mode) and os.path.realpath(path) == "/dev/null":
-            return ""
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{what} {path} is not a regular file")
-        if info.st_size > limit:
-            raise ConfigError(f"{what} {path} is larger than {limit >> 10} KiB; refusing to read it")
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise ConfigError(f"{what} {path} is larger than {limit >> 10} KiB; refusing to read it")
+        data = read_small(path, limit, what)
+    except FileNotFoundError:
+        raise ConfigError(f"{what} not found: {path}") from None
     return data.decode("utf-8", "replace")
 
 
