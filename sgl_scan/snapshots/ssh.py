@@ -47,7 +47,7 @@ from sgl_scan.snapshots.manifest import FileEntry, GitState, Manifest, PullInfo,
 from sgl_scan.snapshots.progress import Progress
 from sgl_scan.snapshots.sshconnect import Connector, Target, resolve_target
 from sgl_scan.snapshots.store import PATCH_FILE, Store
-from sgl_scan.snapshots.tarstream import Limits, extract_stream, human
+from sgl_scan.snapshots.tarstream import MAX_PATH_CHARS, Limits, extract_stream, human
 
 log = logging.getLogger(__name__)
 
@@ -228,6 +228,13 @@ class ChannelReader:
             buf += data
 
 
+def head_limit(limits: Limits) -> int:
+    """Bytes of the reply before the tar stream: the patch (capped at --max-file-size by the remote),
+    and a listing and grep hits of at most --max-files names, each at most MAX_PATH_CHARS long."""
+    per_name = MAX_PATH_CHARS + 128  # a record's stamps and tag, and a grep hit of the same path
+    return min(limits.max_file_size + (256 << 20), limits.max_file_size + (1 << 20) + 2 * limits.max_files * per_name)
+
+
 def parse_sections(head: bytes, nonce: str) -> dict[str, bytes]:
     sections: dict[str, bytes] = {}
     for part in head.split(b"\n" + nonce.encode() + b" ")[1:]:
@@ -236,13 +243,18 @@ def parse_sections(head: bytes, nonce: str) -> dict[str, bytes]:
     return sections
 
 
-def parse_listing(raw: bytes) -> Listing:
-    """The tagged NUL-separated records of the remote `find` (see FIND_FMT)."""
+def parse_listing(raw: bytes, max_records: int | None = None) -> Listing:
+    """The tagged NUL-separated records of the remote `find` (see FIND_FMT), counted against
+    `max_records` (--max-files) as they are parsed."""
     listing = Listing({}, set(), set())
     files = listing.files
+    count = 0
     for record in raw.split(b"\0"):
         if not record:
             continue
+        count += 1
+        if max_records is not None and count > max_records:
+            raise RemoteError(f"the remote listing has more than --max-files {max_records} entries; refusing")
         tag = record[:1]
         try:
             if tag == b"f":
@@ -446,7 +458,7 @@ def _stderr_tail(channel: paramiko.Channel) -> str:
 
 def _transfer(channel, store, bases, target, params, scope, nonce, limits, progress, deadline, before_transfer) -> SshPull:
     reader = ChannelReader(channel, deadline, lambda n: progress.update(f"{human(n)} received"))
-    head, complete = reader.read_until(f"\n{nonce} tar\n".encode(), limit=limits.max_file_size + (256 << 20))
+    head, complete = reader.read_until(f"\n{nonce} tar\n".encode(), limit=head_limit(limits))
     sections = parse_sections(head, nonce)
     if "error" in sections:
         raise RemoteError(f"{target.describe()}: {_printable(sections['error'].decode(errors='replace').strip())}")
@@ -459,7 +471,8 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
         )
     root = sections["root"].decode("utf-8", "surrogateescape").rstrip("\n")
     how = sections.get("how", b"").decode(errors="replace")
-    found = parse_listing(sections.get("list", b"") + b"\0" + sections.get("version", b""))
+    found = parse_listing(sections.get("list", b""), limits.max_files)
+    found.files.update(parse_listing(sections.get("version", b""), 2).files)
     now = parse_now(sections.get("now", b""))
     if now is None:
         log.warning("%s: the remote clock is unreadable (no `date`?): every file is fetched", target.describe())
