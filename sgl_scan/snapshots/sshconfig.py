@@ -47,6 +47,12 @@ MATCH_CRITERIA = {"all", "canonical", "final", "host", "originalhost", "user", "
 UNSUPPORTED = {
     "knownhostscommand": "runs a command to list host keys",
     "revokedhostkeys": "names a file of revoked host keys",
+    "bindaddress": "chooses the local address the connection leaves from",
+    "bindinterface": "chooses the local interface the connection leaves from",
+}
+# yes/no keywords whose "yes" sgl-scan cannot honour
+UNSUPPORTED_YES = {
+    "proxyusefdpass": "makes the ProxyCommand pass a connected descriptor instead of relaying",
 }
 # ProxyCommand reaches paramiko under this name, so paramiko keeps it as written (first value wins,
 # quotes stripped) instead of expanding its tokens with the config's port and user: `sshconnect`
@@ -184,6 +190,17 @@ def check_entry(entry: dict, host: str, config_name: str) -> None:
         if entry.get(key) not in (None, "none"):
             raise ConfigError(f"{config_name}: {key_name(key)} applies to {host!r} ({why}); sgl-scan does not "
                               f"support it and will not connect without it; remove it for this host")
+    for key, why in UNSUPPORTED_YES.items():
+        if str(entry.get(key, "no")).lower() == "yes":
+            raise ConfigError(f"{config_name}: {key_name(key)} yes applies to {host!r} ({why}); sgl-scan does not "
+                              f"support it; remove it for this host")
+    agent = entry.get("identityagent")
+    if agent not in (None, "none", "SSH_AUTH_SOCK", "$SSH_AUTH_SOCK"):
+        raise ConfigError(f"{config_name}: IdentityAgent {agent} applies to {host!r}; sgl-scan uses only "
+                          f"$SSH_AUTH_SOCK (or none); remove it for this host or set SSH_AUTH_SOCK")
+    port = entry.get("port")
+    if port is not None and not (str(port).isdigit() and 0 < int(port) < 65536):
+        raise ConfigError(f"{config_name}: Port {port!r} for {host!r} is not a port number")
     command = entry.get(PROXY_COMMAND)
     jump = entry.get("proxyjump")
     if command and command.lower() != "none" and jump and jump.lower() != "none":
@@ -192,5 +209,6 @@ def check_entry(entry: dict, host: str, config_name: str) -> None:
 
 
 def key_name(key: str) -> str:
-    names = {"knownhostscommand": "KnownHostsCommand", "revokedhostkeys": "RevokedHostKeys"}
+    names = {"knownhostscommand": "KnownHostsCommand", "revokedhostkeys": "RevokedHostKeys",
+             "bindaddress": "BindAddress", "bindinterface": "BindInterface", "proxyusefdpass": "ProxyUseFdpass"}
     return names.get(key, key)

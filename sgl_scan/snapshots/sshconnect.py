@@ -71,6 +71,7 @@ class Target:
     user_known_hosts: tuple[str, ...] = USER_KNOWN_HOSTS
     global_known_hosts: tuple[str, ...] = GLOBAL_KNOWN_HOSTS
     identities_only: bool = False
+    use_agent: bool = True  # IdentityAgent none: no agent keys
 
     @property
     def known_hosts_name(self) -> str:
@@ -131,6 +132,7 @@ def resolve_target(host: str, *, port: int | None = None, user: str | None = Non
         user_known_hosts=_file_list(entry.get("userknownhostsfile"), USER_KNOWN_HOSTS),
         global_known_hosts=_file_list(entry.get("globalknownhostsfile"), GLOBAL_KNOWN_HOSTS),
         identities_only=str(entry.get("identitiesonly", "no")).lower() == "yes",
+        use_agent=entry.get("identityagent") != "none",
     )
     command = entry.get(sshconfig.PROXY_COMMAND)  # as written: its tokens take the final port and user
     if command and command.lower() != "none":
@@ -141,12 +143,15 @@ def resolve_target(host: str, *, port: int | None = None, user: str | None = Non
         for hop in jump.split(","):
             hop_user, _, rest = hop.strip().rpartition("@")
             hop_host, hop_port = rest, None
-            if rest.startswith("["):
-                hop_host, _, tail = rest[1:].partition("]")
-                hop_port = int(tail[1:]) if tail.startswith(":") else None
-            elif rest.count(":") == 1:
-                hop_host, port_text = rest.split(":")
-                hop_port = int(port_text)
+            try:
+                if rest.startswith("["):
+                    hop_host, _, tail = rest[1:].partition("]")
+                    hop_port = int(tail[1:]) if tail.startswith(":") else None
+                elif rest.count(":") == 1:
+                    hop_host, port_text = rest.split(":")
+                    hop_port = int(port_text)
+            except ValueError:
+                raise ConfigError(f"{config_name}: ProxyJump {hop.strip()!r} for {host!r} is not [user@]host[:port]") from None
             hops.append(resolve_target(hop_host, port=hop_port, user=hop_user or None,
                                        ssh_config=ssh_config, _depth=_depth + 1))
         target = replace(target, jump=tuple(hops))
@@ -464,7 +469,7 @@ class Connector:
                     log.info("skipping key %s: %s", path, type(exc).__name__)
                 continue
             yield path, key
-        if os.environ.get("SSH_AUTH_SOCK") and not target.identities_only:
+        if os.environ.get("SSH_AUTH_SOCK") and target.use_agent and not target.identities_only:
             try:
                 agent = paramiko.Agent()
                 for number, key in enumerate(agent.get_keys(), 1):

@@ -185,3 +185,33 @@ def test_host_key_alias_and_user_known_hosts_file_decide(tmp_path, sshd_server, 
     mine.write_text(f"@revoked gpu-alias {key}\ngpu-alias {key}\n")
     with pytest.raises(RemoteError, match="REVOKED"):
         pull_ssh(params, store=Store(tmp_path / "s"))
+
+
+@pytest.mark.parametrize("lines, word", [
+    ("BindAddress 10.0.0.9", "BindAddress"),
+    ("BindInterface eth1", "BindInterface"),
+    ("ProxyCommand connect %h %p\n  ProxyUseFdpass yes", "ProxyUseFdpass"),
+    ("IdentityAgent ~/.other-agent.sock", "IdentityAgent"),
+    ("Port twenty-two", "Port"),
+    ("ProxyJump jump:notaport", "ProxyJump"),
+])
+def test_more_directives_are_refused_in_one_line(tmp_path, lines, word):
+    config = tmp_path / "cfg"
+    config.write_text(f"Host gpu\n  {lines}\n")
+    with pytest.raises(ConfigError, match=word):
+        resolve_target("gpu", ssh_config=str(config))
+
+
+def test_identity_agent_none_and_identities_only_are_honoured(tmp_path, _home):
+    import subprocess
+
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(_home / ".ssh" / "id_ed25519")], check=True)
+    config = tmp_path / "cfg"
+    config.write_text("Host gpu\n  IdentityAgent none\n  IdentitiesOnly yes\n  IdentityFile ~/.ssh/only\n")
+    target = resolve_target("gpu", ssh_config=str(config))
+    assert not target.use_agent and target.identities_only
+    labels = [label for label, _ in sshconnect.Connector()._keys(target)]
+    assert labels == []  # the one identity does not exist; no default key, no agent key
+    config.write_text("Host gpu\n  IdentityFile ~/.ssh/only\n")
+    assert [label for label, _ in sshconnect.Connector()._keys(resolve_target("gpu", ssh_config=str(config)))] == [
+        str(_home / ".ssh" / "id_ed25519")]
