@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 _SPEC = re.compile(r"^\s*sglang\s*(?:(?:===|==|!=|~=|<=|>=|<|>)\s*[A-Za-z0-9._+!*-]+\s*,?\s*)*$", re.IGNORECASE)
 _PIN = re.compile(r"^\s*sglang\s*===?\s*([A-Za-z0-9._+!-]+)\s*$", re.IGNORECASE)
 ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip")
+DOWNLOAD_TIMEOUT = 900.0  # s: `pip download` (--timeout), as an SSH pull
 MEMBER_CHUNK = 1 << 20  # bytes: an archive member is read this much at a time
 
 
@@ -89,9 +90,11 @@ def _readable(path: Path) -> bool:
         return False
 
 
-def run_with_ticker(cmd: list[str], what: str, progress: Progress | None, interval: float = 0.5) -> subprocess.CompletedProcess:
+def run_with_ticker(cmd: list[str], what: str, progress: Progress | None, interval: float = 0.5,
+                    timeout: float | None = None) -> subprocess.CompletedProcess:
     """Run `cmd` (output captured); meanwhile `progress` says `what` and the seconds elapsed, so a
-    download that gives no output of its own does not look stuck on a terminal."""
+    download that gives no output of its own does not look stuck on a terminal. Past `timeout`
+    seconds the command is killed and SnapshotError says so (an index that never answers)."""
     start = time.monotonic()
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         while True:
@@ -99,12 +102,16 @@ def run_with_ticker(cmd: list[str], what: str, progress: Progress | None, interv
                 out, err = proc.communicate(timeout=interval)
                 break
             except subprocess.TimeoutExpired:
+                if timeout is not None and time.monotonic() - start > timeout:
+                    proc.kill()
+                    proc.communicate()
+                    raise SnapshotError(f"{what} did not finish within {timeout:g} s (--timeout); gave up") from None
                 if progress is not None:
                     progress.update(f"{what} ({time.monotonic() - start:.0f} s)", force=True)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
-def fetch_archive(spec: str, progress: Progress | None = None) -> Path:
+def fetch_archive(spec: str, progress: Progress | None = None, timeout: float = DOWNLOAD_TIMEOUT) -> Path:
     """The wheel or sdist for `spec`: a local file, a cached exact pin, or `pip download --no-deps`."""
     as_path = Path(spec).expanduser()
     if spec.endswith(ARCHIVE_SUFFIXES) and as_path.is_file():
@@ -127,7 +134,7 @@ def fetch_archive(spec: str, progress: Progress | None = None) -> Path:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
                "--disable-pip-version-check", "-d", str(folder), spec]
         log.info("running %s", " ".join(cmd))
-        result = run_with_ticker(cmd, f"downloading {spec} from the package index", progress)
+        result = run_with_ticker(cmd, f"downloading {spec} from the package index", progress, timeout=timeout)
         if result.returncode != 0:
             lines = [l for l in result.stderr.strip().splitlines() if l.strip()]
             hint = ""
@@ -265,7 +272,7 @@ def pull_pip(params: Mapping, *, store: Store | None = None, progress: Progress 
     spec = params["pip_spec"]
     progress.update(f"fetching {spec}", force=True)
     try:
-        path = fetch_archive(spec, progress)
+        path = fetch_archive(spec, progress, float(params.get("timeout") or DOWNLOAD_TIMEOUT))
     except BaseException:
         progress.done()  # the error line starts on a clean line
         raise

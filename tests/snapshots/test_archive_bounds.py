@@ -141,3 +141,28 @@ def test_a_damaged_member_is_one_line(tmp_path):
     wheel.write_bytes(bytes(data))
     with pytest.raises(SnapshotError, match=r"'srt/speculative/w.py' is damaged or hostile \(Bad CRC-32"):
         pull_pip({"pip_spec": str(wheel), "scope": "full"}, store=Store(tmp_path / "s"))
+
+
+def test_pip_download_from_an_index_that_never_answers_ends_at_timeout(tmp_path):
+    """issue 31: every wait is bounded; `pip download` against a loopback index that accepts and
+    never answers is killed at --timeout, one line, exit 3."""
+    import os
+    import socket
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)  # accepted by the kernel, never answered
+    try:
+        env = {**os.environ, "SGLSCAN_HOME": str(tmp_path / "home"), "SGLSCAN_DOWNLOADS": str(tmp_path / "dl"),
+               "PIP_INDEX_URL": f"http://127.0.0.1:{server.getsockname()[1]}/simple", "PIP_TIMEOUT": "600",
+               "PIP_RETRIES": "0", "PIP_CONFIG_FILE": os.devnull}
+        start = time.monotonic()
+        result = subprocess.run(entry_point() + ["--pip", "sglang==9.9.9", "--timeout", "4"], capture_output=True,
+                                text=True, timeout=120, env=env)
+        assert time.monotonic() - start < 60
+    finally:
+        server.close()
+    assert result.returncode == 3
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "did not finish within 4 s (--timeout)" in lines[0], result.stderr
