@@ -6,10 +6,14 @@ makes pip prepare its metadata, which runs the sdist's build backend (code from 
 sdist is read only when given as a file path, as an archive, never built. The spec must be
 `sglang` with version clauses only (no URL, marker or extra that pip would act on). An exact pin
 (`sglang==X`) that is already there is used without asking the index; a cached archive that no
-longer opens is deleted and downloaded again. `--pip` also accepts the path of a wheel or sdist file. Only the files the scope
-needs are unpacked, straight from the archive into the snapshot: sizes are the archive's declared
-ones, checked against `--max-file-size`, `--max-files` and `--max-bytes` before any byte is read,
-and the scope's byte searches stream at most `--max-file-size` bytes of a member.
+longer opens is deleted and downloaded again only when the ledger (`LEDGER`) proves sgl-scan
+downloaded it (same name, size, mtime, inode), else it is left alone with one line. `pip download`
+is killed at `--timeout`. `--pip` also accepts the path of a wheel or sdist file. Only the files the
+scope needs are unpacked, straight from the archive into the snapshot: sizes are the archive's
+declared ones, checked against `--max-file-size`, `--max-files` and `--max-bytes` before any byte is
+read; the listing itself is counted against `--max-files` while it is read; members are read in
+chunks (`MemberStream`), never past their declared size, so data that inflates beyond it is cut
+there and refused; the scope's byte searches stream at most `--max-file-size` bytes of a member.
 The same spec and archive pulled again gives back the stored snapshot (the store's content
 check), not a copy.
 """
@@ -33,6 +37,7 @@ from typing import IO, Callable, Iterator, Mapping
 
 from sgl_scan.errors import ConfigError, SnapshotError
 from sgl_scan.paths import downloads_dir, env
+from sgl_scan.smallfiles import read_small
 from sgl_scan.snapshots import scope as scopes
 from sgl_scan.snapshots.manifest import Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
@@ -78,15 +83,37 @@ def _archives(folder: Path, version: str | None = None) -> list[Path]:
 
 
 def _readable(path: Path) -> bool:
+    """Whether a cached archive opens and lists (counted against the default --max-files)."""
     try:
-        if path.name.endswith((".whl", ".zip")):
-            with zipfile.ZipFile(path) as archive:
-                archive.namelist()
-        else:
-            with tarfile.open(path) as archive:
-                archive.getmembers()
+        Archive(path)
         return True
-    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError):
+    except SnapshotError:
+        return False
+
+
+LEDGER = ".sgl-scan-downloads"  # what sgl-scan's own `pip download` wrote here: name size mtime_ns inode
+
+
+def _stamp(path: Path) -> str:
+    info = path.stat()
+    return f"{path.name} {info.st_size} {info.st_mtime_ns} {info.st_ino}"
+
+
+def _record_download(folder: Path, path: Path) -> None:
+    """Note `path` as written by sgl-scan (its name, size, mtime and inode), under the download lock."""
+    try:
+        with open(folder / LEDGER, "a", encoding="utf-8") as handle:
+            handle.write(_stamp(path) + "\n")
+    except OSError as exc:
+        log.info("cannot record %s in %s: %s", path.name, LEDGER, exc)
+
+
+def _written_by_us(folder: Path, path: Path) -> bool:
+    """Whether the ledger proves sgl-scan wrote `path` as it is now (same name, size, mtime, inode)."""
+    try:
+        lines = read_small(folder / LEDGER, 4 << 20, "download ledger", error=SnapshotError).decode("utf-8", "replace")
+        return _stamp(path) in lines.splitlines()
+    except (OSError, SnapshotError):
         return False
 
 
@@ -128,6 +155,10 @@ def fetch_archive(spec: str, progress: Progress | None = None, timeout: float = 
                 if _readable(cached):
                     log.info("using cached %s", cached.name)
                     return cached
+                if not _written_by_us(folder, cached):  # nothing of the user's is ever deleted
+                    raise SnapshotError(f"{cached} does not open as an archive, and sgl-scan did not download it "
+                                        f"(or it changed since); it is left alone: remove or move it, or set "
+                                        f"SGLSCAN_DOWNLOADS to another folder")
                 log.warning("cached %s is damaged; downloading it again", cached.name)
                 cached.unlink()
         before = {p: p.stat().st_mtime_ns for p in _archives(folder)}
@@ -145,7 +176,10 @@ def fetch_archive(spec: str, progress: Progress | None = None, timeout: float = 
         fresh = [p for p in after if before.get(p) != p.stat().st_mtime_ns] or after
         if not fresh:
             raise SnapshotError(f"pip download {spec} produced no sglang archive in {folder}")
-        return max(fresh, key=lambda p: p.stat().st_mtime_ns)
+        newest = max(fresh, key=lambda p: p.stat().st_mtime_ns)
+        if before.get(newest) != newest.stat().st_mtime_ns:
+            _record_download(folder, newest)
+        return newest
 
 
 def _zip_entries_within(handle, limit: int) -> None:
