@@ -70,7 +70,7 @@ class ExpandedConfig:
 def read_limited(path: str, what: str, limit: int = MAX_CONFIG_BYTES) -> str:
     """A small text file, checked by type and size on the open descriptor before it is read."""
     try:
-        data = read_small(path, limit, what)
+        data = read_small(path, limit, what, devnull_ok=True)
     except FileNotFoundError:
         raise ConfigError(f"{what} not found: {path}") from None
     return data.decode("utf-8", "replace")
