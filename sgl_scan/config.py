@@ -97,26 +97,16 @@ def discover_default_map(start: Path | None = None, explicit: str | Path | None 
     return default_map(load_config(path)), path
 
 
-MAX_SETTINGS_BYTES = 1024 * 1024
-
-
-def _read_settings(path: Path) -> bytes:
-    """A settings file's bytes: a regular file (a link to one is fine), opened without blocking and
-    read to at most 1 MiB; a FIFO or a link to `/dev/zero` in a checkout is an error, never a hang."""
-    from sgl_scan.snapshots.safeio import read_regular
-
-    data, _ = read_regular(path, MAX_SETTINGS_BYTES, follow=True)
-    if len(data) > MAX_SETTINGS_BYTES:
-        raise OSError(27, f"larger than {MAX_SETTINGS_BYTES // 1024} KiB", str(path))
-    return data
-
-
 def _mentions_us(pyproject: Path) -> bool:
     """Whether a pyproject.toml may hold our table (others' files are not parsed, so never break us)."""
+    from sgl_scan.smallfiles import CONFIG_LIMIT, read_small
+
     try:
-        return b"sgl-scan" in _read_settings(pyproject)
-    except OSError:
+        return b"sgl-scan" in read_small(pyproject, CONFIG_LIMIT, "settings file")
+    except FileNotFoundError:
         return False
+    except ConfigError:
+        raise  # a FIFO or an oversized pyproject.toml that may hold our table: one line, not a hang
 
 
 def _table(path: Path) -> dict[str, Any] | None:
@@ -125,14 +115,16 @@ def _table(path: Path) -> dict[str, Any] | None:
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
 
+    from sgl_scan.smallfiles import CONFIG_LIMIT, read_small
+
     try:
-        data = tomllib.loads(_read_settings(path).decode("utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
+        data = tomllib.loads(read_small(path, CONFIG_LIMIT, "settings file").decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path} is not valid TOML: nested too deeply") from None
     if path.name == "pyproject.toml":
         table = data.get("tool", {}).get("sgl-scan")
         return table if isinstance(table, dict) else None

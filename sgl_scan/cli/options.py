@@ -45,7 +45,7 @@ SOURCE_OPTIONS = (
     click.option("--pip", "pip_spec", help="Download an SGLang release from the package index, e.g. sglang==0.5.23."),
     click.option("--snapshot", "snapshot_ref", help="Use a stored snapshot: its id, or 'latest'."),
     click.option("--scope", type=click.Choice(["speculative", "full"]), default=None, help="Which files to take (default: speculative)."),
-    click.option("--timeout", type=float, default=None, help="Total deadline in seconds for an SSH pull, or for each --git clone or fetch (default 900)."),
+    click.option("--timeout", type=float, default=None, help="Total deadline in seconds for an SSH pull (connect to last byte), a pip download, or each --git clone or fetch (default 900)."),
     click.option("--max-bytes", type=ByteSize(), default=None, help="Refuse a pull larger than this, and a --git clone or fetch that downloads more (e.g. 2G; default 2 GiB)."),
     click.option("--max-files", type=click.IntRange(min=1), default=None, help="Refuse a pull with more files (default 100000)."),
     click.option("--max-file-size", type=ByteSize(), default=None, help="Skip (and record) files larger than this (default 4M: parsing a .py file takes ~80x its size in memory)."),

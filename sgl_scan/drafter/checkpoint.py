@@ -33,6 +33,9 @@ INDEX_SUFFIX = ".safetensors.index.json"
 INTEGER_DTYPES = frozenset({"I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64"})
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 _MAX_HEADER = 100 * 1024 * 1024  # safetensors' own limit on the JSON header
+MAPPING_FLOOR = 1 << 20  # entries: a d2t/t2d this short is always loaded (8 MiB as int64)
+MAPPING_CAP = 1 << 24  # entries: never more, whatever the checkpoint declares (128 MiB as int64)
+MAX_JSON_BYTES = 16 << 20  # config.json, *.safetensors.index.json (a real index is well under 1 MiB)
 
 
 def backend():
@@ -127,8 +130,13 @@ def _kind(mode: int) -> str:
 
 
 def _read_text(file: Path) -> str:
+    """A JSON file of the checkpoint (config, index), checked by size on the open descriptor first."""
     with _open_regular(file) as handle:
-        return handle.read().decode("utf-8")
+        size = os.fstat(handle.fileno()).st_size
+        data = handle.read(MAX_JSON_BYTES + 1)
+    if max(size, len(data)) > MAX_JSON_BYTES:
+        raise CheckpointError(f"{file}: larger than {MAX_JSON_BYTES >> 20} MiB, not a checkpoint's JSON; refusing to read it")
+    return data.decode("utf-8")
 
 
 def _no_constant(name: str):
@@ -254,7 +262,32 @@ def _read_config(folder: Path) -> tuple[Mapping[str, Any] | None, Path | None]:
     return config, config_path
 
 
-def _load_mapping(file: Path, info: TensorInfo, safe_open) -> MappingTensor:
+def mapping_limit(config: Mapping[str, Any] | None, tensors: Mapping[str, TensorInfo]) -> int:
+    """The most entries a d2t/t2d may have before it is loaded: the largest vocabulary the checkpoint
+    declares (config `vocab_size`/`draft_vocab_size`, the rows of `lm_head`/`embed_tokens`), never
+    less than `MAPPING_FLOOR` (every real vocabulary is smaller) nor more than `MAPPING_CAP`."""
+    from sgl_scan.drafter.target import config_field
+
+    sizes = [config_field(config or {}, key) for key in ("vocab_size", "draft_vocab_size")]
+    for name, info in tensors.items():
+        if name.endswith(("lm_head.weight", "embed_tokens.weight")) and len(info.shape) == 2:
+            sizes.append(info.shape[0])
+    known = [s for s in sizes if isinstance(s, int) and not isinstance(s, bool) and s > 0]
+    return min(MAPPING_CAP, max([MAPPING_FLOOR, *known]))
+
+
+def _entries(shape: tuple[int, ...]) -> int:
+    count = 1
+    for dim in shape:
+        count *= max(dim, 0)
+    return count
+
+
+def _load_mapping(file: Path, info: TensorInfo, safe_open, limit: int = 1 << 24) -> MappingTensor:
+    entries = _entries(info.shape)
+    if entries > limit:  # a header can declare any length (a sparse file holds it): never allocated
+        return MappingTensor(info, None, f"it declares {entries:,} entries, more than this checkpoint's vocabulary "
+                                         f"sizes allow ({limit:,}); not loaded")
     try:
         with safe_open(str(file), framework="numpy") as handle:
             values = handle.get_tensor(info.name)
@@ -281,6 +314,7 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
     config, config_path = _read_config(folder)
     candidates = {kind: tuple(n for n in tensors if is_mapping_name(n, kind)) for kind in MAPPING_KINDS}
     by_name = {f.name: f for f in files}
+    limit = mapping_limit(config, tensors)
     loaded: dict[str, MappingTensor] = {}
     copies: dict[str, tuple[str, ...]] = {}
     conflicts: dict[str, str] = {}
@@ -288,7 +322,7 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
         every = [info for header in headers.values() for name, info in header.items() if is_mapping_name(name, kind)]
         if not every:
             continue
-        tensors_read = [_load_mapping(by_name[info.file], info, safe_open) for info in every]
+        tensors_read = [_load_mapping(by_name[info.file], info, safe_open, limit) for info in every]
         if len(every) > 1:
             copies[kind] = tuple(f"{info.name} in {info.file}" for info in every)
             conflict = _disagreement(tensors_read)

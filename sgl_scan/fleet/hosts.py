@@ -29,14 +29,16 @@ class HostEntry:
         return f"{self.host}:{self.remote_root}" if self.remote_root else self.host
 
 
+HOSTS_FILE_LIMIT = 4 << 20  # bytes: checked before the file is read
+
+
 def parse_hosts_file(path: str) -> list[HostEntry]:
     """The entries of a hosts file; ConfigError naming the file and line for anything else."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"hosts file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read hosts file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    from sgl_scan.snapshots.sshconfig import read_limited
+
+    if not Path(path).exists():
+        raise ConfigError(f"hosts file not found: {path}")
+    text = read_limited(path, "hosts file", HOSTS_FILE_LIMIT)
     entries = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -53,17 +55,17 @@ def parse_hosts_file(path: str) -> list[HostEntry]:
 
 
 def hosts_from_ssh_config(pattern: str, ssh_config: str | None) -> list[HostEntry]:
-    """Concrete `Host` names of the ssh config that match the glob `pattern`, in file order."""
+    """Concrete `Host` names of the ssh config (and the files it includes) that match the glob
+    `pattern`, in file order."""
+    from sgl_scan.snapshots.sshconfig import expand_config
+
     path = Path(os.path.expanduser(ssh_config or "~/.ssh/config"))
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise ConfigError(f"ssh config file not found: {path}") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read ssh config {path}: {exc.strerror or exc}") from None
+    if not path.exists():
+        raise ConfigError(f"ssh config file not found: {path}")
+    text = expand_config(str(path)).text
     names: list[str] = []
     for raw in text.splitlines():
-        words = raw.strip().split()
+        words = raw.strip().replace("=", " ", 1).split()
         if len(words) < 2 or words[0].lower() != "host":
             continue
         for name in words[1:]:

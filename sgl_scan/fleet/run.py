@@ -14,7 +14,6 @@ import hashlib
 import re
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -25,6 +24,8 @@ from sgl_scan.reports.model import RuleDoc
 from sgl_scan.snapshots.manifest import Manifest, Snapshot
 
 DEFAULT_JOBS = 16  # pulls wait on the network and the remote host, not on this machine's CPU
+DEFAULT_FLEET_TIMEOUT = 3600.0  # s: the whole fleet's pulls (--fleet-timeout); a cron run always ends
+FLEET_GRACE = 5.0  # s: after the fleet deadline, for pulls to report their own deadline error
 _PATCH_FILE = re.compile(r"^diff --git a/(.+?) b/(.+)$", re.MULTILINE)
 
 
@@ -83,8 +84,15 @@ def patch_files(snapshot: Snapshot) -> tuple[str, ...]:
 
 
 def pull_hosts(entries: Sequence[HostEntry], params: Mapping, *, jobs: int = DEFAULT_JOBS,
-               store=None, show: Callable[[str], None] = lambda text: None) -> list[Pulled]:
-    """Pull every host (at most `jobs` at once); each result in the order the hosts were given."""
+               store=None, show: Callable[[str], None] = lambda text: None,
+               fleet_timeout: float = DEFAULT_FLEET_TIMEOUT) -> list[Pulled]:
+    """Pull every host (at most `jobs` at once); each result in the order the hosts were given.
+
+    The whole fleet has one deadline, `fleet_timeout` seconds from now: each pull gets the sooner of
+    its own `--timeout` and that deadline (the SSH layer ends a pull at its deadline, wherever it
+    waits), a host not started by then is not started, and a host still running `FLEET_GRACE`
+    seconds after it is given up: each of those becomes that host's error row, and the report is
+    written from what finished. The pull threads are daemons, so a wedged one never holds up exit."""
     from sgl_scan.snapshots.progress import Progress
     from sgl_scan.snapshots.sshimport import import_paramiko
     from sgl_scan.snapshots.store import Store
@@ -94,13 +102,18 @@ def pull_hosts(entries: Sequence[HostEntry], params: Mapping, *, jobs: int = DEF
 
     store = store or Store()
     tally = Tally(len(entries), show)
+    fleet_deadline = time.monotonic() + fleet_timeout
+    why = f"--fleet-timeout {fleet_timeout:g} s"
 
     def one(entry: HostEntry) -> Pulled:
-        tally.started()
         start = time.monotonic()
+        if start >= fleet_deadline:
+            return Pulled(entry, None, f"not started: the fleet deadline ({why}) had passed")
+        tally.started()
         host_params = {**params, "host": entry.host, "remote_root": entry.remote_root}
         try:
-            pulled = pull_ssh(host_params, store=store, progress=Progress("pull", enabled=False))
+            pulled = pull_ssh(host_params, store=store, progress=Progress("pull", enabled=False),
+                              deadline=fleet_deadline, deadline_name=why)
         except SglScanError as exc:
             result = Pulled(entry, None, str(exc), seconds=time.monotonic() - start)
         except Exception as exc:  # one host's surprise is that host's row, never the end of the run
@@ -113,10 +126,35 @@ def pull_hosts(entries: Sequence[HostEntry], params: Mapping, *, jobs: int = DEF
         return result
 
     results: dict[int, Pulled] = {}
-    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(entries))), thread_name_prefix="sgl-scan-fleet") as pool:
-        futures = {pool.submit(one, entry): i for i, entry in enumerate(entries)}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
+    lock = threading.Condition()
+    todo = list(enumerate(entries))
+    closed = False
+
+    def worker() -> None:
+        while True:
+            with lock:
+                if closed or not todo:
+                    return
+                index, entry = todo.pop(0)
+            result = one(entry)
+            with lock:
+                if not closed:
+                    results[index] = result
+                    lock.notify_all()
+
+    for number in range(max(1, min(jobs, len(entries)))):
+        threading.Thread(target=worker, name=f"sgl-scan-fleet-{number}", daemon=True).start()
+    with lock:
+        while len(results) < len(entries):
+            remaining = fleet_deadline + FLEET_GRACE - time.monotonic()
+            if remaining <= 0:
+                break
+            lock.wait(remaining)
+        closed = True
+        for index, entry in enumerate(entries):
+            if index not in results:
+                results[index] = Pulled(entry, None, f"did not finish before the fleet deadline ({why}); gave up",
+                                        seconds=round(fleet_timeout, 3))
     return [results[i] for i in range(len(entries))]
 
 

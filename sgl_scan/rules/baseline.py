@@ -95,25 +95,19 @@ def write_baseline(path: str | Path, findings: Iterable[Finding]) -> Path:
     return target
 
 
-MAX_BASELINE_BYTES = 256 * 1024**2
-
-
 def read_baseline(path: str | Path) -> Baseline:
     """Read a baseline file; a missing or malformed one is a configuration error (exit 2)."""
-    from sgl_scan.snapshots.safeio import read_regular
+    from sgl_scan.smallfiles import BASELINE_LIMIT, read_small
 
     source = Path(path)
-    try:  # named by a checkout's settings, perhaps: a regular file, read without blocking, bounded
-        raw, _ = read_regular(source, MAX_BASELINE_BYTES, follow=True)
-        if len(raw) > MAX_BASELINE_BYTES:
-            raise ConfigError(f"baseline {source} is larger than {MAX_BASELINE_BYTES // 1024**2} MiB")
-        data = json.loads(raw.decode("utf-8"))
+    try:
+        data = json.loads(read_small(source, BASELINE_LIMIT, "baseline").decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"baseline {source} does not exist (write one with --write-baseline)") from None
-    except OSError as exc:
-        raise ConfigError(f"baseline {source} is not readable JSON: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ConfigError(f"baseline {source} is not readable JSON: {type(exc).__name__}: {str(exc)[:200]}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"baseline {source} is not readable JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"baseline {source} is not readable JSON: nested too deeply") from None
     if not isinstance(data, dict) or data.get("baseline_version") != BASELINE_VERSION:
         raise ConfigError(f"baseline {source}: expected baseline_version {BASELINE_VERSION}")
     entries = data.get("findings")

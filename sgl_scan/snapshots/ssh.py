@@ -47,7 +47,7 @@ from sgl_scan.snapshots.manifest import FileEntry, GitState, Manifest, PullInfo,
 from sgl_scan.snapshots.progress import Progress
 from sgl_scan.snapshots.sshconnect import Connector, Target, resolve_target
 from sgl_scan.snapshots.store import PATCH_FILE, Store
-from sgl_scan.snapshots.tarstream import Limits, extract_stream, human
+from sgl_scan.snapshots.tarstream import MAX_PATH_CHARS, Limits, extract_stream, human
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ FIND_FMT = "f%s %T@ %C@ %i %p\\0"
 # filesystem) get the longer window.
 SETTLE_FINE = 0.05  # s: a few coarse-clock ticks (the kernel stamps files from a 1-10 ms clock)
 SETTLE_COARSE = 2.0  # s: filesystems with 1 s or 2 s stamps
+DEFAULT_TIMEOUT = 900.0  # s: one SSH pull, connect to last byte (--timeout)
 
 REMOTE_SCRIPT = r"""
 set -u
@@ -227,6 +228,13 @@ class ChannelReader:
             buf += data
 
 
+def head_limit(limits: Limits) -> int:
+    """Bytes of the reply before the tar stream: the patch (capped at --max-file-size by the remote),
+    and a listing and grep hits of at most --max-files names, each at most MAX_PATH_CHARS long."""
+    per_name = MAX_PATH_CHARS + 128  # a record's stamps and tag, and a grep hit of the same path
+    return min(limits.max_file_size + (256 << 20), limits.max_file_size + (1 << 20) + 2 * limits.max_files * per_name)
+
+
 def parse_sections(head: bytes, nonce: str) -> dict[str, bytes]:
     sections: dict[str, bytes] = {}
     for part in head.split(b"\n" + nonce.encode() + b" ")[1:]:
@@ -235,13 +243,18 @@ def parse_sections(head: bytes, nonce: str) -> dict[str, bytes]:
     return sections
 
 
-def parse_listing(raw: bytes) -> Listing:
-    """The tagged NUL-separated records of the remote `find` (see FIND_FMT)."""
+def parse_listing(raw: bytes, max_records: int | None = None) -> Listing:
+    """The tagged NUL-separated records of the remote `find` (see FIND_FMT), counted against
+    `max_records` (--max-files) as they are parsed."""
     listing = Listing({}, set(), set())
     files = listing.files
+    count = 0
     for record in raw.split(b"\0"):
         if not record:
             continue
+        count += 1
+        if max_records is not None and count > max_records:
+            raise RemoteError(f"the remote listing has more than --max-files {max_records} entries; refusing")
         tag = record[:1]
         try:
             if tag == b"f":
@@ -382,35 +395,57 @@ def pull_ssh(
     limits: Limits | None = None,
     progress: Progress | None = None,
     before_transfer: Callable[[list[str]], None] | None = None,
+    deadline: float | None = None,
+    deadline_name: str = "--timeout",
 ) -> SshPull:
-    """Pull (or refresh) a snapshot from `params["host"]` (the CLI's source options)."""
+    """Pull (or refresh) a snapshot from `params["host"]` (the CLI's source options).
+
+    One deadline covers the whole pull, from the TCP connect to the last byte: `--timeout` seconds
+    (default 900), or `deadline` (a `time.monotonic()` value, e.g. a fleet's) when that is sooner."""
     store = store or Store()
     limits = limits or Limits.from_params(params)
     scope = scopes.check_scope(params.get("scope"))
     progress = progress or Progress("pull")
     connect_timeout = float(params.get("connect_timeout") or 15.0)
-    deadline = time.monotonic() + float(params.get("timeout") or 900.0)
+    seconds = float(params.get("timeout") or DEFAULT_TIMEOUT)
+    own = time.monotonic() + seconds
+    if deadline is None or own <= deadline:
+        deadline, deadline_name = own, f"--timeout {seconds:g} s"
     target = resolve_target(params["host"], port=params.get("port"), user=params.get("user"),
                             identity=params.get("identity"), ssh_config=params.get("ssh_config"))
     nonce = secrets.token_hex(16)
-    with Connector(known_hosts=params.get("known_hosts"), accept_new=bool(params.get("accept_new_host_key")),
-                   timeout=connect_timeout) as connector:
-        progress.update(f"connecting to {target.describe()}", force=True)
-        transport = connector.connect(target)
-        try:
-            channel = transport.open_session(timeout=connect_timeout)
-            channel.exec_command(remote_command(params.get("remote_root"), scope, nonce, limits.max_file_size))
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise RemoteError(f"cannot run the remote command on {target.describe()}: {exc}") from exc
-        bases = BaseLookup(store, target)  # while the remote shell starts and walks the tree
-        try:
-            return _transfer(channel, store, bases, target, params, scope, nonce, limits, progress, deadline,
-                             before_transfer)
-        except (paramiko.SSHException, EOFError, ConnectionError) as exc:
-            raise RemoteError(f"the connection to {target.describe()} failed during the pull: {exc or type(exc).__name__}") from exc
-        finally:
-            progress.done()
-            channel.close()
+    connector = Connector(known_hosts=params.get("known_hosts"), accept_new=bool(params.get("accept_new_host_key")),
+                          timeout=connect_timeout, deadline=deadline)
+    try:
+        with connector:
+            return _pull(connector, target, params, store, limits, scope, progress, before_transfer, nonce,
+                         deadline, connect_timeout)
+    except BaseException as exc:
+        if connector.expired.is_set() or time.monotonic() >= deadline:
+            raise RemoteError(f"{target.describe()} did not finish the pull within its deadline ({deadline_name}); "
+                              f"gave up") from exc
+        raise
+
+
+def _pull(connector, target, params, store, limits, scope, progress, before_transfer, nonce, deadline,
+          connect_timeout) -> SshPull:
+    progress.update(f"connecting to {target.describe()}", force=True)
+    transport = connector.connect(target)
+    try:
+        channel = transport.open_session(timeout=connector._wait())
+        # paramiko waits for the answer to `exec` without a timeout: the Connector's deadline ends it
+        channel.exec_command(remote_command(params.get("remote_root"), scope, nonce, limits.max_file_size))
+    except (paramiko.SSHException, OSError, EOFError) as exc:
+        raise RemoteError(f"cannot run the remote command on {target.describe()}: {exc}") from exc
+    bases = BaseLookup(store, target)  # while the remote shell starts and walks the tree
+    try:
+        return _transfer(channel, store, bases, target, params, scope, nonce, limits, progress, deadline,
+                         before_transfer)
+    except (paramiko.SSHException, EOFError, ConnectionError) as exc:
+        raise RemoteError(f"the connection to {target.describe()} failed during the pull: {exc or type(exc).__name__}") from exc
+    finally:
+        progress.done()
+        channel.close()
 
 
 def _stderr_tail(channel: paramiko.Channel) -> str:
@@ -423,7 +458,7 @@ def _stderr_tail(channel: paramiko.Channel) -> str:
 
 def _transfer(channel, store, bases, target, params, scope, nonce, limits, progress, deadline, before_transfer) -> SshPull:
     reader = ChannelReader(channel, deadline, lambda n: progress.update(f"{human(n)} received"))
-    head, complete = reader.read_until(f"\n{nonce} tar\n".encode(), limit=limits.max_file_size + (256 << 20))
+    head, complete = reader.read_until(f"\n{nonce} tar\n".encode(), limit=head_limit(limits))
     sections = parse_sections(head, nonce)
     if "error" in sections:
         raise RemoteError(f"{target.describe()}: {_printable(sections['error'].decode(errors='replace').strip())}")
@@ -436,7 +471,8 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
         )
     root = sections["root"].decode("utf-8", "surrogateescape").rstrip("\n")
     how = sections.get("how", b"").decode(errors="replace")
-    found = parse_listing(sections.get("list", b"") + b"\0" + sections.get("version", b""))
+    found = parse_listing(sections.get("list", b""), limits.max_files)
+    found.files.update(parse_listing(sections.get("version", b""), 2).files)
     now = parse_now(sections.get("now", b""))
     if now is None:
         log.warning("%s: the remote clock is unreadable (no `date`?): every file is fetched", target.describe())

@@ -16,15 +16,18 @@ _MATCH_EXEC = re.compile(r"^[ \t]*match\b[^\n]*\bexec\b", re.IGNORECASE | re.MUL
 
 
 def needs_invoke(ssh_config: str | None) -> bool:
-    """Whether the ssh config (default `~/.ssh/config`) has a `Match exec` line, or cannot be read."""
+    """Whether the ssh config (default `~/.ssh/config`) or a file it includes has a `Match exec`
+    line, or cannot be read."""
+    from sgl_scan.errors import ConfigError
+    from sgl_scan.snapshots.sshconfig import expand_config
+
     path = os.path.expanduser(ssh_config or "~/.ssh/config")
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
-    except FileNotFoundError:
+    if not os.path.exists(path):
         return False
-    except OSError:
-        return True  # let paramiko report it, with everything it may need
+    try:
+        text = expand_config(path).text
+    except ConfigError:
+        return True  # reported when the config is applied, with everything it may need
     return bool(_MATCH_EXEC.search(text))
 
 

@@ -517,6 +517,7 @@ class Stage:
         self.tree_str = str(self.tree)
         self._dirs: set[str] = {self.tree_str}
         self._claimed: set[str] = set()
+        self._folders: set[str] = set()  # every folder a claimed path lies in
         self._pool: ThreadPoolExecutor | None = None
         self._pending: list[tuple[Future, int]] = []
         self._pending_bytes = 0
@@ -525,7 +526,15 @@ class Stage:
         check_relpath(path)
         if path in self._claimed:
             raise SnapshotError(f"duplicate file in snapshot: {path}")
+        # a source may name `x.py` and `x.py/y.py` (an archive, a tar stream, a git tree): one line,
+        # never the FileExistsError / NotADirectoryError of writing both
+        parts = path.split("/")
+        folders = ["/".join(parts[:i]) for i in range(1, len(parts))]
+        clash = path if path in self._folders else next((f for f in folders if f in self._claimed), None)
+        if clash is not None:
+            raise SnapshotError(f"the source names {clash!r} both as a file and as a folder; refusing it")
         self._claimed.add(path)
+        self._folders.update(folders)
         target = os.path.join(self.tree_str, path)
         parent = os.path.dirname(target)
         if parent not in self._dirs:

@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from sgl_scan.errors import ConfigError
+from sgl_scan.errors import ConfigError, SnapshotError
 from sgl_scan.snapshots import scope
 from sgl_scan.snapshots.wheel import pull_pip
 from sgl_scan.snapshots.store import Store
@@ -57,13 +57,30 @@ def test_a_version_range_runs_pip_download(tmp_path, offline_index):
 
 
 def test_a_damaged_cached_wheel_is_downloaded_again(tmp_path, offline_index):
-    offline_index.mkdir(parents=True)
+    """Only a file sgl-scan downloaded itself (its ledger proves name, size, mtime and inode) is
+    deleted and downloaded again when it no longer opens (issue 31)."""
     wheel = release_wheel("0.4.6")
-    damaged = offline_index / wheel.name
-    damaged.write_bytes(wheel.read_bytes()[: wheel.stat().st_size // 3])
+    pull_pip({"pip_spec": "sglang==0.4.6"}, store=Store(tmp_path / "store"))
+    cached = offline_index / wheel.name
+    stamp = cached.stat()
+    with open(cached, "r+b") as handle:  # bit rot: same size, same mtime, same inode
+        handle.seek(stamp.st_size - 22)
+        handle.write(b"\0" * 22)
+    import os
+
+    os.utime(cached, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
     snap = pull_pip({"pip_spec": "sglang==0.4.6"}, store=Store(tmp_path / "store"))
     assert snap.manifest.sglang_version == "0.4.6"
-    assert damaged.read_bytes() == wheel.read_bytes()
+    assert cached.read_bytes() == wheel.read_bytes()
+
+
+def test_a_users_file_named_like_a_cached_wheel_is_never_deleted(tmp_path, offline_index):
+    offline_index.mkdir(parents=True)
+    mine = offline_index / release_wheel("0.4.6").name
+    mine.write_bytes(b"my own notes, not a wheel\n")
+    with pytest.raises(SnapshotError, match="sgl-scan did not download it .* it is left alone"):
+        pull_pip({"pip_spec": "sglang==0.4.6"}, store=Store(tmp_path / "store"))
+    assert mine.read_bytes() == b"my own notes, not a wheel\n"
 
 
 def test_a_wheel_file_path_is_accepted(tmp_path):

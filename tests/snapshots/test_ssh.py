@@ -64,12 +64,16 @@ def test_a_changed_host_key_is_always_refused(tmp_path, sshd_server, mini_packag
     assert len(known.read_text().splitlines()) == 1  # nothing was added
 
 
-def test_marker_and_malformed_known_hosts_lines_are_skipped(tmp_path, sshd_server, mini_package):
+def test_malformed_lines_and_markers_for_other_keys_do_not_decide(tmp_path, sshd_server, mini_package):
+    """Garbage, comments, unknown markers and marker lines naming other keys leave the decision to
+    the plain line (what a marker naming *this* key does: tests/snapshots/test_known_hosts_policy.py)."""
+    other = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    other_key = " ".join(Path(f"{other}.pub").read_text().split()[:2])
     known = tmp_path / "known_hosts"
-    key = sshd_server.host_key_public
     known.write_text(
-        f"@cert-authority *.example.com {key}\n@revoked * {key}\nthis line is garbage\n# comment\n"
-        f"{sshd_server.known_hosts_name} {key}\n"
+        f"@cert-authority *.example.com {other_key}\n@revoked * {other_key}\nthis line is garbage\n# comment\n"
+        f"@bogus * {sshd_server.host_key_public}\n{sshd_server.known_hosts_name} {sshd_server.host_key_public}\n"
     )
     pull_ssh(ssh_params(sshd_server, mini_package, known_hosts=str(known)), store=_store(tmp_path))
 

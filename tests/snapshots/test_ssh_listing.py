@@ -68,3 +68,18 @@ def test_a_file_is_unchanged_only_when_size_mtime_ctime_and_inode_all_match():
     legacy = FileEntry("sglang/srt/a.py", 12, "0" * 64, mtime=5.5)  # a base stored before ctimes were
     assert not same_file(legacy, Listed(12, 5.5, 9.25, 77))
     assert not same_file(FileEntry("sglang/srt/a.py", 12, "0" * 64, mtime=5.5, inode=77), Listed(12, 5.5, 9.25, 77))
+
+
+def test_the_listing_is_counted_against_max_files_while_parsed():
+    """issue 31: a remote listing is refused once it holds more records than --max-files, and the
+    reply before the tar stream is bounded by the limits, not by the remote."""
+    from sgl_scan.errors import RemoteError
+    from sgl_scan.snapshots.ssh import head_limit
+    from sgl_scan.snapshots.tarstream import Limits
+
+    raw = b"".join(b"f10 1.0 1.0 %d srt/f%d.py\0" % (i, i) for i in range(10))
+    assert len(parse_listing(raw, 10).files) == 10
+    with pytest.raises(RemoteError, match="more than --max-files 5 entries"):
+        parse_listing(raw, 5)
+    small, default = head_limit(Limits(max_files=10, max_file_size=1 << 20)), head_limit(Limits())
+    assert small < 3 << 20 < default <= Limits().max_file_size + (256 << 20)
