@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from sgl_scan.cli.options import pop_source_params, source_options
+from sgl_scan.cli.options import pop_source_params, source_options, source_or_latest
 
 DEFAULT_BUDGET = 32
 
@@ -49,7 +49,7 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
     package = out.name if out is not None else "ddtree_sglang"
     if not package.isidentifier():
         raise click.BadParameter(f"{out.name!r} is not a Python identifier; the folder name becomes the package name", param_hint="--out")
-    snapshot = obtain_snapshot(pop_source_params(kwargs))
+    snapshot = obtain_snapshot(source_or_latest(pop_source_params(kwargs)))
     protected = [snapshot.folder, snapshots_dir()]
     if snapshot.manifest.source_kind == "local":  # never write over (or around) the scanned checkout
         protected += [Path(p) for p in (snapshot.manifest.source.get("path"), snapshot.manifest.root) if p]
