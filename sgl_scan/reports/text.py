@@ -101,6 +101,10 @@ def _render_review(out: _Out, report: Report) -> str:
     m = report.manifest
     out.add(out.style(f"sgl-scan {report.tool_version} review - SGLang {m.sglang_version or 'unknown version'}", bold=True)
             + f"  ({m.id}, {m.scope} scope, {len(m.files)} files)")
+    git = git_label(m)
+    out.add(f"  source    {describe_source(m)}" + (f" at git {git}" if git else ""))
+    if report.latest:
+        out.add(f"  {report.latest}")
     _findings(out, report)
     _unread(out, report)
     _parse_errors(out, report)
@@ -125,6 +129,8 @@ def _header(out: _Out, report: Report) -> None:
         ("git", git_label(m) or "-"),
         ("scope", f"{m.scope}, {len(m.files)} files, {len(m.skipped)} skipped, created {m.created}"),
     ]
+    if report.latest:
+        rows.append(("latest", report.latest.removeprefix("latest: ")))
     for key, value in rows:
         out.add(f"  {key.ljust(9)} {value}")
 
