@@ -74,7 +74,7 @@ def _engine_data(engine: EngineVerdict | None) -> dict[str, Any] | None:
     }
 
 
-def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: str | None) -> str:
+def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: str | None, tree: dict | None = None) -> str:
     ckpt, target = report.checkpoint, report.target
     files = f"{len(ckpt.files)} file{'s' if len(ckpt.files) != 1 else ''}" + (f", index {ckpt.index}" if ckpt.index else "")
     lines = [
@@ -94,7 +94,12 @@ def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: 
         lines.append(f"SGLang: {engine_note or 'no snapshot'}")
     else:
         version = engine.sglang_version or "version unknown"
-        lines.append(f"SGLang {version} (snapshot {engine.snapshot_id}): reads d2t as {READING_WORDS[engine.reading]} [{engine.scope}]")
+        if tree is not None:
+            lines.append(f"tree: {tree['line']}")
+        what = (f"SGLang {version} (snapshot {engine.snapshot_id})" if tree is None or tree["source_kind"] == "pip"
+                else f"this tree ({tree['source']}{', dirty' if (tree['git'] or {}).get('dirty') else ''}; "
+                     f"its version file says {version}, but it is not the release as published)")
+        lines.append(f"{what}: reads d2t as {READING_WORDS[engine.reading]} [{engine.scope}]")
         for site in engine.sites:
             lines.append(f"  {site.kind:18}  {site.location}  {site.detail}")
         lines.append(f"  {engine.status.upper():4}  verdict: {engine.verdict}: {engine.reason}")
@@ -104,10 +109,16 @@ def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: 
     return "\n".join(lines)
 
 
-def render_check(report: CheckReport, engine: EngineVerdict | None, engine_note: str | None, fmt: str = "text") -> str:
+def render_check(report: CheckReport, engine: EngineVerdict | None, engine_note: str | None, fmt: str = "text",
+                 tree: dict | None = None) -> str:
+    """`tree` (snapshots.summary.tree_fields): the SGLang tree the engine verdict is about, named
+    in the output; a tree that is not a published release is never called "SGLang X"."""
     if fmt == "json":
-        return json.dumps(check_data(report, engine, engine_note), indent=2)
-    return visible_lines(_check_text(report, engine, engine_note))
+        data = check_data(report, engine, engine_note)
+        if data.get("engine") is not None and tree is not None:
+            data["engine"]["tree"] = tree
+        return json.dumps(data, indent=2)
+    return visible_lines(_check_text(report, engine, engine_note, tree))
 
 
 def diff_data(diff: MappingDiff) -> dict[str, Any]:

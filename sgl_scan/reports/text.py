@@ -283,7 +283,7 @@ def render_diff(diff, *, color: bool = False) -> str:
     out.add(out.style("sgl-scan diff: what changed from A to B", bold=True))
     for name, side in (("A", diff.a), ("B", diff.b)):
         extra = ", ".join(x for x in (f"SGLang {side.sglang_version or '?'}", f"snapshot {side.snapshot_id}",
-                                     f"git {side.git}" if side.git else "") if x)
+                                     f"from {side.source}" if side.source else "", f"git {side.git}" if side.git else "") if x)
         out.add(f"  {name}  {side.label}  ({extra})")
     if diff.empty:
         out.heading("No differences in the inventory or the findings.")

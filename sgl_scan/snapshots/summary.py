@@ -84,7 +84,7 @@ def latest_note(manifest: Manifest, marked: float | None) -> str:
 
     when = (f"latest since {datetime.fromtimestamp(marked, timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}" if marked is not None
             else f"pulled {manifest.created[:16].replace('T', ' ')} UTC")
-    return f"latest: no source was named; this is the tree last pulled or scanned ({when})"
+    return f"latest: no source was named; this is the tree last pulled or scanned, {when}"
 
 
 def format_summary(snapshot: Snapshot) -> str:
