@@ -79,12 +79,14 @@ def cli(ctx: click.Context, verbose: int, **source) -> None:
     """Answer speculative-decoding questions about an SGLang source tree.
 
     Give a source (--host, --path, --git, --pip or --snapshot) and no command to pull a snapshot
-    and scan it. Examples:
+    and scan it. Before a command, the source options mean what they mean after it (a command that
+    takes no such option refuses it). Every answer names the tree it is about. Examples:
 
     \b
       sgl-scan --pip sglang==0.5.23
       sgl-scan --host gpu-box --remote-root /root/sglang/python/sglang
       sgl-scan graph --snapshot latest --dispatch DFLASH
+      sgl-scan --pip sglang==0.5.22 graph --dispatch EAGLE
     """
     _state["verbose"] = verbose
     handler = logging.StreamHandler(sys.stderr)

@@ -218,3 +218,6 @@ def test_host_named_before_graph_is_pulled_over_ssh(capsys, tmp_path, sshd_serve
     head = out.splitlines()[0]
     assert head.startswith("tree: SGLang 1.0.0, snapshot ") and f"from ssh {sshd_server.user}@{sshd_server.host}:" in head
     assert str(remote) in head
+    code, listing, _ = _run(capsys, "snapshot", "list")  # the SSH row shows the alias and the remote root
+    [row] = [line for line in listing.splitlines() if " ssh " in line]
+    assert f"{sshd_server.user}@{sshd_server.host}:{remote}" in row and row.startswith("*")
