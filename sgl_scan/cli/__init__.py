@@ -106,6 +106,12 @@ def cli(ctx: click.Context, verbose: int, **source) -> None:
 
 # where source options go, for the one line that refuses them before a command that takes none
 SOURCE_COMMANDS = "scan, graph, gen ddtree, drafter check and snapshot pull"
+# commands that name their trees another way
+OWN_TREES = {
+    "diff": "diff names its two trees as A and B (pip:SPEC, path:DIR, git:REPO@REV, ssh:HOST:ROOT, snapshot:ID)",
+    "fleet": "fleet takes its hosts as arguments (sgl-scan fleet HOST ... --remote-root ROOT)",
+    "check": "check reads the git checkout it runs in",
+}
 
 
 def _given(ctx: click.Context, name: str) -> bool:
@@ -142,8 +148,9 @@ def _hand_down_source(ctx: click.Context, given: dict) -> None:
     for name in given:
         flag = by_name[name].opts[-1]
         if name not in takes or isinstance(command, click.Group):
-            raise click.UsageError(f"{flag} does not apply to '{where}'; source options go after the command "
-                                   f"that reads a tree ({SOURCE_COMMANDS}), e.g. sgl-scan graph {flag} ...")
+            hint = OWN_TREES.get(path[0]) or (f"source options go after the command that reads a tree "
+                                              f"({SOURCE_COMMANDS}), e.g. sgl-scan graph {flag} ...")
+            raise click.UsageError(f"{flag} does not apply to '{where}'; {hint}")
         if any(w in takes[name].opts or w.split("=", 1)[0] in takes[name].opts for w in rest if w.startswith("--")):
             raise click.UsageError(f"{flag} is given both before and after '{where}'; give it once")
     defaults = ctx.default_map = dict(ctx.default_map or {})
