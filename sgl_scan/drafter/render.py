@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from sgl_scan.drafter.checks import STATUSES, CheckReport
@@ -98,11 +99,14 @@ def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: 
             lines.append(f"tree: {tree['line']}")
         what = (f"SGLang {version} (snapshot {engine.snapshot_id})" if tree is None or tree["source_kind"] == "pip"
                 else f"this tree ({tree['source']}{', dirty' if (tree['git'] or {}).get('dirty') else ''}; "
-                     f"its version file says {version}, but it is not the release as published)")
+                     f"read as it is, not as the published release its version file names, {version})")
         lines.append(f"{what}: reads d2t as {READING_WORDS[engine.reading]} [{engine.scope}]")
+        reason = engine.reason
+        if tree is not None and tree["source_kind"] != "pip":  # the verdict is about this tree, not a release
+            reason = re.sub(r"\b(?:the|this) release\b", "this tree", reason)
         for site in engine.sites:
             lines.append(f"  {site.kind:18}  {site.location}  {site.detail}")
-        lines.append(f"  {engine.status.upper():4}  verdict: {engine.verdict}: {engine.reason}")
+        lines.append(f"  {engine.status.upper():4}  verdict: {engine.verdict}: {reason}")
     counts = _counts(report, engine)
     lines.append("")
     lines.append("result: " + ", ".join(f"{counts[s]} {word}" for s, word in (("fail", "failed"), ("warn", "warnings"), ("pass", "passed"), ("skip", "skipped"))))

@@ -102,7 +102,8 @@ def test_drafter_check_names_the_checkout_and_never_calls_it_the_release(capsys,
     assert code in (0, 1), err
     _names_tree(out, snap_id, package, commit)
     if fmt == "text":
-        assert "SGLang 1.0.0 (snapshot" not in out and "it is not the release as published" in out
+        assert "SGLang 1.0.0 (snapshot" not in out and "not as the published release" in out
+        assert "verdict" in out and "the release " not in out.split("verdict", 1)[1]
     else:
         assert json.loads(out)["engine"]["tree"]["source"] == f"path {package}"
 
