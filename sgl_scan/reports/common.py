@@ -10,7 +10,6 @@ from typing import Iterable, Mapping, Sequence
 
 from sgl_scan.analyzer.model import SpecInventory
 from sgl_scan.rules.finding import SEVERITIES, Finding
-from sgl_scan.snapshots.manifest import Manifest
 from sgl_scan.reports.visible import visible, visible_lines  # noqa: F401  (shared by every reporter)
 from sgl_scan.snapshots.summary import describe_source, git_label, tree_fields, tree_line  # noqa: F401  (one implementation)
 

@@ -19,7 +19,6 @@ import click
 import pytest
 
 from sgl_scan.cli import cli
-from tests.snapshots.conftest import make_mini_package
 from tests.support.cli import run_main as _run
 
 # (flag, value on the command line, parameter name, the value the command receives)
@@ -124,9 +123,7 @@ def test_an_option_given_on_both_sides_is_refused(capsys, recorded, path):
 
 def test_the_group_alone_still_scans(capsys, recorded):
     code, _, err = _run(capsys, "--pip", "sglang==0.5.23")
-    scan = dict(LEAVES)[("scan",)]
     assert code == 0 and len(recorded) == 1 and recorded[0]["pip_spec"] == "sglang==0.5.23", err
-    assert scan is not None
 
 
 # -- end to end: the tree named before the command is the tree answered about ---------------------------
