@@ -99,12 +99,10 @@ def render(report: Report, *, color: bool = False) -> str:
 def _render_review(out: _Out, report: Report) -> str:
     """A review run (`check`): the findings first, then one line of inventory, then the summary."""
     m = report.manifest
-    out.add(out.style(f"sgl-scan {report.tool_version} review - SGLang {m.sglang_version or 'unknown version'}", bold=True)
-            + f"  ({m.id}, {m.scope} scope, {len(m.files)} files)")
     git = git_label(m)
-    out.add(f"  source    {describe_source(m)}" + (f" at git {git}" if git else ""))
-    if report.latest:
-        out.add(f"  {report.latest}")
+    out.add(out.style(f"sgl-scan {report.tool_version} review - SGLang {m.sglang_version or 'unknown version'}", bold=True)
+            + f"  ({m.id}, {m.scope} scope, {len(m.files)} files; from {describe_source(m)}"
+            + (f" at git {git}" if git else "") + (f"; {report.latest}" if report.latest else "") + ")")
     _findings(out, report)
     _unread(out, report)
     _parse_errors(out, report)
