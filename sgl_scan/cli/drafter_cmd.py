@@ -40,24 +40,27 @@ def _target(target_config: str | None, target_vocab: int | None):
 
 
 def _engine(report, source: dict, no_snapshot: bool):
-    """(EngineVerdict, None), or (None, why there is none)."""
+    """(EngineVerdict, None, the tree's fields), or (None, why there is none, None)."""
     from sgl_scan.drafter.compat import judge
 
     if no_snapshot:
-        return None, "skipped (--no-snapshot)"
+        return None, "skipped (--no-snapshot)", None
     if not any(v for k, v in source.items() if k not in ("connect_timeout", "scope")):
         from sgl_scan.snapshots.store import Store
 
         if not Store().list():
-            return None, "no snapshot stored and no source given: engine compatibility not checked (add --pip sglang==X, --path DIR, ...)"
+            return None, "no snapshot stored and no source given: engine compatibility not checked (add --pip sglang==X, --path DIR, ...)", None
         source = {**source, "snapshot_ref": "latest"}
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.snapshots.resolve import obtain_snapshot
 
+    from sgl_scan.cli.options import latest_meaning
+    from sgl_scan.snapshots.summary import tree_fields
+
     snapshot = obtain_snapshot(source)
     analysis = analyze(snapshot)
     version = analysis.sglang_version or snapshot.manifest.sglang_version
-    return judge(report, analysis.inventory, snapshot.id, version), None
+    return judge(report, analysis.inventory, snapshot.id, version), None, tree_fields(snapshot.manifest, latest_meaning(source, snapshot))
 
 
 @command.command("check")
@@ -81,8 +84,8 @@ def check(ctx: click.Context, path: str, target_config: str | None, target_vocab
     source = pop_source_params(kwargs)
     target = _target(target_config, target_vocab)
     report = run_checks(read_checkpoint(path), target)
-    engine, note = _engine(report, source, no_snapshot)
-    click.echo(render_check(report, engine, note, fmt))
+    engine, note, tree = _engine(report, source, no_snapshot)
+    click.echo(render_check(report, engine, note, fmt, tree=tree))
     statuses = [c.status for c in report.checks] + ([engine.status] if engine is not None else [])
     ctx.exit(exit_code_for(_SEVERITY[s] for s in statuses if s in _SEVERITY))
 

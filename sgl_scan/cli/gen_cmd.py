@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from sgl_scan.cli.options import pop_source_params, source_options
+from sgl_scan.cli.options import latest_meaning, pop_source_params, source_options, source_or_latest
 
 DEFAULT_BUDGET = 32
 
@@ -43,13 +43,16 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
     from sgl_scan.codegen.write import check_destination, write_tree
     from sgl_scan.errors import CodegenError
     from sgl_scan.snapshots.resolve import obtain_snapshot
+    from sgl_scan.reports.visible import visible
+    from sgl_scan.snapshots.summary import tree_line
 
     if out is None and not dry_run:
         raise click.UsageError("--out DIR is required (or use --dry-run)")
     package = out.name if out is not None else "ddtree_sglang"
     if not package.isidentifier():
         raise click.BadParameter(f"{out.name!r} is not a Python identifier; the folder name becomes the package name", param_hint="--out")
-    snapshot = obtain_snapshot(pop_source_params(kwargs))
+    source = source_or_latest(pop_source_params(kwargs))
+    snapshot = obtain_snapshot(source)
     protected = [snapshot.folder, snapshots_dir()]
     if snapshot.manifest.source_kind == "local":  # never write over (or around) the scanned checkout
         protected += [Path(p) for p in (snapshot.manifest.source.get("path"), snapshot.manifest.root) if p]
@@ -60,10 +63,13 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
     regenerate = f"sgl-scan gen ddtree --snapshot {snapshot.id} --budget {budget}{cap} --mode {mode} --out <this folder> --force"
     generated = generate_ddtree(analysis, snapshot.tree, package=package, budget=budget, topk=topk, mode=mode, regenerate=regenerate,
                                allow_unwired=dry_run)
+    tree = visible(tree_line(snapshot.manifest, latest_meaning(source, snapshot)))  # the version is the tree's text
     if dry_run:
+        click.echo(f"tree: {tree}")
         click.echo(describe_plan(generated.plan, generated.patch), nl=False)
         if generated.plan.unwired:
             raise CodegenError(generated.plan.unwired)
         return
     target = write_tree(generated.files, out, force=force, protected=protected)
-    click.echo(f"wrote {len(generated.files)} files to {target} ({generated.plan.mode} mode, base {generated.plan.base.qualname})")
+    click.echo(f"wrote {len(generated.files)} files to {target} ({generated.plan.mode} mode, base {generated.plan.base.qualname}) "
+               f"for {tree}")

@@ -103,3 +103,14 @@ def source_or_latest(source: dict) -> dict:
         raise click.UsageError("give a source: --path, --git, --pip, --host or --snapshot "
                                "(with none, the latest stored snapshot is used, and the store is empty)")
     return {**source, "snapshot_ref": "latest"}
+
+
+def latest_meaning(source: dict, snapshot) -> str | None:
+    """What `latest` was, for the answer's header, when the user did not name the tree (no source,
+    or `--snapshot latest`); None when they did."""
+    if source.get("snapshot_ref") != "latest":
+        return None
+    from sgl_scan.snapshots.store import Store
+    from sgl_scan.snapshots.summary import latest_note
+
+    return latest_note(snapshot.manifest, Store().latest_since(snapshot.id))

@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 
 import click
 
-from sgl_scan.cli.options import pop_source_params, source_options, source_or_latest
+from sgl_scan.cli.options import latest_meaning, pop_source_params, source_options, source_or_latest
 from sgl_scan.cli.output import emit, wants_color
 from sgl_scan.errors import ConfigError
 from sgl_scan.exitcodes import exit_code_for
@@ -161,6 +161,7 @@ def report_findings(
     previous=None,  # KnownFindings at the diff base (check --include-new)
     artifact_root=None,  # reports.model.ArtifactRoot: SARIF uris relative to the repository or --sarif-root
     review: bool = False,
+    latest: str | None = None,  # what an implicit `latest` was (the report's header says it)
 ) -> int:
     """Run the rules, filter once, render, write; return the exit code. `review`: a `check` run
     (the text report puts the findings first and the inventory in one line)."""
@@ -198,6 +199,7 @@ def report_findings(
         config=_config_used(),
         review=review,
         artifact_root=artifact_root,
+        latest=latest,
     )
     fmt = options.fmt or (format_for_path(options.output) if options.output else None) or "text"
     color = wants_color(fmt, options.output)
@@ -260,7 +262,7 @@ def command(ctx: click.Context, sarif_root: Path | None = None, **kwargs) -> Non
         analysis = analyze(snapshot, progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total))
     finally:
         bar.done()
-    code = report_findings(snapshot, analysis, options, prepared, artifact_root=anchor)
+    code = report_findings(snapshot, analysis, options, prepared, artifact_root=anchor, latest=latest_meaning(source, snapshot))
     settle(snapshot)
     ctx.exit(code)
 

@@ -39,25 +39,31 @@ def pull(**kwargs) -> None:
 @command.command("list")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per snapshot, one per line.")
 def list_(as_json: bool) -> None:
-    """List stored snapshots, oldest first (--json also says which one is 'latest')."""
+    """List stored snapshots, oldest first: the one 'latest' names is marked '*'; SSH snapshots show
+    the host alias and remote root, local and git ones the commit and dirty state."""
     from sgl_scan.snapshots.store import Store
-    from sgl_scan.snapshots.summary import describe_source
+    from sgl_scan.snapshots.summary import describe_source, git_label
 
     store = Store()
     manifests = store.list()
+    latest = store.latest_id()
     if as_json:
-        latest = store.latest_id()
         for m in manifests:
+            git = None if m.git is None else {"commit": m.git.commit, "branch": m.git.branch, "dirty": m.git.dirty}
             click.echo(json.dumps({"id": m.id, "source_kind": m.source_kind, "sglang_version": m.sglang_version,
                                    "scope": m.scope, "files": len(m.files), "created": m.created,
-                                   "source": describe_source(m), "latest": m.id == latest}, sort_keys=True))
+                                   "source": describe_source(m), "git": git, "latest": m.id == latest}, sort_keys=True))
         return
-    rows = [("ID", "VERSION", "SCOPE", "FILES", "SOURCE")]
-    rows += [tuple(visible(c) for c in (m.id, m.sglang_version or "-", m.scope, str(len(m.files)), describe_source(m)))
+    rows = [("", "ID", "VERSION", "SCOPE", "FILES", "GIT", "SOURCE")]
+    rows += [("*" if m.id == latest else "",)
+             + tuple(visible(c) for c in (m.id, m.sglang_version or "-", m.scope, str(len(m.files)), git_label(m) or "-",
+                                          describe_source(m)))
              for m in manifests]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for row in rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths)) + "  " + row[4])
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row[:6], widths)) + "  " + row[6])
+    if latest is not None and manifests:
+        click.echo("* latest: what a command with no source (or --snapshot latest) reads")
 
 
 @command.command("show")

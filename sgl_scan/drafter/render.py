@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from sgl_scan.drafter.checks import STATUSES, CheckReport
@@ -74,7 +75,7 @@ def _engine_data(engine: EngineVerdict | None) -> dict[str, Any] | None:
     }
 
 
-def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: str | None) -> str:
+def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: str | None, tree: dict | None = None) -> str:
     ckpt, target = report.checkpoint, report.target
     files = f"{len(ckpt.files)} file{'s' if len(ckpt.files) != 1 else ''}" + (f", index {ckpt.index}" if ckpt.index else "")
     lines = [
@@ -94,20 +95,34 @@ def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: 
         lines.append(f"SGLang: {engine_note or 'no snapshot'}")
     else:
         version = engine.sglang_version or "version unknown"
-        lines.append(f"SGLang {version} (snapshot {engine.snapshot_id}): reads d2t as {READING_WORDS[engine.reading]} [{engine.scope}]")
+        if tree is not None:
+            lines.append(f"tree: {tree['line']}")
+        what = (f"SGLang {version} (snapshot {engine.snapshot_id})" if tree is None or tree["source_kind"] == "pip"
+                else f"this tree ({tree['source']}{', dirty' if (tree['git'] or {}).get('dirty') else ''}; "
+                     f"read as it is, not as the published release its version file names, {version})")
+        lines.append(f"{what}: reads d2t as {READING_WORDS[engine.reading]} [{engine.scope}]")
+        reason = engine.reason
+        if tree is not None and tree["source_kind"] != "pip":  # the verdict is about this tree, not a release
+            reason = re.sub(r"\b(?:the|this) release\b", "this tree", reason)
         for site in engine.sites:
             lines.append(f"  {site.kind:18}  {site.location}  {site.detail}")
-        lines.append(f"  {engine.status.upper():4}  verdict: {engine.verdict}: {engine.reason}")
+        lines.append(f"  {engine.status.upper():4}  verdict: {engine.verdict}: {reason}")
     counts = _counts(report, engine)
     lines.append("")
     lines.append("result: " + ", ".join(f"{counts[s]} {word}" for s, word in (("fail", "failed"), ("warn", "warnings"), ("pass", "passed"), ("skip", "skipped"))))
     return "\n".join(lines)
 
 
-def render_check(report: CheckReport, engine: EngineVerdict | None, engine_note: str | None, fmt: str = "text") -> str:
+def render_check(report: CheckReport, engine: EngineVerdict | None, engine_note: str | None, fmt: str = "text",
+                 tree: dict | None = None) -> str:
+    """`tree` (snapshots.summary.tree_fields): the SGLang tree the engine verdict is about, named
+    in the output; a tree that is not a published release is never called "SGLang X"."""
     if fmt == "json":
-        return json.dumps(check_data(report, engine, engine_note), indent=2)
-    return visible_lines(_check_text(report, engine, engine_note))
+        data = check_data(report, engine, engine_note)
+        if data.get("engine") is not None and tree is not None:
+            data["engine"]["tree"] = tree
+        return json.dumps(data, indent=2)
+    return visible_lines(_check_text(report, engine, engine_note, tree))
 
 
 def diff_data(diff: MappingDiff) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from typing import Iterable, Mapping, Sequence
 
 from sgl_scan.analyzer.model import SpecInventory
 from sgl_scan.rules.finding import SEVERITIES, Finding
-from sgl_scan.snapshots.manifest import Manifest
 from sgl_scan.reports.visible import visible, visible_lines  # noqa: F401  (shared by every reporter)
+from sgl_scan.snapshots.summary import describe_source, git_label, tree_fields, tree_line  # noqa: F401  (one implementation)
 
 
 _JSON_INVISIBLE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
@@ -143,39 +143,6 @@ def findings_by_file(findings: Iterable[Finding]) -> list[tuple[str, list[Findin
     for finding in sorted_findings(findings):
         groups.setdefault(finding.path, []).append(finding)
     return list(groups.items())
-
-
-def describe_source(manifest: Manifest) -> str:
-    """One line naming where a snapshot came from: `ssh root@gpu-box:/root/sglang/...`, `pip sglang==0.5.23`."""
-    source = dict(manifest.source)
-    kind = manifest.source_kind
-    if kind == "ssh":
-        host = source.get("host") or source.get("hostname") or "?"
-        user = source.get("user")
-        port = source.get("port")
-        where = f"{user}@{host}" if user else str(host)
-        port_note = f" (port {port})" if port and str(port) != "22" else ""
-        return f"ssh {where}:{manifest.root}{port_note}"
-    if kind == "pip":
-        spec = source.get("spec") or source.get("requirement") or manifest.root
-        return f"pip {spec}"
-    if kind == "git":
-        repo = source.get("repo") or source.get("url") or manifest.root
-        rev = source.get("rev")
-        return f"git {repo}@{rev}" if rev else f"git {repo}"
-    if kind == "local":
-        return f"path {source.get('path') or manifest.root}"
-    details = " ".join(f"{k}={source[k]}" for k in sorted(source))
-    return f"{kind} {details}".strip()
-
-
-def git_label(manifest: Manifest) -> str | None:
-    """`1a2b3c4d5e6f (main, dirty)`, or None when the snapshot has no git state."""
-    git = manifest.git
-    if git is None:
-        return None
-    notes = [n for n in (git.branch, "dirty" if git.dirty else "clean") if n]
-    return f"{git.commit[:12]} ({', '.join(notes)})"
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ class Side:
     git: str | None = None  # "1a2b3c4d5e6f (main, dirty)"
     scope: str | None = None  # the snapshot's scope ("speculative", "full"); None when unknown
     files: int | None = None  # how many files the snapshot holds
+    source: str | None = None  # where the tree came from (summary.describe_source): what a `snapshot:latest` label was
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ def _side(analysis: Analysis, manifest: Manifest | None, label: str | None) -> S
         git=git_label(manifest) if manifest is not None else None,
         scope=manifest.scope if manifest is not None else None,
         files=len(manifest.files) if manifest is not None else None,
+        source=describe_source(manifest) if manifest is not None else None,
     )
 
 

@@ -12,7 +12,7 @@ from collections import Counter
 
 from sgl_scan.fleet.model import FleetGroup, FleetReport
 from sgl_scan.reports import serialize
-from sgl_scan.reports.common import plural, severity_counts, short_name
+from sgl_scan.reports.common import plural, severity_counts, short_name, tree_fields, tree_line
 from sgl_scan.reports.common import visible
 from sgl_scan.reports.serialize_diff import document as diff_document
 
@@ -59,15 +59,16 @@ def render_text(report: FleetReport, *, color: bool = False) -> str:
         if h.ok:
             pulled = "unchanged" if h.unchanged else f"{plural(h.fetched, 'file')} fetched"
             rows.append([visible(h.label), h.group or "-", visible(h.sglang_version or "?"), visible(h.git or "-"),
-                         pulled, f"{h.seconds:.1f}s", "ok"])
+                         h.snapshot_id or "-", pulled, f"{h.seconds:.1f}s", "ok"])
         else:
-            rows.append([visible(h.label), "-", "-", "-", "-", f"{h.seconds:.1f}s", out.style("error", fg="red") + ": " + visible(h.error)])
-    out.table(["host", "group", "SGLang", "git", "pulled", "time", "status"], rows)
+            rows.append([visible(h.label), "-", "-", "-", "-", "-", f"{h.seconds:.1f}s", out.style("error", fg="red") + ": " + visible(h.error)])
+    out.table(["host", "group", "SGLang", "git", "snapshot", "pulled", "time", "status"], rows)
     for group in report.groups:
         mark = "  [baseline]" if group.id == report.baseline else ""
         out.heading(f"{group.id}: SGLang {visible(group.manifest.sglang_version or '?')}, "
                     f"{plural(len(group.hosts), 'host')}{mark}")
         out.add(f"  hosts: {visible(', '.join(group.hosts))}")
+        out.add(f"  tree: {visible(tree_line(group.manifest))}")
         out.add(f"  local patch: {_patch_text(group)}")
         algorithms = ", ".join(f"{visible(a.name)} -> {visible(short_name(a.worker)) if a.worker else 'no worker'}"
                                for a in group.inventory.algorithms)
@@ -114,7 +115,8 @@ def to_document(report: FleetReport) -> dict:
         ],
         "groups": [
             {"id": g.id, "hosts": list(g.hosts), "content_key": g.content_key,
-             "snapshot": serialize.manifest_summary(g.manifest), "patch_files": list(g.patch_files),
+             "tree": tree_fields(g.manifest), "snapshot": serialize.manifest_summary(g.manifest),
+             "patch_files": list(g.patch_files),
              "algorithms": [serialize.algorithm(a) for a in g.inventory.algorithms],
              "summary": serialize.summary(g.findings, ()),
              "findings": [serialize.finding(f) for f in g.findings]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from sgl_scan.reports import serialize
-from sgl_scan.reports.common import json_document, loc_key, sorted_findings
+from sgl_scan.reports.common import json_document, loc_key, sorted_findings, tree_fields
 from sgl_scan.reports.model import Report
 from sgl_scan.snapshots import scope as scopes
 
@@ -20,6 +20,7 @@ def to_document(report: Report) -> dict:
         "schema_version": SCHEMA_VERSION,
         "kind": "sgl-scan/report",
         "tool": {"name": "sgl-scan", "version": report.tool_version},
+        "tree": tree_fields(report.manifest, report.latest),
         "snapshot": serialize.manifest_summary(report.manifest),
         "scope": scopes.summary(report.manifest.scope, len(report.manifest.files)),
         "summary": serialize.summary(findings, report.parse_errors),

@@ -44,3 +44,4 @@ class Report:
     config: str | None = None  # the settings file the run used (found upwards or named by --config)
     review: bool = False  # a review run (`check`): the text report puts findings first, the inventory in one line
     artifact_root: ArtifactRoot | None = None  # SARIF: uris relative to the repository (check) or --sarif-root
+    latest: str | None = None  # what an implicit `latest` was (summary.latest_note); None when the user named the tree

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from typing import Iterable, Mapping, Sequence
 
 from sgl_scan.analyzer.model import Location, ParseError
-from sgl_scan.reports.common import describe_source, json_document, loc_key, sorted_findings, source_line
+from sgl_scan.reports.common import describe_source, json_document, loc_key, sorted_findings, source_line, tree_line
 from sgl_scan.reports.model import ArtifactRoot, Report, RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
@@ -41,6 +41,8 @@ def render(report: Report, *, color: bool = False) -> str:
         _notifications(report.parse_errors, report.manifest, anchor, report.inventory.unread),
         _root(report.manifest, report.artifact_root),
         {
+            "tree": tree_line(report.manifest, report.latest),
+            **({"latest": report.latest} if report.latest else {}),
             "snapshotId": report.manifest.id,
             "sglangVersion": report.manifest.sglang_version,
             "source": describe_source(report.manifest),

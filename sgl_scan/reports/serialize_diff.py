@@ -12,7 +12,7 @@ SCHEMA_VERSION = 2
 
 
 def side(s: Side) -> dict[str, Any]:
-    return {"snapshot_id": s.snapshot_id, "sglang_version": s.sglang_version, "label": s.label, "git": s.git,
+    return {"snapshot_id": s.snapshot_id, "sglang_version": s.sglang_version, "label": s.label, "source": s.source, "git": s.git,
             "scope": scopes.summary(s.scope, s.files) if s.scope else None}
 
 

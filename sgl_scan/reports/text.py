@@ -99,8 +99,10 @@ def render(report: Report, *, color: bool = False) -> str:
 def _render_review(out: _Out, report: Report) -> str:
     """A review run (`check`): the findings first, then one line of inventory, then the summary."""
     m = report.manifest
+    git = git_label(m)
     out.add(out.style(f"sgl-scan {report.tool_version} review - SGLang {m.sglang_version or 'unknown version'}", bold=True)
-            + f"  ({m.id}, {m.scope} scope, {len(m.files)} files)")
+            + f"  ({m.id}, {m.scope} scope, {len(m.files)} files; from {describe_source(m)}"
+            + (f" at git {git}" if git else "") + (f"; {report.latest}" if report.latest else "") + ")")
     _findings(out, report)
     _unread(out, report)
     _parse_errors(out, report)
@@ -125,6 +127,8 @@ def _header(out: _Out, report: Report) -> None:
         ("git", git_label(m) or "-"),
         ("scope", f"{m.scope}, {len(m.files)} files, {len(m.skipped)} skipped, created {m.created}"),
     ]
+    if report.latest:
+        rows.append(("latest", report.latest.removeprefix("latest: ")))
     for key, value in rows:
         out.add(f"  {key.ljust(9)} {value}")
 
@@ -277,7 +281,7 @@ def render_diff(diff, *, color: bool = False) -> str:
     out.add(out.style("sgl-scan diff: what changed from A to B", bold=True))
     for name, side in (("A", diff.a), ("B", diff.b)):
         extra = ", ".join(x for x in (f"SGLang {side.sglang_version or '?'}", f"snapshot {side.snapshot_id}",
-                                     f"git {side.git}" if side.git else "") if x)
+                                     f"from {side.source}" if side.source else "", f"git {side.git}" if side.git else "") if x)
         out.add(f"  {name}  {side.label}  ({extra})")
     if diff.empty:
         out.heading("No differences in the inventory or the findings.")

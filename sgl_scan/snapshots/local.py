@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
-from sgl_scan.errors import SnapshotError
+from sgl_scan.errors import ConfigError, SnapshotError
 from sgl_scan.snapshots import scope as scopes
 from sgl_scan.snapshots.manifest import FileEntry, GitState, PullInfo, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
@@ -42,7 +42,7 @@ LAYOUTS = ("", "sglang", "python/sglang", "tree/sglang")
 def find_package(folder: Path) -> Path:
     """The sglang package folder (with `srt/`) inside `folder`."""
     if not folder.is_dir():
-        raise SnapshotError(f"no such folder: {folder}")
+        raise ConfigError(f"no such folder: {folder}")  # a usage error (exit 2), as --path to a file is
     for layout in LAYOUTS:
         candidate = folder / layout if layout else folder
         if (candidate / "srt").is_dir():

@@ -63,6 +63,10 @@ def obtain_snapshot(params: Mapping, *, store: Store | None = None, mark_latest:
     store = store or Store()
     kind = check_params(params)
     snapshot = _obtain(kind, params, store)
+    wanted = params.get("scope")
+    if kind in (None, "snapshot_ref") and wanted and snapshot.manifest.scope != wanted:
+        raise ConfigError(f"--scope {wanted}: snapshot {snapshot.id} holds the {snapshot.manifest.scope} scope; "
+                          f"pull its source again with --scope {wanted} (sgl-scan snapshot show {snapshot.id} says which)")
     if snapshot.pulled is not None and say is not None:
         say(snapshot.pulled.describe(snapshot.id))
     if mark_latest and kind is not None:

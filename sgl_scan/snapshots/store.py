@@ -193,6 +193,15 @@ class Store:
         manifests = self.list()
         return manifests[-1].id if manifests else None
 
+    def latest_since(self, snap_id: str) -> float | None:
+        """When `snap_id` became `latest` (the pointer's mtime), or None when no pointer names it."""
+        try:
+            if (self.root / LATEST_FILE).read_text().strip() == snap_id:
+                return (self.root / LATEST_FILE).stat().st_mtime
+        except (OSError, UnicodeDecodeError):
+            pass
+        return None
+
     def latest(self, verify: bool = True) -> Snapshot:
         """The snapshot most recently pulled, reused or scanned; SnapshotError when the store is empty."""
         return self.open("latest", verify=verify)

@@ -138,6 +138,18 @@ def run_with_ticker(cmd: list[str], what: str, progress: Progress | None, interv
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
+def _no_match_hint(spec: str, stderr: str) -> str:
+    """Why pip found nothing: a pinned version the index has no wheel of is named with the newest
+    there is; the remark about sdists only where the index offered no wheel at all."""
+    found = re.search(r"\(from versions: ([^)]*)\)", stderr)
+    versions = [v.strip() for v in found.group(1).split(",") if v.strip() and v.strip() != "none"] if found else []
+    pin = _PIN.match(spec)
+    if versions:
+        what = f"sglang {pin.group(1)}" if pin else spec
+        return f" (the index has no wheel of {what}; newest: {versions[-1]})"
+    return " (only wheels are downloaded: building an sdist would run its code; pass an sdist's file path to read it)"
+
+
 def fetch_archive(spec: str, progress: Progress | None = None, timeout: float = DOWNLOAD_TIMEOUT) -> Path:
     """The wheel or sdist for `spec`: a local file, a cached exact pin, or `pip download --no-deps`."""
     as_path = Path(spec).expanduser()
@@ -170,7 +182,7 @@ def fetch_archive(spec: str, progress: Progress | None = None, timeout: float = 
             lines = [l for l in result.stderr.strip().splitlines() if l.strip()]
             hint = ""
             if any("No matching distribution" in l for l in lines):
-                hint = " (only wheels are downloaded: building an sdist would run its code; pass an sdist's file path to read it)"
+                hint = _no_match_hint(spec, result.stderr)
             raise SnapshotError(f"pip download {spec} failed: {lines[-1] if lines else 'exit ' + str(result.returncode)}{hint}")
         after = _archives(folder, pin.group(1) if pin else None)
         fresh = [p for p in after if before.get(p) != p.stat().st_mtime_ns] or after

@@ -80,6 +80,7 @@ def test_graph_cli_dispatch_and_focus(analysis, sglang_0_5_23, tmp_path, monkeyp
                                  "--dispatch", "dflash"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()  # stderr says what the pull did
+    assert lines.pop(0).startswith("tree: SGLang 0.5.23, snapshot ")  # the tree it answered about
     assert lines[0].startswith(f"DFLASH: defined at {SPEC_INFO}:39; creates {DFLASH_WORKER}")
     assert any(line.startswith("  sglang/srt/managers/scheduler.py:1231  " + "sglang.srt.managers.scheduler.Scheduler"
                                ".init_model_worker  [predicate: is_dflash_family]") for line in lines)
@@ -111,6 +112,7 @@ def test_graph_cli_like_and_negated_sides(analysis, sglang_0_5_23, tmp_path, mon
                                  "--claims", "is_dflash,is_dflash_family,is_some,is_speculative"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()  # stderr holds the pull's own line
+    assert lines.pop(0).startswith("tree: SGLang 0.5.23, snapshot ")  # the tree it answered about
     assert lines[0] == "DDTREE like DFLASH: predicates true for DDTREE: is_dflash, is_dflash_family, is_some, is_speculative"
 
     def line(at):

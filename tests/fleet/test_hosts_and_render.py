@@ -70,7 +70,7 @@ def test_remote_text_stays_inert_in_every_format():
     assert "\x1b" not in md and "\x07" not in md
     row = next(line for line in md.splitlines() if line.startswith("| `gpu-1"))
     assert "<img" not in row.replace("`", "").split("error:")[0]
-    assert row.count(" | ") == 4  # the payload's pipe did not open a new cell
+    assert row.count(" | ") == 5  # the payload's pipe did not open a new cell
     html = render_fleet(report, "html")
     assert "<img src=x" not in html and "&lt;img src=x" in html
     doc = json.loads(render_fleet(report, "json"))

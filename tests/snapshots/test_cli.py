@@ -37,8 +37,8 @@ def test_pull_list_show_rm(capsys, mini_package):
     assert code == 0 and snap_id.count("-") == 3
     code, out, _ = _run(capsys, "snapshot", "list")
     lines = out.splitlines()
-    assert lines[0].split() == ["ID", "VERSION", "SCOPE", "FILES", "SOURCE"]
-    assert lines[1].split()[:4] == [snap_id, "9.9.9", "speculative", str(len(MINI_SPECULATIVE))]
+    assert lines[0].split() == ["ID", "VERSION", "SCOPE", "FILES", "GIT", "SOURCE"]
+    assert lines[1].split()[:5] == ["*", snap_id, "9.9.9", "speculative", str(len(MINI_SPECULATIVE))]  # * latest
     code, out, _ = _run(capsys, "snapshot", "show", snap_id[:-2], "--files")
     assert code == 0 and f"snapshot   {snap_id}" in out and "version    9.9.9" in out
     assert "sglang/srt/speculative/spec_info.py" in out
