@@ -383,8 +383,16 @@ def _aliases(recs, reg_by_name, algo, known: set[str]) -> dict[str, str]:
         by_short = {q.rpartition(".")[2]: c for q, c in consts.items()}
         for container, member in algo.alias_returns:
             const = consts.get(container) or by_short.get(container.rpartition(".")[2])
-            for value in const.values if const else ():
+            if const is None:
+                continue
+            if not member:  # `return cls[C[x]]`: each spelling maps to its own target
+                for value, target in zip(const.values, const.targets):
+                    aliases.setdefault(value.upper(), target.upper())
+                continue
+            for value in const.values:
                 aliases.setdefault(value.upper(), member)
+        for alias, member in algo.member_aliases:  # `NEXTN = EAGLE` in the enum body
+            aliases.setdefault(alias.upper(), member)
     for _path, record in recs.get(AliasAssign, []):
         aliases.setdefault(record.alias, record.target)
     for _path, record in recs.get(AliasResolver, []):

@@ -107,8 +107,9 @@ def test_0_5_23_hisparse_hook_116_ne_none_lets_a_new_algorithm_enter():
                 raise ValueError("linear speculation only")
     ''')
     (site,) = _sites(inv, 5)
-    # `is not None` is a flag here, so a new algorithm enters unless that flag is false; it never skips
-    assert site.via == "string" and site.negated and site.new_algorithm == "either" and site.algorithms
+    # `is not None` is a test on the algorithm too (NONE's spelling): a new algorithm is never None, so it enters
+    assert site.via == "string" and site.negated and site.new_algorithm == "enters" and site.algorithms
+    assert "NONE" not in site.algorithms and "NONE" in site.negative
 
 
 def test_0_5_23_speculative_hook_176_not_in_raise_is_a_guard():
@@ -558,9 +559,13 @@ def test_0_5_23_lora_hook_247_exemption_and_message_text_are_not_branches_a_new_
                 raise ValueError(f"LoRA is not compatible with {cfg.speculative_algorithm}{promoted}.")
     ''')
     (exempt,) = _sites(inv, 4)
-    assert exempt.decision == "exit" and exempt.algorithms == ("NGRAM",)
+    # `None` in the list is NONE (no speculative algorithm): exempt too, never one of the sides below
+    assert exempt.decision == "exit" and set(exempt.algorithms) == {"NGRAM", "NONE"}
     (message,) = _sites(inv, 10)
     assert message.decision == "message" and message.algorithms == ("FROZEN_KV_MTP",)
+    (named,) = _sites(inv, 7)  # a named tuple of strings, resolved through the local binding
+    assert named.literals == ("EAGLE", "EAGLE3", "DFLASH", "DSPARK") and named.refuses == "raise"
+    assert "NONE" not in named.algorithms and "NGRAM" not in named.algorithms
 
 
 def test_0_5_23_validation_hook_124_branch_of_asserts_refuses():
