@@ -169,6 +169,13 @@ class SpecInventory:
     plugin_base_true: tuple[str, ...] = ()  # the plugin base's predicates that answer True (`return True`)
     aliases: Mapping[str, str] = field(default_factory=dict)  # accepted literal -> member ("NEXTN" -> "EAGLE")
     unread: tuple[Unread, ...] = ()  # what could not be read, in location order
+    # each predicate's definition evaluated for a new member, equal to none of the existing ones
+    new_member_true: tuple[str, ...] = ()  # true for it (`is_some`: `self != NONE`)
+    new_member_unknown: tuple[str, ...] = ()  # could not be evaluated for it
+    # the algorithm class's predicate definitions as bool expressions (extractors/records.BOOL_OPS), and those
+    # predicate-named methods whose body could not be read: `--like` evaluates them for a new algorithm
+    predicate_definitions: tuple[tuple[str, tuple], ...] = ()
+    unread_definitions: tuple[str, ...] = ()
 
     def unread_of(self, *kinds: str) -> tuple[Unread, ...]:
         """The unread items of these kinds (all when none are named)."""

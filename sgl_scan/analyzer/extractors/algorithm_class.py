@@ -147,6 +147,20 @@ class _BoolParser:
         return None
 
 
+def _spec_class_names(module: cst.Module, text: str) -> set[str]:
+    """Names passed as `spec_class=` anywhere in the module (a plugin's algorithm class, whatever its name)."""
+    found = set()
+
+    class _Find(cst.CSTVisitor):
+        def visit_Arg(self, node: cst.Arg) -> None:
+            if node.keyword is not None and node.keyword.value == "spec_class" and isinstance(node.value, cst.Name):
+                found.add(node.value.value)
+
+    if "spec_class" in text:
+        module.visit(_Find())
+    return found
+
+
 def _short(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -207,8 +221,12 @@ class AlgorithmClassExtractor:
         r = Resolver.for_context(wrapper, context)
         out: list = []
         constants = _module_constants(wrapper.module)
+        spec_classes = _spec_class_names(wrapper.module, getattr(context, "text", None) or "")
         for statement in wrapper.module.body:
-            if isinstance(statement, cst.ClassDef) and ALGO_CLASS_NAME.search(statement.name.value):
+            if isinstance(statement, cst.ClassDef) and (
+                    ALGO_CLASS_NAME.search(statement.name.value) or statement.name.value in spec_classes
+                    or any(ALGO_CLASS_NAME.search((r.resolve(arg.value) or "").rpartition(".")[2])
+                           for arg in statement.bases if arg.keyword is None)):
                 record = self._class(r, statement, constants)
                 if record is not None:
                     out.append(record)

@@ -71,6 +71,7 @@ class Registration(At):
     flags: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     function: str = "<module>"
+    spec_class: str | None = None  # resolved `spec_class=` class: its predicate overrides are the algorithm's
 
 
 @dataclass(frozen=True)
