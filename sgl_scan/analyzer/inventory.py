@@ -411,7 +411,7 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
     unread.extend(_unread_aliases(recs, algo, set(universe), aliases))
 
     option, hooks = _options(recs)
-    d2t = [D2tSite(r.kind, _loc(p, r), r.function, r.detail) for p, r in recs.get(D2tRecord, [])]
+    d2t = [D2tSite(r.kind, _loc(p, r), r.function, r.detail, r.chain) for p, r in recs.get(D2tRecord, [])]
     return SpecInventory(
         algorithm_class=AlgorithmClass(algo.qualname, _loc(algo_path, algo), algo.form) if algo else None,
         algorithms=tuple(algorithms),

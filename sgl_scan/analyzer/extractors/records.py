@@ -198,3 +198,4 @@ class D2tRecord(At):
     kind: str  # see model.D2T_KINDS
     function: str
     detail: str
+    chain: tuple[str, ...] = ()  # see model.D2tSite.chain
