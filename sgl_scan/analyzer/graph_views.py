@@ -251,6 +251,8 @@ def like_listing(inventory: SpecInventory, name: str, base: str, claims: Iterabl
                          f"(predicates: {', '.join(sorted(table)) or 'none found'})")
     derived = derived or derived_predicates(inventory, name)
     truth, origins = derived.evaluate(wanted)
+    for p in table:  # neither defined true nor unknown: false (a plugin base's default, an in-tree member's answer)
+        truth.setdefault(p, False)
     for claim, value in wanted.items():
         origins[claim] = "--claims" if value else "--claims (false)"
     member = next((a for a in inventory.algorithms if a.name.upper() == name.upper()), None)

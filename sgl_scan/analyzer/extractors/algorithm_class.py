@@ -87,9 +87,11 @@ class _BoolParser:
             return self.strings(self.constants[node.value], depth + 1)
         return string_values(node)
 
-    def parse(self, node: cst.CSTNode) -> tuple | None:
+    def parse(self, node: cst.CSTNode, depth: int = 0) -> tuple | None:
         if isinstance(node, cst.Name) and node.value in ("True", "False"):
             return ("const", node.value == "True")
+        if isinstance(node, cst.Name) and node.value in self.constants and depth < 8:
+            return self.parse(self.constants[node.value], depth + 1)  # `dflash = self.is_dflash()` then `dflash or ...`
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             inner = self.parse(node.expression)
             return ("not", inner) if inner else None

@@ -278,7 +278,7 @@ class _Walker(ScopedWalker):
                 self._branch_of(case, [term], case.guard is None, case.body)
 
     def _branch_of(self, node, terms, pure, body) -> None:
-        alias = self._alias_assign(node)
+        alias = self._alias_assign(node) if isinstance(node, ast.If) else None
         if alias is not None:
             self.out.append(alias)
         workers, fallthrough = suite_workers(self.r, body)
