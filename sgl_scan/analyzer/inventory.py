@@ -409,6 +409,7 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
             continue
         unread.append(Unread(record.what, record.name, _loc(path, record), record.reason))
     unread.extend(_unread_aliases(recs, algo, set(universe), aliases))
+    unread.extend(_unread_alias_returns(recs, algo, algo_path))
 
     option, hooks = _options(recs)
     d2t = [D2tSite(r.kind, _loc(p, r), r.function, r.detail, r.chain) for p, r in recs.get(D2tRecord, [])]
@@ -465,6 +466,26 @@ def _unread_aliases(recs, algo, known: set[str], aliases: Mapping[str, str]) -> 
     return out
 
 
+def _unread_alias_returns(recs, algo, path) -> list[Unread]:
+    """`if x in C: return <form>` in the algorithm class whose target could not be read: a return form
+    other than `cls.M` / `cls[C[x]]` ("?"), or `cls[C[x]]` where C is no readable mapping."""
+    if algo is None:
+        return []
+    consts = {c.qualname: c for _p, c in recs.get(ConstStrings, [])}
+    by_short = {q.rpartition(".")[2]: c for q, c in consts.items()}
+    out = []
+    for container, member in algo.alias_returns:
+        const = consts.get(container) or by_short.get(container.rpartition(".")[2])
+        short = container.rpartition(".")[2]
+        if member == "?":
+            out.append(Unread("alias", short, _loc(path, algo),
+                              f"`if x in {short}: return ...` returns a form the analyzer does not read: its spellings' targets are unknown"))
+        elif member == "" and (const is None or not const.targets):
+            out.append(Unread("alias", short, _loc(path, algo),
+                              f"`return cls[{short}[x]]`, but {short} is no mapping of string literals the analyzer could read"))
+    return out
+
+
 def _aliases(recs, reg_by_name, algo, known: set[str]) -> dict[str, str]:
     aliases: dict[str, str] = {}
     for name, (_path, reg) in reg_by_name.items():
@@ -477,6 +498,8 @@ def _aliases(recs, reg_by_name, algo, known: set[str]) -> dict[str, str]:
             const = consts.get(container) or by_short.get(container.rpartition(".")[2])
             if const is None:
                 continue
+            if member == "?":
+                continue  # a return form not read (`_unread_alias_returns`)
             if not member:  # `return cls[C[x]]`: each spelling maps to its own target
                 for value, target in zip(const.values, const.targets):
                     aliases.setdefault(value.upper(), target.upper())

@@ -177,8 +177,18 @@ def test_reserved_aliases_as_a_mapping(tmp_path, table, lookup):
     inv = _inventory(root)
     if table.startswith("{"):
         assert inv.aliases == {"DFLASH_TREE": "DFLASH", "NEXTN": "EAGLE"}
-    else:  # a mapping the extractor cannot read: NEXTN is not guessed, and the miss is recorded nowhere silently
-        assert "NEXTN" not in inv.aliases or inv.aliases["NEXTN"] == "EAGLE"
+    else:  # a mapping the extractor cannot read: not guessed, and said out loud
+        assert "NEXTN" not in inv.aliases
+        assert any(u.what == "alias" and u.name == "_RESERVED_ALIASES" for u in inv.unread)
+
+
+def test_an_alias_return_form_not_read_is_unread(tmp_path):
+    root = _tree(tmp_path, "0.5.23", (SPEC_INFO, REGISTRY), {
+        SPEC_INFO: [("        if upper in _RESERVED_ALIASES:\n            return cls.EAGLE",
+                     "        if upper in _RESERVED_ALIASES:\n            return _resolve_alias(cls, upper)")]})
+    inv = _inventory(root)
+    assert "NEXTN" not in inv.aliases
+    assert any(u.what == "alias" and u.name == "_RESERVED_ALIASES" for u in inv.unread)
 
 
 @pytest.mark.parametrize("alias", ["NEXTN = EAGLE", "NEXTN = 2"])

@@ -353,4 +353,8 @@ class AlgorithmClassExtractor:
                 key = key.value if isinstance(key, cst.Index) else None
                 if isinstance(key, cst.Subscript) and dotted(key.value) == dotted(container):
                     found.append((r.resolve(container) or dotted(container), ""))  # `cls[C[x]]`: through C's mapping
+                else:
+                    found.append((r.resolve(container) or dotted(container), "?"))  # a lookup not read
+            elif value is not None:
+                found.append((r.resolve(container) or dotted(container), "?"))  # another form: said, not guessed
         return found
