@@ -250,6 +250,24 @@ def test_named_collections_and_constants_resolve(tmp_path):
     assert got[14] == ("string", {"NGRAM"})
 
 
+def test_algorithm_values_held_by_any_name_and_unresolvable_constants(tmp_path):
+    """A local holding `SA.from_string(x)` (any name, on lines without the class's name), a walrus
+    receiver, and a comparison with an imported constant the module cannot see: unread, not silence."""
+    path = "sglang/srt/speculative/uses.py"
+    inv = _inventory(_tree(tmp_path, "0.5.23", (SPEC_INFO, REGISTRY), extra={path: (
+        "from sglang.srt.speculative.spec_info import SpeculativeAlgorithm as SA\n"
+        "from sglang.srt.speculative.families import EAGLE_FAMILY\n\n\n"
+        "def f(server_args, get_spec):\n"
+        "    mode = SA.from_string(server_args.speculative_algorithm)\n"
+        "    if mode.is_ngram():\n        return 1\n"
+        "    if (current := get_spec().speculative_algorithm).is_eagle():\n        return 2\n"
+        "    if server_args.speculative_algorithm in EAGLE_FAMILY:\n        return 3\n"
+        "    return 0\n")}))
+    got = {s.location.line: s.detail for s in _sites(inv, path)}
+    assert got.get(7) == "is_ngram" and got.get(9) == "is_eagle"
+    assert [u for u in inv.unread if u.location.path == path and u.location.line == 11 and "EAGLE_FAMILY" in u.reason]
+
+
 def test_a_raise_caught_by_the_enclosing_try_is_no_guard(tmp_path):
     inv = _inventory(_tree(tmp_path, "0.5.23", (SPEC_INFO, REGISTRY), extra={
         "sglang/srt/speculative/uses.py": (

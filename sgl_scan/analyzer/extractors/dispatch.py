@@ -164,6 +164,8 @@ class _Walker(ScopedWalker):
         if node.args or node.keywords or not isinstance(func, ast.Attribute) or not PREDICATE_NAME.match(func.attr):
             return
         receiver = func.value
+        while isinstance(receiver, ast.NamedExpr):  # `(algo := get_spec().speculative_algorithm).is_eagle()`
+            receiver = receiver.value
         owner = None
         if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
             owner = self._in_algo_class()
@@ -206,6 +208,24 @@ class _Walker(ScopedWalker):
                     self._term(node, "string", ", ".join(literals), literals, negated, subject, None,
                                isinstance(op, _NEGATIVE))
                     return
+                reason = self._unresolved_constant(other)
+                if reason is not None:
+                    self.unread.append(UnreadRecord(**vars(self.r.at(node)), what="dispatch", name=_short(self.r.text(node)),
+                                                    reason=reason))
+                    return
+
+    def _unresolved_constant(self, other: ast.AST) -> str | None:
+        """Why the algorithm compared with `other` cannot be read, when `other` is a constant-like name
+        (UPPER_CASE) the binding table cannot resolve: imported from another module, or a module constant
+        of another form (built by a call, a comprehension). None for anything else (a variable)."""
+        if not isinstance(other, ast.Name) or not other.id.lstrip("_")[:1].isupper() or other.id != other.id.upper():
+            return None
+        if other.id in self.b.constants:
+            return f"compared with `{other.id}`, a module constant whose value is not read as algorithms"
+        target = self.r.names().get(other.id)
+        if target is not None and not target.startswith(self.r.module_name + "."):
+            return f"compared with `{other.id}`, imported from {target.rpartition('.')[0]}: its value is not read here"
+        return None
 
     def _own_name(self, subject: ast.AST) -> bool:
         """`self.name` / `self.value` inside the algorithm class (`self` is the member)."""
@@ -375,6 +395,7 @@ class DispatchExtractor:
         resolver = Resolver(tree, source, context.module)
         bindings = Bindings(tree, resolver.resolve, context.module)
         bound = _bound_names(resolver, bindings)  # `SA` for the class, `DFLASH = SA.DFLASH`, `FAMILY = (...)`
+        bound |= _value_locals(context.text, bound)  # `mode = SA.from_string(x)`: lines using `mode` are read
         if bound:
             pattern = Trigger(*(p.pattern for p in pattern.parts), *(rf"\b{re.escape(name)}\b" for name in sorted(bound)))
         walker = _Walker(resolver, hit_lines(context.text, pattern), bindings)
@@ -383,6 +404,14 @@ class DispatchExtractor:
         terms, sites = _with_flow(walker, resolver, tree)
         return tuple(terms) + tuple(sorted([*walker.out, *sites, *walker.unread],
                                            key=lambda r: (r.line, r.column, type(r).__name__)))
+
+
+def _value_locals(text: str, bound: set[str]) -> set[str]:
+    """Names assigned an algorithm value by the class (`mode = SpeculativeAlgorithm.from_string(x)`,
+    `algo = SA[name]`), found in the text so the lines that use them are read."""
+    classes = r"[\w.]*Spec\w*Algo\w*" + "".join(f"|{re.escape(name)}" for name in sorted(bound))
+    pattern = re.compile(rf"(?m)^[ \t]*(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:{classes})[ \t]*(?:\.[ \t]*\w+[ \t]*)?[(\[]")
+    return set(pattern.findall(text)) if "lgo" in text or bound else set()
 
 
 def _bound_names(resolver: Resolver, bindings: Bindings) -> set[str]:
