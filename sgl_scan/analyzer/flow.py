@@ -97,6 +97,20 @@ def terms_in(cond: Cond) -> Iterator[tuple[int, int]]:
             yield from terms_in(part)
 
 
+def bool_compare(node: ast.AST) -> tuple[ast.AST, bool] | None:
+    """`x is True` / `x == True` / `x is not False` -> (x, True); `x is False` / `x == False` / `x != True`
+    -> (x, False): a comparison with a bool literal is its operand's test (either side); else None."""
+    if not isinstance(node, ast.Compare) or len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        return None
+    left, right = node.left, node.comparators[0]
+    if isinstance(left, ast.Constant) and isinstance(left.value, bool):
+        left, right = right, left
+    if not isinstance(right, ast.Constant) or not isinstance(right.value, bool):
+        return None
+    positive = isinstance(node.ops[0], (ast.Is, ast.Eq))
+    return left, positive == right.value
+
+
 # -- per file: one function's flow ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class Decision:
@@ -147,6 +161,7 @@ class FunctionFlow:
         self._returns: list[tuple[ast.Return, Cond]] = []
         self._tables = _raised_tables(body)
         self._problem_lists = _raised_lists(body)
+        self._catching: list[list[ast.excepthandler]] = []  # handlers (that go on) of the enclosing try bodies
         self._walk(body, TRUE)
         self._unread_returns()
 
@@ -160,6 +175,13 @@ class FunctionFlow:
             return conjoin(parts) if isinstance(node.op, ast.And) else disjoin(parts)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return negate(self.condition(node.operand))
+        flipped = bool_compare(node)
+        if flipped is not None:
+            inner = self.condition(flipped[0])
+            if inner[0] != "flag":
+                return inner if flipped[1] else negate(inner)
+        if isinstance(node, ast.NamedExpr):
+            return self.condition(node.value)
         if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, type(None))):
             return ("const", bool(node.value))
         if isinstance(node, ast.Name) and node.id in self._locals and node.id not in self._substituting:
@@ -191,6 +213,9 @@ class FunctionFlow:
             test = self.condition(statement.test)
             refuses = _refusal(statement.body) or _refusal(statement.orelse) or \
                 ("raise" if _only_collects(statement.body, self._problem_lists) else None)
+            if refuses == "raise" and any(self._caught(arm[-1]) for arm in (statement.body, statement.orelse)
+                                          if arm and isinstance(arm[-1], ast.Raise)):
+                refuses = None  # caught by an enclosing `try`/`except` that goes on: no loud refusal
             kind = "exit" if not statement.orelse and _bare_exit(statement.body) else "if"
             self._decide(statement.test, kind, context, refuses)
             after_body = self._walk(statement.body, conjoin((context, test)))
@@ -218,13 +243,21 @@ class FunctionFlow:
             self._expressions([item.context_expr for item in statement.items], context)
             return self._walk(statement.body, context)
         if isinstance(statement, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            going_on = [h for h in statement.handlers if not _exits(h.body)]
+            self._catching.append(going_on)
             after = self._walk(statement.body, context)
+            self._catching.pop()
+            caught = any(_catches(h, r) for h in going_on for r in _statements(statement.body) if isinstance(r, ast.Raise))
             for handler in statement.handlers:
                 self._walk(handler.body, context)
             self._walk(statement.orelse, after)
             self._walk(statement.finalbody, context)
+            if caught:  # a handler that goes on catches a raise of the body: its guard does not hold after the try
+                return context
             return context if after == FALSE and statement.handlers else after
-        if hasattr(statement, "body"):  # match and anything newer: read its parts under the same context
+        if isinstance(statement, getattr(ast, "Match", ())):
+            return self._match(statement, context)
+        if hasattr(statement, "body"):  # anything newer: read its parts under the same context
             for part in child_nodes(statement):
                 if isinstance(part, ast.stmt):
                     self._statement(part, context)
@@ -236,9 +269,49 @@ class FunctionFlow:
             self._draft_worker_slot(statement, context)
         if isinstance(statement, ast.Return) and statement.value is not None:
             self._returns.append((statement, context))
+        if isinstance(statement, ast.Raise) and self._caught(statement):
+            return FALSE  # the rest of the try body is skipped; after the try, `caught` says nothing is learned
         if isinstance(statement, _EXITS):
             return FALSE
         return context
+
+    def _caught(self, statement: ast.Raise) -> bool:
+        return any(_catches(handler, statement) for handlers in self._catching for handler in handlers)
+
+    def _match(self, statement: ast.AST, context: Cond) -> Cond:
+        """`match x: case P: ...`: each case under the earlier cases' failure and its own pattern (a
+        dispatch term, `case _:` always true, anything else a flag); after it, what holds after the
+        arms that go on (and after no arm matching, without a catch-all)."""
+        self._expressions([statement.subject], context)
+        rest, afters, catch_all = context, [], False
+        for case in statement.cases:
+            pattern = case.pattern
+            if isinstance(pattern, ast.MatchAs) and pattern.pattern is None:
+                test = TRUE
+                catch_all = case.guard is None
+            else:
+                test = self.condition(pattern)
+                self._record_pattern(pattern, rest, case.body)
+            if case.guard is not None:
+                self._decide(case.guard, "if", conjoin((rest, test)), _refusal(case.body))
+                test = conjoin((test, self.condition(case.guard)))
+            afters.append(self._walk(case.body, conjoin((rest, test))))
+            rest = conjoin((rest, negate(test)))
+            if catch_all:
+                break
+        if not catch_all:
+            afters.append(rest)
+        going = [after for after in afters if after != FALSE]
+        if not going:
+            return FALSE
+        return going[0] if len(going) == 1 else context
+
+    def _record_pattern(self, pattern: ast.AST, context: Cond, body: list[ast.stmt]) -> None:
+        if self.term_key(pattern) is not None:
+            refuses = _refusal(body)
+            kind = "exit" if _bare_exit(body) else "if"
+            self.decisions[id(pattern)] = Decision(kind, pattern.lineno, self.column(pattern), self.condition(pattern),
+                                                   context, refuses)
 
     # decisions ----------------------------------------------------------------------------------
     def _decide(self, test: ast.AST, kind: str, context: Cond, refuses: str | None) -> None:
@@ -276,7 +349,8 @@ class FunctionFlow:
                     continue
                 root = current
                 while isinstance(parents.get(id(root)), ast.BoolOp) or (
-                        isinstance(parents.get(id(root)), ast.UnaryOp) and isinstance(parents[id(root)].op, ast.Not)):
+                        isinstance(parents.get(id(root)), ast.UnaryOp) and isinstance(parents[id(root)].op, ast.Not)) or (
+                        bool_compare(parents.get(id(root))) is not None) or isinstance(parents.get(id(root)), ast.NamedExpr):
                     root = parents[id(root)]
                 owner = parents.get(id(root))
                 kind = ("message" if _message(owner) else "ifexp") if isinstance(owner, ast.IfExp) and owner.test is root else \
@@ -296,8 +370,24 @@ class FunctionFlow:
 
     # workers ------------------------------------------------------------------------------------
     def _uses(self, statement: ast.stmt, context: Cond) -> None:
+        arms: dict[int, Cond] = {}  # a node inside an arm of `A if c else B`: the condition of that arm
+        outer = context
+        returned: set[int] = set()  # `return A if c else B`: its arms are returned
+        if isinstance(statement, ast.Return) and statement.value is not None:
+            returned.add(id(statement.value))
         for node in _own_nodes(statement):
-            if isinstance(node, ast.Return) and node.value is not None and not isinstance(node.value, ast.Call):
+            context = arms.get(id(node), outer)
+            if isinstance(node, ast.IfExp):
+                test = self.condition(node.test)
+                for arm, cond in ((node.body, test), (node.orelse, negate(test))):
+                    for inner in _walk_expr(arm):
+                        arms[id(inner)] = conjoin((context, cond))
+                    if id(node) in returned:
+                        returned.add(id(arm))
+                        if not isinstance(arm, (ast.Call, ast.IfExp)):
+                            self._use(arm, conjoin((context, cond)))
+                continue
+            if isinstance(node, ast.Return) and node.value is not None and not isinstance(node.value, (ast.Call, ast.IfExp)):
                 self._use(node.value, context)
             elif isinstance(node, ast.Call):
                 if isinstance(node.func, ast.Name) and node.func.id in self._classes:
@@ -417,6 +507,12 @@ def _class_arms(node: ast.AST, cond: Cond, condition) -> Iterator[tuple[ast.AST,
         yield node, cond
 
 
+def single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
+    """Local names assigned exactly once in a function body (not counting nested definitions): the
+    function's constants, for the binding table (`extractors/_bindings.py`)."""
+    return _single_assignments(body)
+
+
 def _single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
     """Local names assigned exactly once in a function (not counting nested definitions)."""
     seen: dict[str, list[ast.AST]] = {}
@@ -499,6 +595,24 @@ def _only_collects(body: list[ast.stmt], lists: set[str]) -> bool:
     return bool(lists) and bool(body) and all(collects(statement) for statement in body)
 
 
+def _exits(body: list[ast.stmt]) -> bool:
+    """A handler suite that leaves (raises again, returns, continues, breaks) at its end."""
+    return bool(body) and isinstance(body[-1], _EXITS)
+
+
+def _catches(handler: ast.excepthandler, statement: ast.Raise) -> bool:
+    """Whether `except <type>:` catches what `statement` raises (by name: a bare `except`,
+    `Exception`/`BaseException`, or the raised class's own name among the handler's)."""
+    if handler.type is None:
+        return True
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    names = {_last_name(kind) for kind in kinds}
+    if names & {"Exception", "BaseException"}:
+        return True
+    raised = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
+    return raised is not None and _last_name(raised) in names
+
+
 def _bare_exit(body: list[ast.stmt]) -> bool:
     """A suite that only leaves: `return`, `return None`, `continue`, `break` (an exemption: the rest of
     the function or loop body is for everything else)."""
@@ -539,6 +653,11 @@ def _boolean_leaves(node: ast.AST) -> Iterator[ast.AST]:
             yield from _boolean_leaves(value)
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         yield from _boolean_leaves(node.operand)
+    elif isinstance(node, ast.NamedExpr):
+        yield from _boolean_leaves(node.value)
+    elif (flipped := bool_compare(node)) is not None:
+        yield node
+        yield from _boolean_leaves(flipped[0])
     else:
         yield node
 
@@ -618,5 +737,5 @@ def flags_text(cond: Cond, term_text: Callable[[Cond], str] | None = None) -> st
     return render(cond, "")
 
 
-__all__ = ["Cond", "Decision", "FALSE", "FunctionFlow", "TRUE", "WorkerUse", "conjoin", "disjoin", "evaluate",
-           "flags_text", "negate", "side", "terms_in"]
+__all__ = ["Cond", "Decision", "FALSE", "FunctionFlow", "TRUE", "WorkerUse", "bool_compare", "conjoin", "disjoin",
+           "evaluate", "flags_text", "negate", "side", "single_assignments", "terms_in"]

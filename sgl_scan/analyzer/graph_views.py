@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import networkx as nx
 
@@ -155,32 +155,108 @@ class LikeListing:
     sites: tuple[LikeSite, ...]  # where it takes another side than the base algorithm
     unknown: int  # sites whose test the analyzer could not read for it
     behind_guards: int  # tests the base algorithm reaches but the new one never does (an earlier guard refused it)
+    origins: tuple[tuple[str, str], ...] = ()  # (predicate, where its answer for NEW came from), true and false ones
+    unknown_predicates: tuple[str, ...] = ()  # predicates whose answer for NEW is unknown (sites on them: either side)
 
 
 def _side_name(true_side: bool, false_side: bool) -> str:
     return "either" if true_side and false_side else "true" if true_side else "false" if false_side else "unreachable"
 
 
-def like_listing(inventory: SpecInventory, name: str, base: str, claims: Iterable[str], *,
-                 strict: bool = True) -> LikeListing:
-    """Every dispatch site where a new algorithm `name`, for which exactly the predicates `claims` are
-    true and which no string or member test names, takes another side than algorithm `base`.
-    `strict`: refuse claims that name no predicate of the snapshot (else they are dropped: a plugin
-    file may define predicates this release does not have)."""
+def parse_claims(text: str) -> dict[str, bool]:
+    """`is_x,is_y=false,!is_z` -> {is_x: True, is_y: False, is_z: False} (ValueError on a bad item)."""
+    out: dict[str, bool] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        value = True
+        if item.startswith("!"):
+            item, value = item[1:].strip(), False
+        elif "=" in item:
+            item, _, word = item.partition("=")
+            item, word = item.strip(), word.strip().lower()
+            if word not in ("true", "false"):
+                raise ValueError(f"{item}={word}: a claim's value is true or false")
+            value = word == "true"
+        if not item.isidentifier():
+            raise ValueError(f"{item!r} is no predicate name")
+        out[item] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Derived:
+    """What the tree says of NEW's predicates: fixed answers (an algorithm of the tree), or
+    definitions to evaluate for it (`bodies`, over `base_true` for what they do not define), so
+    that a claim also changes the predicates defined through the claimed one."""
+
+    origin: str  # "inventory" | "definition" | "spec_class X" | "plugin base"
+    true: frozenset[str] = frozenset()  # fixed answers (origin "inventory")
+    bodies: tuple[tuple[str, tuple], ...] | None = None  # definitions evaluated for NEW
+    base_true: frozenset[str] = frozenset()
+    unknown: frozenset[str] = frozenset()  # methods whose definitions could not be read
+    overrides: frozenset[str] = frozenset()  # with a spec_class: its own predicates (the rest: "plugin base")
+    flags: frozenset[str] = frozenset()  # a registration's flags= (registry form)
+
+    def evaluate(self, claims: Mapping[str, bool]) -> tuple[dict[str, bool | None], dict[str, str]]:
+        """Each predicate's value for NEW with `claims` taken as its answers, and where each came from."""
+        from sgl_scan.analyzer.inventory import plugin_truth
+
+        if self.bodies is None:
+            values: dict[str, bool | None] = {p: True for p in self.true}
+            values.update(claims)
+            return values, {p: "--claims" if p in claims else self.origin for p in values}
+        bodies = dict(self.bodies)
+        bodies.update({name: ("const", value) for name, value in claims.items()})
+        true, not_read = plugin_truth(self.base_true, bodies, self.flags, self.unknown)
+        values = {p: (p in true) for p in [*dict(self.bodies), *sorted(self.base_true)]}
+        values.update({p: None for p in [*not_read, *self.unknown] if p not in claims})
+        values.update(claims)
+        origins = {p: "--claims" if p in claims else
+                   self.origin if not self.overrides or p in self.overrides else "plugin base" for p in values}
+        return values, origins
+
+
+def derived_predicates(inventory: SpecInventory, name: str) -> Derived:
+    """For an algorithm of the tree, the inventory's own answer; for a new one, the algorithm
+    class's definitions evaluated for a member equal to none of the existing ones (`is_some`:
+    `self != NONE` is true for it)."""
+    algo = next((a for a in inventory.algorithms if a.name.upper() == name.upper()), None)
+    if algo is not None:
+        return Derived("inventory", true=frozenset(algo.predicates))
+    return Derived("definition", bodies=inventory.predicate_definitions, unknown=frozenset(inventory.unread_definitions))
+
+
+def like_listing(inventory: SpecInventory, name: str, base: str, claims: Iterable[str] | Mapping[str, bool] = (), *,
+                 strict: bool = True, derived: Derived | None = None) -> LikeListing:
+    """Every dispatch site where algorithm `name` takes another side than algorithm `base`.
+
+    NEW's predicates are `derived` (default: `derived_predicates`: the inventory's answer for an
+    algorithm of the tree, else each definition evaluated for a new member); `claims` (names: true;
+    a mapping: true or false) add to or override them. `strict`: refuse claims that name no
+    predicate of the snapshot (else they are dropped)."""
     from sgl_scan.analyzer.flow import side
 
     algo = next((a for a in inventory.algorithms if a.name.upper() == base.upper()), None)
     if algo is None:
         known = ", ".join(a.name for a in inventory.algorithms) or "none found"
         raise FocusError(f"no speculative algorithm {base!r} in this snapshot (algorithms: {known})")
-    claimed = tuple(dict.fromkeys(claims))
+    wanted = dict(claims) if isinstance(claims, Mapping) else {c: True for c in claims}
     table = {p.name: set(p.members) for p in inventory.predicates}
-    unknown_claims = [c for c in claimed if c not in table and c not in inventory.plugin_base_predicates]
+    unknown_claims = [c for c in wanted if c not in table and c not in inventory.plugin_base_predicates]
     if not strict:
-        claimed = tuple(c for c in claimed if c not in unknown_claims)
+        wanted = {c: v for c, v in wanted.items() if c not in unknown_claims}
     elif unknown_claims:
         raise FocusError(f"no predicate {', '.join(unknown_claims)} in this snapshot "
                          f"(predicates: {', '.join(sorted(table)) or 'none found'})")
+    derived = derived or derived_predicates(inventory, name)
+    truth, origins = derived.evaluate(wanted)
+    for p in table:  # neither defined true nor unknown: false (a plugin base's default, an in-tree member's answer)
+        truth.setdefault(p, False)
+    for claim, value in wanted.items():
+        origins[claim] = "--claims" if value else "--claims (false)"
+    member = next((a for a in inventory.algorithms if a.name.upper() == name.upper()), None)
+    own = {member.name} | {k for k, v in inventory.aliases.items() if v == member.name} if member else None
     out, unknown, behind = [], 0, 0
     for site in sorted(inventory.dispatch_sites, key=lambda s: (s.location.path, s.location.line, s.location.column)):
         if site.test is None:
@@ -191,17 +267,23 @@ def like_listing(inventory: SpecInventory, name: str, base: str, claims: Iterabl
             if via == "predicate":
                 known = values[0] in table
                 base_truth[(line, column)] = ((algo.name in table[values[0]]) != inverted) if known else None
-                new_truth[(line, column)] = (values[0] in claimed) != inverted
+                value = truth.get(values[0])
+                new_truth[(line, column)] = None if value is None else value != inverted
             else:
                 base_truth[(line, column)] = (algo.name in values) != inverted
-                new_truth[(line, column)] = inverted  # a new name equals no literal and no member
+                # an algorithm of the tree is named by its own literals; a new name equals no literal, no member
+                new_truth[(line, column)] = (bool(own & set(values)) if own else False) != inverted
         base_side = _side_name(*side(site.test, site.context, base_truth))
         new_side = _side_name(*side(site.test, site.context, new_truth))
         if base_side != new_side and new_side == "unreachable":
             behind += 1
         elif base_side != new_side:
             out.append(LikeSite(site, base_side, new_side))
-    return LikeListing(name.upper(), algo, claimed, _one_per_test(out), unknown, behind)
+    claimed = tuple(p for p, v in truth.items() if v)
+    shown = tuple((p, origins[p]) for p in claimed if p in origins) + tuple(
+        (p, o) for p, o in origins.items() if o == "--claims (false)")
+    return LikeListing(name.upper(), algo, claimed, _one_per_test(out), unknown, behind, shown,
+                       tuple(sorted(p for p, v in truth.items() if v is None)))
 
 
 def _one_per_test(sites: list[LikeSite]) -> tuple[LikeSite, ...]:
@@ -216,8 +298,15 @@ def _one_per_test(sites: list[LikeSite]) -> tuple[LikeSite, ...]:
 
 def format_like(listing: LikeListing) -> Iterable[str]:
     base = listing.base.name
-    claims = ", ".join(listing.claims) or "none"
+    origin = dict(listing.origins)
+    claims = ", ".join(f"{p} ({origin[p]})" if p in origin else p for p in listing.claims) or "none"
     yield f"{listing.name} like {base}: predicates true for {listing.name}: {claims}"
+    false = [p for p, o in listing.origins if p not in listing.claims]
+    if false:
+        yield f"  set false by --claims: {', '.join(false)}"
+    if listing.unknown_predicates:
+        yield (f"  not known for {listing.name} (their definitions could not be evaluated; tests on them are compared "
+               f"as either side): {', '.join(listing.unknown_predicates)}")
     yield f"  {len(listing.sites)} test(s) where {listing.name} takes another branch than {base}:"
     for like in listing.sites:
         site = like.site
@@ -230,28 +319,48 @@ def format_like(listing: LikeListing) -> Iterable[str]:
         yield f"  ({listing.unknown} site(s) outside any function body read are not compared)"
 
 
-def plugin_claims(source: str, inherited: Iterable[str] = ()) -> tuple[str, ...]:
-    """Predicates a plugin algorithm class answers True: `def is_x(self): return True` (or returning
-    another claimed predicate) on the classes of one plugin file, plus those it inherits as True from
-    the plugin base (`inherited`) and does not override."""
-    import ast
+class PluginFileError(ValueError):
+    """The plugin file registers no algorithm of that name (message lists those it registers)."""
 
-    from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
 
-    tree = ast.parse(source)
-    bodies = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and PREDICATE_NAME.match(item.name):
-                    returns = [s for s in item.body if isinstance(s, ast.Return)]
-                    if len(returns) == 1 and returns[0].value is not None:
-                        bodies[item.name] = returns[0].value
-    claimed: dict[str, None] = {name: None for name in inherited if name not in bodies}
-    for _ in range(len(bodies) + 1):
-        for name, value in bodies.items():
-            if isinstance(value, ast.Constant) and value.value is True:
-                claimed.setdefault(name, None)
-            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in claimed:
-                claimed.setdefault(name, None)
-    return tuple(claimed)
+def plugin_file_predicates(source: str, name: str, inventory: SpecInventory, path: str = "plugin.py") -> Derived:
+    """NEW's predicates from a plugin file: the class registered under `name` with `spec_class=`
+    (its overrides, over the plugin base's answers), read by the same extractors and the same
+    evaluation (`inventory.plugin_truth`) `scan` uses for a plugin inside the tree. Only that
+    registration counts: other classes and registrations of the file are ignored."""
+    import libcst as cst
+    import libcst.metadata as meta
+
+    from sgl_scan.analyzer.extractors.algorithm_class import AlgorithmClassExtractor
+    from sgl_scan.analyzer.extractors.records import AlgoClassRecord, Registration
+    @dataclass
+    class _Context:
+        path: str
+        module: str
+        text: str
+
+    from sgl_scan.analyzer.extractors.registrations import RegistrationExtractor
+
+    context = _Context(path, "plugin", source)
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise PluginFileError(f"{path}: cannot be read: {str(exc).splitlines()[0]}") from None
+    wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
+    wrapper.resolve(meta.PositionProvider)
+    records = [*AlgorithmClassExtractor().extract(wrapper, context), *RegistrationExtractor().extract(wrapper, context)]
+    registrations = [r for r in records if isinstance(r, Registration)]
+    reg = next((r for r in registrations if r.name.upper() == name.upper()), None)
+    if reg is None:
+        names = ", ".join(r.name for r in registrations) or "none"
+        raise PluginFileError(f"{path} registers no algorithm {name.upper()} (it registers: {names})")
+    if not reg.spec_class:
+        return Derived("plugin base", bodies=(), base_true=frozenset(inventory.plugin_base_true), flags=frozenset(reg.flags))
+    short = reg.spec_class.rpartition(".")[2]
+    record = next((r for r in records if isinstance(r, AlgoClassRecord) and r.name == short), None)
+    if record is None:
+        raise PluginFileError(f"{path}: the spec_class {short} of {name.upper()} is not defined in this file")
+    return Derived(f"spec_class {short}", bodies=tuple((p.name, p.expr) for p in record.predicates),
+                   base_true=frozenset(inventory.plugin_base_true),
+                   unknown=frozenset(n for n, _at, _text in record.unread_predicates),
+                   overrides=frozenset(p.name for p in record.predicates), flags=frozenset(reg.flags))

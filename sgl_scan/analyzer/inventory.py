@@ -146,6 +146,59 @@ class _Evaluator:
         return None
 
 
+def plugin_truth(base_true: Iterable[str], bodies: Mapping[str, tuple], flags: Iterable[str] = (),
+                 unknown: Iterable[str] = ()) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The predicates true for a plugin algorithm object (a `CustomSpecAlgo`-like instance): those the
+    plugin base answers True, overridden by the bodies of its registered `spec_class`. A body reads
+    `self` as an object equal to no member (`self == SA.X` is False, `self != SA.X` True), its
+    registration `flags`, and calls of other predicates (its own first, else the base's answer).
+    Returns (true predicates, overrides that could not be evaluated). `scan` (build_inventory) and
+    `graph --like --plugin` both ask this, so both give the same answer."""
+    base, flags, unknown = set(base_true), set(flags), set(unknown)
+    memo: dict[str, bool | None] = {}
+
+    def predicate(name: str, stack: tuple[str, ...]) -> bool | None:
+        if name not in bodies:
+            return None if name in unknown else name in base
+        if name in stack:
+            return None
+        if name not in memo:
+            memo[name] = value(bodies[name], stack + (name,))
+        return memo[name]
+
+    def value(expr: tuple, stack: tuple[str, ...]) -> bool | None:
+        op, arg = expr
+        if op == "const":
+            return bool(arg)
+        if op in ("eq", "in"):
+            return False
+        if op in ("ne", "notin"):
+            return True
+        if op == "flag":
+            return arg in flags
+        if op == "call":
+            return predicate(arg, stack)
+        if op == "not":
+            inner = value(arg, stack)
+            return None if inner is None else not inner
+        parts = [value(part, stack) for part in arg]
+        if op == "and":
+            return False if False in parts else None if None in parts else True
+        if op == "or":
+            return True if True in parts else None if None in parts else False
+        return None
+
+    true = {name for name in base if name not in bodies}
+    unread = []
+    for name in bodies:
+        answer = predicate(name, ())
+        if answer is None:
+            unread.append(name)
+        elif answer:
+            true.add(name)
+    return frozenset(true), tuple(unread)
+
+
 def _ordered(names: Iterable[str], universe: list[str]) -> tuple[str, ...]:
     chosen = set(names)
     return tuple(name for name in universe if name in chosen)
@@ -154,7 +207,10 @@ def _ordered(names: Iterable[str], universe: list[str]) -> tuple[str, ...]:
 def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
     """Combine the per-file speculative records of a snapshot into one `SpecInventory`."""
     recs = _records(files)
-    classes = recs.get(AlgoClassRecord, [])
+    spec_classes = {r.spec_class for _p, r in recs.get(Registration, []) if r.spec_class}
+    # a plugin's `spec_class=` is neither the algorithm class nor its plugin base
+    classes = [pair for pair in recs.get(AlgoClassRecord, []) if pair[1].qualname not in spec_classes]
+    by_qualname = {r.qualname: (p, r) for p, r in recs.get(AlgoClassRecord, [])}
     picked = _pick_class(classes)
     algo_path, algo = picked if picked else (None, None)
     plugin = _pick_plugin_base(classes, algo)
@@ -193,17 +249,49 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
     predicates: list[Predicate] = []
     table: dict[str, tuple[str, ...]] = {}
     unread: list[Unread] = []
+    # per plugin algorithm, the predicates its object answers True (the base's, or its spec_class's overrides)
+    truth_of: dict[str, frozenset[str]] = {}
+    new_true: list[str] = []
+    new_unknown: list[str] = []
+    for name in plugin_algos:
+        path, reg = reg_by_name[name]
+        truth_of[name] = frozenset(plugin_true)
+        if not reg.spec_class:
+            continue
+        found = by_qualname.get(reg.spec_class) or next(
+            (pair for q, pair in by_qualname.items() if q.rpartition(".")[2] == reg.spec_class.rpartition(".")[2]), None)
+        if found is None:
+            unread.append(Unread("predicate", name, _loc(path, reg),
+                                 f"its spec_class {reg.spec_class.rpartition('.')[2]} could not be read: which predicates "
+                                 f"{name} answers True is unknown"))
+            continue
+        cpath, record = found
+        truth_of[name], not_read = plugin_truth(plugin_true, {p.name: p.expr for p in record.predicates}, reg.flags)
+        for pname, at, text in record.unread_predicates:
+            unread.append(Unread("predicate", pname, _loc(cpath, at),
+                                 f"{record.name} (spec_class of {name}): `return {text}` is not read"))
+        for pname in not_read:
+            unread.append(Unread("predicate", pname, _loc(cpath, record),
+                                 f"{record.name} (spec_class of {name}): {pname}() could not be evaluated"))
     if algo is not None:
         for name, at, text in algo.unread_predicates:
             unread.append(Unread("predicate", name, _loc(algo_path, at), f"`return {text}` is not read as a set of algorithms"))
         evaluator = _Evaluator(members_universe, {p.name: p for p in algo.predicates}, flags)
+        # the same definitions for a new member that equals none of the existing ones (`--like`)
+        fresh = _Evaluator([*members_universe, NEW], {p.name: p for p in algo.predicates}, flags)
+        for body in algo.predicates:
+            result = fresh.predicate(body.name)
+            if result is None:
+                new_unknown.append(body.name)
+            elif NEW in result:
+                new_true.append(body.name)
         for body in algo.predicates:
             result = evaluator.predicate(body.name)
             if result is None:
                 unread.append(Unread("predicate", body.name, _loc(algo_path, body),
                                      "its body calls a predicate or method that could not be read"))
                 continue
-            chosen = set(result) | ({*plugin_algos} if body.name in plugin_true else set())
+            chosen = set(result) | {a for a in plugin_algos if body.name in truth_of.get(a, ())}
             table[body.name] = _ordered(chosen, universe)
             predicates.append(Predicate(body.name, table[body.name], _loc(algo_path, body), algo.qualname))
 
@@ -321,9 +409,10 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
             continue
         unread.append(Unread(record.what, record.name, _loc(path, record), record.reason))
     unread.extend(_unread_aliases(recs, algo, set(universe), aliases))
+    unread.extend(_unread_alias_returns(recs, algo, algo_path))
 
     option, hooks = _options(recs)
-    d2t = [D2tSite(r.kind, _loc(p, r), r.function, r.detail) for p, r in recs.get(D2tRecord, [])]
+    d2t = [D2tSite(r.kind, _loc(p, r), r.function, r.detail, r.chain) for p, r in recs.get(D2tRecord, [])]
     return SpecInventory(
         algorithm_class=AlgorithmClass(algo.qualname, _loc(algo_path, algo), algo.form) if algo else None,
         algorithms=tuple(algorithms),
@@ -337,6 +426,10 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         plugin_base_true=tuple(sorted(plugin_true)),
         aliases=aliases,
         unread=tuple(sorted(unread, key=lambda u: (u.location, u.what, u.name))),
+        new_member_true=tuple(new_true),
+        new_member_unknown=tuple(new_unknown),
+        predicate_definitions=tuple((p.name, p.expr) for p in algo.predicates) if algo else (),
+        unread_definitions=tuple(name for name, _at, _text in algo.unread_predicates) if algo else (),
     )
 
 
@@ -373,6 +466,26 @@ def _unread_aliases(recs, algo, known: set[str], aliases: Mapping[str, str]) -> 
     return out
 
 
+def _unread_alias_returns(recs, algo, path) -> list[Unread]:
+    """`if x in C: return <form>` in the algorithm class whose target could not be read: a return form
+    other than `cls.M` / `cls[C[x]]` ("?"), or `cls[C[x]]` where C is no readable mapping."""
+    if algo is None:
+        return []
+    consts = {c.qualname: c for _p, c in recs.get(ConstStrings, [])}
+    by_short = {q.rpartition(".")[2]: c for q, c in consts.items()}
+    out = []
+    for container, member in algo.alias_returns:
+        const = consts.get(container) or by_short.get(container.rpartition(".")[2])
+        short = container.rpartition(".")[2]
+        if member == "?":
+            out.append(Unread("alias", short, _loc(path, algo),
+                              f"`if x in {short}: return ...` returns a form the analyzer does not read: its spellings' targets are unknown"))
+        elif member == "" and (const is None or not const.targets):
+            out.append(Unread("alias", short, _loc(path, algo),
+                              f"`return cls[{short}[x]]`, but {short} is no mapping of string literals the analyzer could read"))
+    return out
+
+
 def _aliases(recs, reg_by_name, algo, known: set[str]) -> dict[str, str]:
     aliases: dict[str, str] = {}
     for name, (_path, reg) in reg_by_name.items():
@@ -383,8 +496,18 @@ def _aliases(recs, reg_by_name, algo, known: set[str]) -> dict[str, str]:
         by_short = {q.rpartition(".")[2]: c for q, c in consts.items()}
         for container, member in algo.alias_returns:
             const = consts.get(container) or by_short.get(container.rpartition(".")[2])
-            for value in const.values if const else ():
+            if const is None:
+                continue
+            if member == "?":
+                continue  # a return form not read (`_unread_alias_returns`)
+            if not member:  # `return cls[C[x]]`: each spelling maps to its own target
+                for value, target in zip(const.values, const.targets):
+                    aliases.setdefault(value.upper(), target.upper())
+                continue
+            for value in const.values:
                 aliases.setdefault(value.upper(), member)
+        for alias, member in algo.member_aliases:  # `NEXTN = EAGLE` in the enum body
+            aliases.setdefault(alias.upper(), member)
     for _path, record in recs.get(AliasAssign, []):
         aliases.setdefault(record.alias, record.target)
     for _path, record in recs.get(AliasResolver, []):

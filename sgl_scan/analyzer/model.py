@@ -120,6 +120,10 @@ class D2tSite:
     location: Location
     function: str
     detail: str  # the source text of the expression, normalised to one line
+    # how the written or read value got there, outermost first, through the function's own assignments:
+    # "+ arange", ".long()", "loaded_weight (line 352)", "d2t[...]"; for a d2t index read, how its result is used:
+    # "returned", "assigned to x", "added to the index"
+    chain: tuple[str, ...] = ()
 
 
 D2T_KINDS = (
@@ -130,6 +134,7 @@ D2T_KINDS = (
     "direct_map",  # hot_token_id (or another draft->target map) taken from d2t without arange
     "load_token_map",  # load_token_map(...) call
     "hot_token_use",  # hot_token_id[...], head.data[hot_token_id], .to(device), len(hot_token_id), .shape[0], is None
+    "d2t_index",  # d2t[ids]: an entry of the offset table read (its `chain` says how the result is used)
 )
 
 
@@ -169,6 +174,13 @@ class SpecInventory:
     plugin_base_true: tuple[str, ...] = ()  # the plugin base's predicates that answer True (`return True`)
     aliases: Mapping[str, str] = field(default_factory=dict)  # accepted literal -> member ("NEXTN" -> "EAGLE")
     unread: tuple[Unread, ...] = ()  # what could not be read, in location order
+    # each predicate's definition evaluated for a new member, equal to none of the existing ones
+    new_member_true: tuple[str, ...] = ()  # true for it (`is_some`: `self != NONE`)
+    new_member_unknown: tuple[str, ...] = ()  # could not be evaluated for it
+    # the algorithm class's predicate definitions as bool expressions (extractors/records.BOOL_OPS), and those
+    # predicate-named methods whose body could not be read: `--like` evaluates them for a new algorithm
+    predicate_definitions: tuple[tuple[str, tuple], ...] = ()
+    unread_definitions: tuple[str, ...] = ()
 
     def unread_of(self, *kinds: str) -> tuple[Unread, ...]:
         """The unread items of these kinds (all when none are named)."""

@@ -65,9 +65,12 @@ def _with_tree(text: str, fmt: str, tree: dict) -> str:
 @click.option("--like", "like", metavar="BASE",
               help="With --dispatch NEW: list every test where the new algorithm NEW takes another branch than BASE.")
 @click.option("--plugin", "plugin", type=click.Path(exists=True, dir_okay=False),
-              help="With --like: the plugin file whose algorithm class says which predicates NEW answers True.")
+              help="With --like: the plugin file that registers NEW; the spec_class registered under NEW (over the "
+                   "plugin base) says which predicates NEW answers True. Other classes of the file are ignored.")
 @click.option("--claims", "claims", metavar="PREDICATES",
-              help="With --like: the predicates true for NEW, comma-separated (e.g. is_dflash,is_dflash_family).")
+              help="With --like: predicates to add to or override what the tree says of NEW, comma-separated "
+                   "(is_x: true; is_x=false or !is_x: false). Without --plugin, NEW is read as a new enum member: "
+                   "each predicate's definition evaluated for it.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to FILE instead of stdout.")
 def command(fmt: str | None, focus: str | None, depth: int, dispatch: str | None, like: str | None, plugin: str | None,
             claims: str | None, output: str | None, **kwargs) -> None:
@@ -82,7 +85,8 @@ def command(fmt: str | None, focus: str | None, depth: int, dispatch: str | None
     """
     from sgl_scan import __version__
     from sgl_scan.analyzer.graph_views import (FocusError, dispatch_listing, focus as focus_on, format_dispatch, format_like,
-                                               like_listing, plugin_claims, render)
+                                               PluginFileError, like_listing, parse_claims, plugin_file_predicates,
+                                               render)
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.cli.output import emit
     from sgl_scan.reports import dispatch_listing as listing_report
@@ -99,14 +103,15 @@ def command(fmt: str | None, focus: str | None, depth: int, dispatch: str | None
         raise click.UsageError("--plugin and --claims go with --like")
     if like and not dispatch:
         raise click.UsageError("--like needs --dispatch NEW (the new algorithm's name)")
-    if like and bool(plugin) == bool(claims):
-        raise click.UsageError("--like needs exactly one of --plugin FILE or --claims PREDICATES")
     fmt = _format(fmt, output, bool(dispatch), bool(like))
-    claimed: tuple[str, ...] = ()
+    claimed: dict[str, bool] = {}
     plugin_source = None
     if claims:
-        claimed = tuple(c.strip() for c in claims.split(",") if c.strip())
-    elif plugin:
+        try:
+            claimed = parse_claims(claims)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--claims") from None
+    if plugin:
         try:
             plugin_source = Path(plugin).read_text(encoding="utf-8")
             compile(plugin_source, plugin, "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST: syntax only
@@ -124,9 +129,13 @@ def command(fmt: str | None, focus: str | None, depth: int, dispatch: str | None
     head = visible(f"tree: {tree['line']}")
     try:
         if like:
+            derived = None
             if plugin_source is not None:
-                claimed = plugin_claims(plugin_source, analysis.inventory.plugin_base_true)
-            listing = like_listing(analysis.inventory, dispatch, like, claimed, strict=plugin_source is None)
+                try:
+                    derived = plugin_file_predicates(plugin_source, dispatch, analysis.inventory, Path(plugin).name)
+                except PluginFileError as exc:
+                    raise click.BadParameter(str(exc), param_hint="--plugin") from None
+            listing = like_listing(analysis.inventory, dispatch, like, claimed, derived=derived)
             text = head + "\n" + "\n".join(visible(line) for line in format_like(listing)) + "\n"
             text += f"  ({scopes.statement(m.scope, len(m.files))})\n"
         elif dispatch:

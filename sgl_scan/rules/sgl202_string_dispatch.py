@@ -210,6 +210,8 @@ def draft_backend(cfg):
         for sites in groups.values():
             if not any(_silent(site) for site in sites):
                 continue
+            if not any(literals_of(s) for s in sites if _silent(s)):
+                continue  # only `is None` / `== None`: a test for "no speculative algorithm", which no new one is
             site = sites[0]
             literals = list(dict.fromkeys(lit for s in sites if _silent(s) for lit in literals_of(s)))
             members = sorted({aliases.get(lit.upper(), lit.upper()) for lit in literals})

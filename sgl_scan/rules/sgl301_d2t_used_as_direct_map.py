@@ -105,11 +105,39 @@ class LlamaForCausalLMEagle3:
 """,
             }
         ),
+        Example(
+            {
+                "sglang/srt/models/llama_eagle3.py": """\
+import torch
+
+
+class LlamaForCausalLMEagle3:
+    def draft_ids_to_target_ids(self, draft_ids):
+        return self.d2t[draft_ids]  # expect
+
+    def target_ids(self, draft_ids):
+        return draft_ids + self.d2t[draft_ids]
+
+    def load_weights(self, weights):
+        for name, loaded_weight in weights:
+            if "d2t" in name:
+                loaded_weight = loaded_weight + torch.arange(loaded_weight.shape[0])
+                self.hot_token_id = loaded_weight
+            if name == "d2t":
+                self.hot_token_id = torch.add(loaded_weight, torch.arange(loaded_weight.shape[0])).long()
+""",
+            },
+            note="dataflow within the function: a conversion in two statements, torch.add, .long(), and d2t[ids] "
+                 "returned as target ids",
+        ),
     )
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:
         for site in analysis.inventory.d2t_sites:
-            if site.kind != "direct_map":
+            if site.kind == "d2t_index":
+                yield from self._index(analysis, site)
+                continue
+            if site.kind != "direct_map" or "+ arange" in site.chain:
                 continue
             yield self.finding(
                 analysis,
@@ -118,4 +146,18 @@ class LlamaForCausalLMEagle3:
                 symbol=f"{site.function}:{site.detail}",
                 data={"kind": site.kind, "function": site.function, "detail": site.detail},
                 hint="add torch.arange(d2t.shape[0]) to d2t before using it as hot_token_id",
+            )
+
+    def _index(self, analysis: Analysis, site) -> Iterable[Finding]:
+        """`d2t[ids]` returned or assigned without adding `ids`: an offset used as a target id (by dataflow
+        within the function: the extractor records how the read's result is used)."""
+        if any(step.startswith(("returned", "assigned to")) for step in site.chain) and "added to the index" not in site.chain:
+            yield self.finding(
+                analysis,
+                site.location,
+                f"d2t holds offsets (target = draft + d2t[draft]) but an entry is used as a target id: {site.detail} "
+                f"({', '.join(site.chain)})",
+                symbol=f"{site.function}:{site.detail}",
+                data={"kind": site.kind, "function": site.function, "detail": site.detail, "chain": list(site.chain)},
+                hint="add the draft ids: draft_ids + d2t[draft_ids]",
             )

@@ -107,8 +107,9 @@ def test_0_5_23_hisparse_hook_116_ne_none_lets_a_new_algorithm_enter():
                 raise ValueError("linear speculation only")
     ''')
     (site,) = _sites(inv, 5)
-    # `is not None` is a flag here, so a new algorithm enters unless that flag is false; it never skips
-    assert site.via == "string" and site.negated and site.new_algorithm == "either" and site.algorithms
+    # `is not None` is a test on the algorithm too (NONE's spelling): a new algorithm is never None, so it enters
+    assert site.via == "string" and site.negated and site.new_algorithm == "enters" and site.algorithms
+    assert "NONE" not in site.algorithms and "NONE" in site.negative
 
 
 def test_0_5_23_speculative_hook_176_not_in_raise_is_a_guard():
@@ -558,9 +559,13 @@ def test_0_5_23_lora_hook_247_exemption_and_message_text_are_not_branches_a_new_
                 raise ValueError(f"LoRA is not compatible with {cfg.speculative_algorithm}{promoted}.")
     ''')
     (exempt,) = _sites(inv, 4)
-    assert exempt.decision == "exit" and exempt.algorithms == ("NGRAM",)
+    # `None` in the list is NONE (no speculative algorithm): exempt too, never one of the sides below
+    assert exempt.decision == "exit" and set(exempt.algorithms) == {"NGRAM", "NONE"}
     (message,) = _sites(inv, 10)
     assert message.decision == "message" and message.algorithms == ("FROZEN_KV_MTP",)
+    (named,) = _sites(inv, 7)  # a named tuple of strings, resolved through the local binding
+    assert named.literals == ("EAGLE", "EAGLE3", "DFLASH", "DSPARK") and named.refuses == "raise"
+    assert "NONE" not in named.algorithms and "NGRAM" not in named.algorithms
 
 
 def test_0_5_23_validation_hook_124_branch_of_asserts_refuses():
@@ -577,7 +582,7 @@ def test_0_5_23_validation_hook_124_branch_of_asserts_refuses():
 def test_like_listing_compares_a_new_algorithm_with_a_base_at_every_test():
     """`graph --dispatch NEW --like BASE`: shapes of 0.5.23 spec_utils.py:412 (a string list the new
     algorithm is not in) and overlap_utils.py:447 (a predicate the plugin claims)."""
-    from sgl_scan.analyzer.graph_views import FocusError, format_like, like_listing, plugin_claims
+    from sgl_scan.analyzer.graph_views import Derived, FocusError, format_like, like_listing
 
     inv = _inventory("sglang/srt/speculative/spec_utils.py", '''
         def spec_need_hidden_states(spec):
@@ -590,21 +595,13 @@ def test_like_listing_compares_a_new_algorithm_with_a_base_at_every_test():
             if not (spec_algo.is_eagle() or spec_algo.is_dflash()):
                 raise RuntimeError("only EAGLE and DFLASH")
     ''')
-    claims = plugin_claims('''
-class DDTreeSpecAlgo(CustomSpecAlgo):
-    def is_dflash(self) -> bool:
-        return True
-
-    def is_speculative(self):
-        return self.is_dflash()
-
-    def is_ngram(self):
-        return False
-''')
-    assert claims == ("is_dflash", "is_speculative")
+    plugin = Derived("spec_class DDTreeSpecAlgo", bodies=(("is_dflash", ("const", True)),
+                                                          ("is_speculative", ("call", "is_dflash")),
+                                                          ("is_ngram", ("const", False))), overrides=frozenset({"is_dflash"}))
+    assert {p for p, v in plugin.evaluate({})[0].items() if v} == {"is_dflash", "is_speculative"}
     listing = like_listing(inv, "ddtree", "DFLASH", ["is_dflash"])
     assert [(s.site.location.line, s.base_side, s.new_side) for s in listing.sites] == [(3, "true", "false")]
-    assert next(format_like(listing)) == "DDTREE like DFLASH: predicates true for DDTREE: is_dflash"
+    assert next(format_like(listing)) == "DDTREE like DFLASH: predicates true for DDTREE: is_dflash (--claims)"
     unclaimed = like_listing(inv, "ddtree", "DFLASH", [])
     assert [(s.site.location.line, s.base_side, s.new_side) for s in unclaimed.sites] == [
         (3, "true", "false"), (9, "false", "true")]

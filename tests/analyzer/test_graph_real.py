@@ -113,7 +113,12 @@ def test_graph_cli_like_and_negated_sides(analysis, sglang_0_5_23, tmp_path, mon
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()  # stderr holds the pull's own line
     assert lines.pop(0).startswith("tree: SGLang 0.5.23, snapshot ")  # the tree it answered about
-    assert lines[0] == "DDTREE like DFLASH: predicates true for DDTREE: is_dflash, is_dflash_family, is_some, is_speculative"
+    # claims add to what the definitions say of a new member (is_some, is_speculative, has_draft_kv: `!= NONE`,
+    # `not is_ngram()`), and the predicates defined through a claimed one follow it
+    assert lines[0] == ("DDTREE like DFLASH: predicates true for DDTREE: is_some (--claims), is_speculative (--claims), "
+                        "is_dflash (--claims), is_dflash_family (--claims), supports_target_verify_for_draft (definition), "
+                        "supports_prefill_shared_read_done (definition), supports_grammar_overlap (definition), "
+                        "has_draft_kv (definition)")
 
     def line(at):
         return next(x for x in lines if x.startswith(f"  sglang/srt/{at}  "))
@@ -131,4 +136,7 @@ def test_graph_cli_like_and_negated_sides(analysis, sglang_0_5_23, tmp_path, mon
     at_447 = "sglang/srt/managers/overlap_utils.py:447  "
     assert f"{at_447}sglang.srt.managers.overlap_utils.FutureMap.make_staged_spec_input  [predicate: is_eagle, negated" \
         in dflash and at_447 not in eagle
-    assert runner.invoke(cli, [*base, "--dispatch", "DDTREE", "--like", "DFLASH"]).exit_code == 2  # no claims
+    # no claims: the definitions alone (a new member is none of the existing ones)
+    plain = runner.invoke(cli, [*base, "--dispatch", "DDTREE", "--like", "DFLASH"])
+    assert plain.exit_code == 0 and "is_some (definition), is_speculative (definition)" in plain.stdout
+    assert runner.invoke(cli, [*base, "--dispatch", "DDTREE", "--like", "DFLASH", "--claims", "is_dflash=maybe"]).exit_code == 2

@@ -72,3 +72,46 @@ def test_offsets_written_in_place_are_fine(sglang_0_5_23, tmp_path):
     tree = _edited(sglang_0_5_23, tmp_path, '            if "d2t" in name or "hot_token_id" in name:\n',
                    "                self.hot_token_id.copy_(loaded_weight + torch.arange(loaded_weight.shape[0]))\n")
     assert _scan(tree) == (0, [])
+
+
+# issue 27 (d2t by dataflow within the function): the conversion written in other forms is no finding, and
+# an entry of d2t used as a target id is one
+@pytest.mark.parametrize("line_352", [
+    "                loaded_weight = loaded_weight + torch.arange(loaded_weight.shape[0])\n"
+    "                self.hot_token_id = loaded_weight\n",
+    "                converted = torch.add(loaded_weight, torch.arange(loaded_weight.shape[0]))\n"
+    "                self.hot_token_id = converted.long()\n",
+    "                self.hot_token_id = (loaded_weight + torch.arange(loaded_weight.shape[0])).long()\n",
+    "                self.hot_token_id = torch.add(loaded_weight, torch.arange(loaded_weight.shape[0])).to(torch.int64)\n",
+    "                self.hot_token_id = loaded_weight.add(torch.arange(loaded_weight.shape[0]))\n",
+])
+def test_offset_conversions_in_other_forms_are_no_finding(sglang_0_5_23, tmp_path, line_352):
+    tree = _edited(sglang_0_5_23, tmp_path, TEST_LINE, line_352)
+    assert _scan(tree) == (0, [])
+
+
+def test_a_two_step_copy_without_arange_is_still_flagged(sglang_0_5_23, tmp_path):
+    tree = _edited(sglang_0_5_23, tmp_path, TEST_LINE, "                converted = loaded_weight.long()\n"
+                                                        "                self.hot_token_id = converted\n")
+    assert _scan(tree) == (1, [(MODEL, 353, "self.hot_token_id = converted")])
+
+
+@pytest.mark.parametrize("helper,flagged", [
+    ("        return self.d2t[draft_ids]\n", True),
+    ("        target = self.d2t[draft_ids].long()\n        return target\n", True),
+    ("        return draft_ids + self.d2t[draft_ids]\n", False),
+])
+def test_d2t_entries_used_as_target_ids(sglang_0_5_23, tmp_path, helper, flagged):
+    """hunt4/d2t_index_direct_use_missed.sh: d2t kept as a buffer and read back by index."""
+    tree = _edited(sglang_0_5_23, tmp_path, TEST_LINE,
+                   '                self.register_buffer("d2t", loaded_weight, persistent=False)\n'
+                   "                self.hot_token_id = self.d2t + torch.arange(self.d2t.shape[0])\n")
+    path = tree / "srt/models/llama_eagle3.py"
+    text = path.read_text(encoding="utf-8")
+    anchor = "    def load_weights("
+    assert text.count(anchor) == 1
+    path.unlink()
+    path.write_text(text.replace(anchor, "    def draft_ids_to_target_ids(self, draft_ids):\n" + helper + "\n" + anchor),
+                    encoding="utf-8")
+    code, found = _scan(tree)
+    assert (code, [(p, line) for p, line, _d in found]) == ((1, [(MODEL, 326)]) if flagged else (0, []))

@@ -78,9 +78,20 @@ class _BoolParser:
     def is_self(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Name) and node.value == self.self_name
 
-    def parse(self, node: cst.CSTNode) -> tuple | None:
+    def own_name(self, node: cst.CSTNode) -> bool:
+        """`self.name` / `self.value`: the member's own name (a string test on it is a member test)."""
+        return isinstance(node, cst.Attribute) and self.is_self(node.value) and node.attr.value in ("name", "value")
+
+    def strings(self, node: cst.CSTNode, depth: int = 0) -> tuple[str, ...] | None:
+        if isinstance(node, cst.Name) and node.value in self.constants and depth < 8:
+            return self.strings(self.constants[node.value], depth + 1)
+        return string_values(node)
+
+    def parse(self, node: cst.CSTNode, depth: int = 0) -> tuple | None:
         if isinstance(node, cst.Name) and node.value in ("True", "False"):
             return ("const", node.value == "True")
+        if isinstance(node, cst.Name) and node.value in self.constants and depth < 8:
+            return self.parse(self.constants[node.value], depth + 1)  # `dflash = self.is_dflash()` then `dflash or ...`
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             inner = self.parse(node.expression)
             return ("not", inner) if inner else None
@@ -104,6 +115,22 @@ class _BoolParser:
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             target = node.comparisons[0]
             left, right, op = node.left, target.comparator, target.operator
+            if isinstance(right, cst.Name) and right.value in ("True", "False") and isinstance(op, (cst.Is, cst.Equal, cst.IsNot, cst.NotEqual)):
+                inner = self.parse(left)  # `self.is_x() is False`
+                if inner is None:
+                    return None
+                return inner if (right.value == "True") == isinstance(op, (cst.Is, cst.Equal)) else ("not", inner)
+            if self.own_name(right) and not self.own_name(left):
+                left, right = right, left
+            if self.own_name(left):
+                names = self.strings(right) or (None,)
+                if None in names:
+                    return None
+                if isinstance(op, (cst.Equal, cst.NotEqual)) and len(names) == 1:
+                    return ("eq", names[0]) if isinstance(op, cst.Equal) else ("ne", names[0])
+                if isinstance(op, (cst.In, cst.NotIn)):
+                    return ("in" if isinstance(op, cst.In) else "notin", names)
+                return None
             if not self.is_self(left):
                 left, right = right, left
             if not self.is_self(left):
@@ -122,6 +149,60 @@ class _BoolParser:
         return None
 
 
+def _spec_class_names(module: cst.Module, text: str) -> set[str]:
+    """Names passed as `spec_class=` anywhere in the module (a plugin's algorithm class, whatever its name)."""
+    found = set()
+
+    class _Find(cst.CSTVisitor):
+        def visit_Arg(self, node: cst.Arg) -> None:
+            if node.keyword is not None and node.keyword.value == "spec_class" and isinstance(node.value, cst.Name):
+                found.add(node.value.value)
+
+    if "spec_class" in text:
+        module.visit(_Find())
+    return found
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _statements_expr(body: list, self_name: str, class_name: str, constants: dict) -> tuple[tuple | None, cst.CSTNode | None]:
+    """A predicate body of a few statements as one bool expression: local constants (`family = (...)`),
+    `if <test>: return <expr>` cases, then `return <expr>`; (None, the last return's value) when any
+    statement is another kind or any part is not read."""
+    local = dict(constants)
+    cases: list[tuple[cst.CSTNode, cst.CSTNode]] = []
+    last = None
+    for index, statement in enumerate(body):
+        smalls = small_statements(statement)
+        if len(smalls) == 1 and isinstance(smalls[0], cst.Assign) and len(smalls[0].targets) == 1 \
+                and isinstance(smalls[0].targets[0].target, cst.Name) and not cases:
+            local[smalls[0].targets[0].target.value] = smalls[0].value
+            continue
+        if isinstance(statement, cst.If) and statement.orelse is None:
+            inner = body_statements(statement.body)
+            inner_smalls = small_statements(inner[0]) if len(inner) == 1 else []
+            if len(inner_smalls) == 1 and isinstance(inner_smalls[0], cst.Return) and inner_smalls[0].value is not None:
+                cases.append((statement.test, inner_smalls[0].value))
+                continue
+            return None, None
+        if len(smalls) == 1 and isinstance(smalls[0], cst.Return) and smalls[0].value is not None and index == len(body) - 1:
+            last = smalls[0].value
+            break
+        return None, None
+    if last is None:
+        return None, None
+    parser = _BoolParser(self_name, class_name, local)
+    expr = parser.parse(last)
+    for test, value in reversed(cases):
+        condition, result = parser.parse(test), parser.parse(value)
+        if expr is None or condition is None or result is None:
+            return None, last
+        expr = ("or", (("and", (condition, result)), ("and", (("not", condition), expr))))
+    return expr, last
+
+
 def _plain_method(node: cst.FunctionDef) -> str | None:
     """The `self` name of an undecorated method with exactly one positional parameter."""
     params = node.params
@@ -134,7 +215,7 @@ def _plain_method(node: cst.FunctionDef) -> str | None:
 
 class AlgorithmClassExtractor:
     name = "spec_algo_class"
-    version = 2  # 2: module constants read in predicate bodies; unread predicate bodies recorded
+    version = 3  # 3: predicate bodies of a few statements, `self.name == "X"`, `is True/False`, enum alias members, alias mappings; 2: module constants read in predicate bodies; unread predicate bodies recorded
     trigger = ALGORITHM_CLASS_TRIGGER
     metadata = (meta.PositionProvider,)
 
@@ -142,8 +223,12 @@ class AlgorithmClassExtractor:
         r = Resolver.for_context(wrapper, context)
         out: list = []
         constants = _module_constants(wrapper.module)
+        spec_classes = _spec_class_names(wrapper.module, getattr(context, "text", None) or "")
         for statement in wrapper.module.body:
-            if isinstance(statement, cst.ClassDef) and ALGO_CLASS_NAME.search(statement.name.value):
+            if isinstance(statement, cst.ClassDef) and (
+                    ALGO_CLASS_NAME.search(statement.name.value) or statement.name.value in spec_classes
+                    or any(ALGO_CLASS_NAME.search((r.resolve(arg.value) or "").rpartition(".")[2])
+                           for arg in statement.bases if arg.keyword is None)):
                 record = self._class(r, statement, constants)
                 if record is not None:
                     out.append(record)
@@ -162,6 +247,12 @@ class AlgorithmClassExtractor:
             return None
         if not isinstance(target, cst.Name) or not _ALIAS_CONST.search(target.value):
             return None
+        if isinstance(value, cst.Dict):  # `{"NEXTN": "EAGLE", ...}`: spellings and what each maps to
+            pairs = [(string_value(e.key), string_value(e.value)) for e in value.elements if isinstance(e, cst.DictElement)]
+            if not pairs or len(pairs) != len(value.elements) or any(k is None or v is None for k, v in pairs):
+                return None
+            return ConstStrings(**vars(r.at(node)), qualname=f"{r.module_name}.{target.value}",
+                                values=tuple(k for k, _ in pairs), targets=tuple(v for _, v in pairs))
         values = string_values(value)
         if values is None:
             return None
@@ -181,6 +272,8 @@ class AlgorithmClassExtractor:
         register_defaults: list = []
         alias_returns: list = []
         unread: list = []
+        member_aliases: list = []
+        values_of: dict[str, str | None] = {}
         parser_name = node.name.value
         for statement in statements:
             if isinstance(statement, cst.FunctionDef):
@@ -195,6 +288,13 @@ class AlgorithmClassExtractor:
                             predicates.append(PredicateBody(**vars(r.at(statement)), name=statement.name.value, expr=expr))
                         elif PREDICATE_NAME.match(statement.name.value):
                             unread.append((statement.name.value, r.at(statement), r.text(smalls[0].value)))
+                    elif body and PREDICATE_NAME.match(statement.name.value):
+                        expr, last = _statements_expr(body, self_name, parser_name, constants)
+                        if expr is not None:
+                            predicates.append(PredicateBody(**vars(r.at(statement)), name=statement.name.value, expr=expr))
+                        else:
+                            shown = r.text(last) if last is not None else _short(r.text(body[-1]))
+                            unread.append((statement.name.value, r.at(statement), shown))
                 if statement.name.value == "register":
                     for param in (*statement.params.params, *statement.params.kwonly_params):
                         if isinstance(param.default, (cst.Name, cst.Attribute)) and dotted(param.default) not in (
@@ -207,8 +307,18 @@ class AlgorithmClassExtractor:
             for small in small_statements(statement):
                 if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
                     name = small.targets[0].target.value
-                    if not name.startswith("_"):
-                        members.append((name, r.at(statement)))
+                    if name.startswith("_"):
+                        continue
+                    # `NEXTN = EAGLE` (or the same literal value as an earlier member): an alias, not a member
+                    value = small.value
+                    target = value.value if isinstance(value, cst.Name) and value.value in values_of else None
+                    if target is None and isinstance(value, (cst.Integer, cst.SimpleString)):
+                        target = next((m for m, v in values_of.items() if v == r.text(value)), None)
+                    if target is not None:
+                        member_aliases.append((name, target))
+                        continue
+                    values_of[name] = r.text(value) if isinstance(value, (cst.Integer, cst.SimpleString)) else None
+                    members.append((name, r.at(statement)))
         if form is None:
             form = "registry" if (metaclass or "register" in methods) and not members else "plain"
         at = r.at(node)
@@ -216,7 +326,8 @@ class AlgorithmClassExtractor:
                                form=form, bases=bases, metaclass=metaclass, members=tuple(members),
                                predicates=tuple(predicates), methods=tuple(methods),
                                register_defaults=tuple(d for d in register_defaults if d),
-                               alias_returns=tuple(alias_returns), unread_predicates=tuple(unread))
+                               alias_returns=tuple(alias_returns), unread_predicates=tuple(unread),
+                               member_aliases=tuple(member_aliases))
 
     def _alias_returns(self, r: Resolver, function: cst.FunctionDef, class_name: str) -> list:
         """`if <x> in CONTAINER: return cls.MEMBER` inside a method (as in `from_string`)."""
@@ -232,8 +343,18 @@ class AlgorithmClassExtractor:
                 continue
             body = body_statements(node.body)
             smalls = small_statements(body[0]) if len(body) == 1 else []
-            if len(smalls) == 1 and isinstance(smalls[0], cst.Return) and isinstance(smalls[0].value, cst.Attribute):
-                value = smalls[0].value
-                if dotted(value.value) in ("cls", class_name):
-                    found.append((r.resolve(container) or dotted(container), last_name(value)))
+            if len(smalls) != 1 or not isinstance(smalls[0], cst.Return):
+                continue
+            value = smalls[0].value
+            if isinstance(value, cst.Attribute) and dotted(value.value) in ("cls", class_name):
+                found.append((r.resolve(container) or dotted(container), last_name(value)))
+            elif isinstance(value, cst.Subscript) and dotted(value.value) in ("cls", class_name) and len(value.slice) == 1:
+                key = value.slice[0].slice
+                key = key.value if isinstance(key, cst.Index) else None
+                if isinstance(key, cst.Subscript) and dotted(key.value) == dotted(container):
+                    found.append((r.resolve(container) or dotted(container), ""))  # `cls[C[x]]`: through C's mapping
+                else:
+                    found.append((r.resolve(container) or dotted(container), "?"))  # a lookup not read
+            elif value is not None:
+                found.append((r.resolve(container) or dotted(container), "?"))  # another form: said, not guessed
         return found

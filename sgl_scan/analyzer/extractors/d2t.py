@@ -45,17 +45,80 @@ def _arange_call(node: ast.AST) -> bool:
     return isinstance(node, ast.Call) and last_name(node.func) == "arange"
 
 
+_CASTS = ("long", "int", "to", "cuda", "cpu", "clone", "contiguous", "type", "detach", "view", "reshape")
+OFFSET = "+ arange"
+
+
+def _d2t_ref(node: ast.AST | None) -> bool:
+    """`d2t` / `self.d2t` (the name exactly: `Dropout2d` never)."""
+    return isinstance(node, (ast.Name, ast.Attribute)) and last_name(node) == "d2t"
+
+
+def _unwrap_casts(node: ast.AST) -> ast.AST:
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CASTS:
+        node = node.func.value
+    return node
+
+
+def _added_arange(node: ast.AST) -> ast.AST | None:
+    """`x + arange(...)`, `arange(...) + x`, `torch.add(x, arange(...))`, `x.add(arange(...))`: x; else None."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        if _arange_call(node.left):
+            return node.right
+        if _arange_call(node.right):
+            return node.left
+    if isinstance(node, ast.Call) and last_name(node.func) in ("add", "add_") and not node.keywords:
+        parts = list(node.args)
+        if isinstance(node.func, ast.Attribute) and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "torch"):
+            parts = [node.func.value, *parts]
+        if len(parts) == 2 and any(_arange_call(p) for p in parts):
+            return parts[1] if _arange_call(parts[0]) else parts[0]
+    return None
+
+
 class _Walker(ScopedWalker):
+    def _relevant(self, node: ast.stmt) -> bool:
+        # a local's assignment is read even on a line without the trigger's words: a later write of the map
+        # may take its value (`w = w + torch.arange(n)` then `self.hot_token_id = w`)
+        if type(node) is ast.Assign and len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
+            return True
+        return super()._relevant(node)
+
     def __init__(self, resolver: Resolver, hits: list[int] | None) -> None:
         super().__init__(resolver, hits)
         self.out: list[D2tRecord] = []
         self._d2t_branch = 0  # depth of `if <d2t name test>:` bodies we are in
+        self._locals: list[dict[str, tuple[str, ...]]] = [{}]  # per function: local name -> its value's chain
+        self._counted: set[int] = set()  # d2t index reads recorded with their use
+
+    def chain(self, node: ast.AST, depth: int = 0) -> tuple[str, ...]:
+        """How a value is made, outermost step first, through casts, `+ arange` (also `torch.add`),
+        the function's earlier assignments and `d2t[...]`: the facts SGL301 decides by."""
+        if depth > 8:
+            return ()
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CASTS:
+            return (f".{node.func.attr}()",) + self.chain(node.func.value, depth + 1)
+        other = _added_arange(node)
+        if other is not None:
+            return (OFFSET,) + self.chain(other, depth + 1)
+        if isinstance(node, ast.Name) and node.id in self._locals[-1]:
+            return self._locals[-1][node.id]
+        if isinstance(node, ast.Subscript) and _d2t_ref(node.value):
+            return ("d2t[...]",)
+        return ()
 
     def _add(self, kind: str, node: ast.AST) -> None:
         self.out.append(D2tRecord(**vars(self.r.at(node)), kind=kind, function=self.function, detail=self.r.text(node)))
 
     def enter(self, node: ast.AST) -> None:
         t = type(node)
+        if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            self._locals.append({})
+        elif t is ast.Return and node.value is not None:
+            self._index_use(node.value, "returned")
+        elif t is ast.BinOp and isinstance(node.op, ast.Add):
+            for part in (node.left, node.right):
+                self._index_use(part, "added to the index")
         if t is ast.Compare or t is ast.Call:
             for kind, site in self._name_tests(node):
                 self._add(kind, site)
@@ -75,8 +138,22 @@ class _Walker(ScopedWalker):
             self._assign(node)
 
     def leave(self, node: ast.AST) -> None:
-        if type(node) is ast.If and self._test_is_d2t(node.test):
+        t = type(node)
+        if t is ast.If and self._test_is_d2t(node.test):
             self._d2t_branch -= 1
+        elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            self._locals.pop()
+        elif t is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            # after the statement: `x = x + arange(...)` reads the old x, binds the new one
+            self._locals[-1][node.targets[0].id] = (f"{node.targets[0].id} (line {node.lineno})",) + self.chain(node.value)
+
+    def _index_use(self, value: ast.AST, use: str) -> None:
+        """`d2t[ids]` (through casts) and how its result is used (`return d2t[ids]`, `ids + d2t[ids]`)."""
+        inner = _unwrap_casts(value)
+        if isinstance(inner, ast.Subscript) and _d2t_ref(inner.value) and id(inner) not in self._counted:
+            self._counted.add(id(inner))
+            self.out.append(D2tRecord(**vars(self.r.at(value)), kind="d2t_index", function=self.function,
+                                      detail=self.r.text(value), chain=(use,)))
 
     # name tests -----------------------------------------------------------------------------------
     def _name_tests(self, node: ast.AST) -> list[tuple[str, ast.AST]]:
@@ -143,11 +220,19 @@ class _Walker(ScopedWalker):
     def _assign(self, node: ast.Assign) -> None:
         if len(node.targets) != 1:
             return
-        self._map_write(node, self.r.text(node.targets[0]), node.value)
+        target = node.targets[0]
+        self._index_use(node.value, f"assigned to {self.r.text(target)}")
+        self._map_write(node, self.r.text(target), node.value)
 
     def _map_write(self, node: ast.AST, target: str, value: ast.AST) -> None:
         """`target = value` or `target.copy_(value)`: an offset conversion, a direct map, or neither."""
         to_map = bool(_MAP_TARGET.search(target))
+        chain = self.chain(value)
+        if to_map and OFFSET in chain and not isinstance(value, ast.BinOp):
+            # through casts, `torch.add`, or a local converted in an earlier statement
+            self.out.append(D2tRecord(**vars(self.r.at(node)), kind="offset_conversion", function=self.function,
+                                      detail=self.r.text(node), chain=chain))
+            return
         if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and (
                 _arange_call(value.left) or _arange_call(value.right)):
             other = value.right if _arange_call(value.left) else value.left
@@ -160,12 +245,13 @@ class _Walker(ScopedWalker):
         if "arange" in text or "load_token_map" in text:
             return
         if self._d2t_branch or _D2T_WORD.search(text):
-            self._add("direct_map", node)
+            self.out.append(D2tRecord(**vars(self.r.at(node)), kind="direct_map", function=self.function,
+                                      detail=self.r.text(node), chain=chain))
 
 
 class D2tExtractor:
     name = "spec_d2t"
-    version = 4  # 2: read from the stdlib ast; 3: `.copy_(x)` writes, `or` tests with one d2t arm; 4: hot_token_id.shape[0] and `hot_token_id is None` are uses
+    version = 5  # 5: values' chains through casts, torch.add and the function's assignments; d2t[...] reads and their use; 2: read from the stdlib ast; 3: `.copy_(x)` writes, `or` tests with one d2t arm; 4: hot_token_id.shape[0] and `hot_token_id is None` are uses
     parser = "ast"
     trigger = Trigger(*(rf"{word}\b(?<!\w{word})" for word in ("d2t", "t2d", "hot_token_id", "load_token_map")))
     metadata = ()

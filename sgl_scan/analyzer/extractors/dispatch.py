@@ -26,12 +26,12 @@ from sgl_scan.analyzer.extractors._ast import (
     last_name,
     statement_lines,
     string_value,
-    string_values,
     suite_workers,
 )
+from sgl_scan.analyzer.extractors._bindings import NONE, Bindings
 from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME, Trigger, hit_lines
 from sgl_scan.analyzer.extractors.records import AliasAssign, Branch, DispatchTerm, UnreadRecord, WorkerDelegate, WorkerSite
-from sgl_scan.analyzer.flow import TRUE, FunctionFlow, flags_text
+from sgl_scan.analyzer.flow import TRUE, FunctionFlow, bool_compare, flags_text, single_assignments
 
 PREDICATE_NAME = re.compile(r"^(is|supports|has|need|carries)_\w+$")
 _RECEIVER = re.compile(r"(?i)spec|algo")
@@ -39,12 +39,15 @@ _SPEC_NAME = re.compile(r"(?i)speculative_algorithm|spec_algorithm")
 _HITS = Trigger("spec", "Spec", "SPEC", "algo", "Algo", "ALGO")
 _CALL = r"\w*(?:\(\))?\.(?:is|supports|has|need|carries)_\w+\(\)"  # a predicate call on the receiver
 _ALIAS_DEF = re.compile(r"(?im)^[ \t]*(\w+)[ \t]*=[ \t]*[\w.]*(?:speculative_algorithm|spec_algorithm)\w*(?:\.(?:upper|lower)\(\))?[ \t]*$")
+_WALRUS_DEF = re.compile(r"(?i)\((\w+)[ \t]*:=[ \t]*[\w.]*(?:speculative_algorithm|spec_algorithm)")  # `(algo := x.spec_algorithm)`
 
 
 def alias_names(text: str) -> set[str]:
     """The local names `_ALIAS_DEF` finds in `text`. A match lies on one line that holds
     "_algorithm" in any case, so in ASCII text (where `lower` keeps positions) only those lines are
     read: the regex tried at every line start was a twentieth of the extractor's time."""
+    if ":=" in text:
+        return set(_ALIAS_DEF.findall(text)) | set(_WALRUS_DEF.findall(text))
     if not text.isascii():
         return set(_ALIAS_DEF.findall(text))
     lower, found, start = text.lower(), set(), 0
@@ -62,8 +65,10 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class _Walker(ScopedWalker):
-    def __init__(self, resolver: Resolver, hits: list[int] | None) -> None:
+    def __init__(self, resolver: Resolver, hits: list[int] | None, bindings: Bindings | None = None) -> None:
         super().__init__(resolver, hits)
+        self.b = bindings or Bindings(resolver.tree, resolver.resolve, resolver.module_name)
+        self.unread: list[UnreadRecord] = []
         self.terms: list[DispatchTerm] = []
         self.out: list = []
         self.negated: set[int] = set()
@@ -83,25 +88,40 @@ class _Walker(ScopedWalker):
         if t in _FUNCTIONS:
             self.defs.append(node)
             self.aliases.append(set())
+            self.b.push(single_assignments(node.body))
+            self.b.in_algo_class = bool(self._in_algo_class())
             lines = statement_lines(_strip_docstring(node.body))
             single_return = len(lines) == 1 and any(isinstance(s, ast.Return) for s in lines[0])
-            self.predicate_defs.append(bool(self._in_algo_class()) and len(node.args.args) == 1 and single_return)
+            # a predicate's own body (read by the algorithm-class extractor), however many statements
+            self.predicate_defs.append(bool(self._in_algo_class()) and len(node.args.args) == 1
+                                       and (single_return or bool(PREDICATE_NAME.match(node.name))))
         elif t is ast.Assign:
             value = node.value
             if isinstance(value, ast.IfExp) and (self._spec_subject(value.body) or self._spec_subject(value.orelse)):
                 value = value.body if self._spec_subject(value.body) else value.orelse  # `x.upper() if x else None`
             if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and self._spec_subject(value):
                 self.aliases[-1].add(node.targets[0].id)
+        elif t is ast.NamedExpr:
+            if isinstance(node.target, ast.Name) and self._spec_subject(node.value):
+                self.aliases[-1].add(node.target.id)  # `(algo := server_args.speculative_algorithm) == "X"`
         elif t is ast.UnaryOp:
             if isinstance(node.op, ast.Not):
                 self.negated.add(id(node.operand))
         elif t is ast.Call:
             self._call(node)
         elif t is ast.Compare:
+            flipped = bool_compare(node)
+            if flipped is not None:  # `x.is_y() is False`, `== True`: the operand's test, maybe negated
+                operand, positive = flipped
+                if (id(node) in self.negated) != (not positive):
+                    self.negated.add(id(operand))
+                return
             left = node.left
             for op, right in zip(node.ops, node.comparators):
                 self._comparison(node, left, right, op)
                 left = right
+        elif t is ast.Match:
+            self._match(node)
 
     def leave(self, node: ast.AST) -> None:
         t = type(node)
@@ -109,13 +129,22 @@ class _Walker(ScopedWalker):
             self.defs.pop()
             self.aliases.pop()
             self.predicate_defs.pop()
+            self.b.pop()
+            self.b.in_algo_class = bool(self._in_algo_class())
         elif t is ast.If:
             self._branch(node)
+        elif t is ast.Match:
+            self._case_branches(node)
 
     # -- what counts as "the algorithm" ---------------------------------------------------------
     def _spec_subject(self, node: ast.AST) -> bool:
-        """Something named *speculative_algorithm*/*spec_algorithm*, its `.upper()`, or a local alias."""
+        """The active algorithm: a value the binding table says is one (`SA.from_string(x)`, `SA[x]`),
+        a local alias of one (assigned or bound by `:=`), its `.upper()`/`str(...)`/`.name` spelling,
+        or -- the fallback where no binding says what a variable holds -- something named
+        *speculative_algorithm*/*spec_algorithm*."""
         node = _unwrap_spelling(node)
+        if self.b.algo_value(node) and self.b.member(node) is None:
+            return True
         name = last_name(node)
         if name is None:
             return False
@@ -123,21 +152,11 @@ class _Walker(ScopedWalker):
             return True
         return isinstance(node, ast.Name) and node.id in self.aliases[-1]
 
-    @staticmethod
-    def _member_ref(node: ast.AST) -> str | None:
-        if isinstance(node, ast.Attribute) and ALGO_CLASS_NAME.search(last_name(node.value) or ""):
-            return node.attr
-        return None
+    def _member_ref(self, node: ast.AST) -> str | None:
+        return self.b.member(node)
 
     def _members(self, node: ast.AST) -> tuple[str, ...] | None:
-        single = self._member_ref(node)
-        if single:
-            return (single,)
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            names = [self._member_ref(e) for e in node.elts]
-            if names and None not in names:
-                return tuple(names)  # type: ignore[arg-type]
-        return None
+        return self.b.members(node)
 
     # -- terms --------------------------------------------------------------------------------------
     def _call(self, node: ast.Call) -> None:
@@ -145,16 +164,22 @@ class _Walker(ScopedWalker):
         if node.args or node.keywords or not isinstance(func, ast.Attribute) or not PREDICATE_NAME.match(func.attr):
             return
         receiver = func.value
+        while isinstance(receiver, ast.NamedExpr):  # `(algo := get_spec().speculative_algorithm).is_eagle()`
+            receiver = receiver.value
         owner = None
         if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
             owner = self._in_algo_class()
             if owner is None or (self.predicate_defs and self.predicate_defs[-1]):
                 return
-        else:
+        elif not (self.b.algo_value(receiver) and self.b.member(receiver) is None) and not self._aliased(receiver):
             target = receiver.func if isinstance(receiver, ast.Call) else receiver
             if not _RECEIVER.search(last_name(target) or ""):
                 return
         self._term(node, "predicate", func.attr, (func.attr,), id(node) in self.negated, receiver, owner)
+
+    def _aliased(self, node: ast.AST) -> bool:
+        node = node.value if isinstance(node, ast.NamedExpr) else node
+        return isinstance(node, ast.Name) and node.id in self.aliases[-1]
 
     def _comparison(self, node: ast.Compare, left: ast.AST, right: ast.AST, op: ast.cmpop) -> None:
         if not isinstance(op, _EQUALITY):
@@ -168,12 +193,84 @@ class _Walker(ScopedWalker):
                 self._term(node, "member", ", ".join(members), members, negated, subject, self._in_algo_class(),
                            isinstance(op, _NEGATIVE))
                 return
+            if self._own_name(subject):  # `self.name == "UNO"` inside the algorithm class: a member test
+                names = self.b.strings(other)
+                if names and not (self.predicate_defs and self.predicate_defs[-1]):
+                    names = tuple(n for n in names if n != NONE)
+                    self._term(node, "member", ", ".join(names), names, negated, subject, self._in_algo_class(),
+                               isinstance(op, _NEGATIVE))
+                    return
             if self._spec_subject(subject):
-                literals = _literals(other)
+                literals = self.b.strings(other)
+                if literals and isinstance(op, (ast.Is, ast.IsNot)) and literals != (NONE,):
+                    literals = None  # `x is "EAGLE"` is an identity test of a string: not read
                 if literals:
                     self._term(node, "string", ", ".join(literals), literals, negated, subject, None,
                                isinstance(op, _NEGATIVE))
                     return
+                reason = self._unresolved_constant(other)
+                if reason is not None:
+                    self.unread.append(UnreadRecord(**vars(self.r.at(node)), what="dispatch", name=_short(self.r.text(node)),
+                                                    reason=reason))
+                    return
+
+    def _unresolved_constant(self, other: ast.AST) -> str | None:
+        """Why the algorithm compared with `other` cannot be read, when `other` is a constant-like name
+        (UPPER_CASE) the binding table cannot resolve: imported from another module, or a module constant
+        of another form (built by a call, a comprehension). None for anything else (a variable)."""
+        if not isinstance(other, ast.Name) or not other.id.lstrip("_")[:1].isupper() or other.id != other.id.upper():
+            return None
+        if other.id in self.b.constants:
+            return f"compared with `{other.id}`, a module constant whose value is not read as algorithms"
+        target = self.r.names().get(other.id)
+        if target is not None and not target.startswith(self.r.module_name + "."):
+            return f"compared with `{other.id}`, imported from {target.rpartition('.')[0]}: its value is not read here"
+        return None
+
+    def _own_name(self, subject: ast.AST) -> bool:
+        """`self.name` / `self.value` inside the algorithm class (`self` is the member)."""
+        return isinstance(subject, ast.Attribute) and subject.attr in ("name", "value") \
+            and isinstance(subject.value, ast.Name) and subject.value.id == "self" and self._in_algo_class() is not None
+
+    # -- match ---------------------------------------------------------------------------------------
+    def _match(self, node: ast.Match) -> None:
+        """`match <algorithm>: case SA.X | SA.Y: ...`: each case's value pattern is a test on the algorithm."""
+        subject = node.subject
+        own = isinstance(subject, ast.Name) and subject.id == "self" and self._in_algo_class() is not None \
+            and not (self.predicate_defs and self.predicate_defs[-1])
+        if not own and not self._spec_subject(subject):
+            return
+        for case in node.cases:
+            pattern = case.pattern
+            if isinstance(pattern, ast.MatchAs) and pattern.pattern is None:
+                continue  # `case _:` / `case other:` matches everything left
+            found = self._pattern(pattern)
+            if found is None:
+                self.unread.append(UnreadRecord(**vars(self.r.at(pattern)), what="dispatch", name=_short(self.r.text(pattern)),
+                                                reason="a `case` pattern on the algorithm that is not a member, a string or `None`"))
+                continue
+            via, values = found
+            if own and via == "string":
+                via = "member"
+            self._term(pattern, via, ", ".join(values), values, False, subject, self._in_algo_class())
+
+    def _pattern(self, pattern: ast.AST) -> tuple[str, tuple[str, ...]] | None:
+        if isinstance(pattern, ast.MatchValue):
+            members = self._members(pattern.value)
+            if members is not None:
+                return "member", members
+            strings = self.b.strings(pattern.value)
+            return ("string", strings) if strings else None
+        if isinstance(pattern, ast.MatchSingleton) and pattern.value is None:
+            return "string", (NONE,)
+        if isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+            return self._pattern(pattern.pattern)
+        if isinstance(pattern, ast.MatchOr):
+            parts = [self._pattern(p) for p in pattern.patterns]
+            if not parts or None in parts or len({via for via, _ in parts}) != 1:
+                return None
+            return parts[0][0], tuple(v for _, values in parts for v in values)
+        return None
 
     def _is_predicate_self(self, subject: ast.AST) -> bool:
         return isinstance(subject, ast.Name) and subject.id == "self" and bool(self.predicate_defs and self.predicate_defs[-1])
@@ -192,12 +289,22 @@ class _Walker(ScopedWalker):
         terms, pure = self._test_terms(node.test)
         if not terms:
             return
-        alias = self._alias_assign(node)
+        self._branch_of(node, terms, pure, node.body)
+
+    def _case_branches(self, node: ast.Match) -> None:
+        for case in node.cases:
+            term = self.term_of.get(id(case.pattern))
+            if term is not None:
+                self._branch_of(case, [term], case.guard is None, case.body)
+
+    def _branch_of(self, node, terms, pure, body) -> None:
+        alias = self._alias_assign(node) if isinstance(node, ast.If) else None
         if alias is not None:
             self.out.append(alias)
-        workers, fallthrough = suite_workers(self.r, node.body)
+        workers, fallthrough = suite_workers(self.r, body)
         if workers:
-            self.out.append(Branch(**vars(self.r.at(node)), function=self.function, terms=tuple(terms), pure=pure,
+            at = self.r.at(node.pattern) if isinstance(node, ast.match_case) else self.r.at(node)
+            self.out.append(Branch(**vars(at), function=self.function, terms=tuple(terms), pure=pure,
                                    workers=tuple(workers), fallthrough=fallthrough, owner_class=self._in_algo_class()))
 
     def _test_terms(self, test: ast.AST) -> tuple[list[DispatchTerm], bool]:
@@ -205,6 +312,10 @@ class _Walker(ScopedWalker):
         term = self.term_of.get(id(test))
         if term is not None:
             return [term], not term.negated
+        flipped = bool_compare(test)
+        if flipped is not None:
+            inner, _ = self._test_terms(flipped[0])
+            return inner, False
         if isinstance(test, ast.BoolOp):
             parts = [self._test_terms(value) for value in test.values]
             terms = [t for found, _ in parts for t in found]
@@ -233,9 +344,14 @@ class _Walker(ScopedWalker):
 
 
 def _unwrap_spelling(node: ast.AST) -> ast.AST:
-    """The algorithm string behind `x.upper()`, `str(x).upper()`, `(x or "").upper()`, `str(x)`."""
-    for _ in range(4):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("upper", "lower") \
+    """The algorithm string behind `x.upper()`, `str(x).upper()`, `(x or "").upper()`, `str(x)`, `x.name`,
+    `(y := x)`."""
+    for _ in range(6):
+        if isinstance(node, ast.NamedExpr):
+            node = node.value
+        elif isinstance(node, ast.Attribute) and node.attr == "name" and _SPEC_NAME.search(last_name(node.value) or ""):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("upper", "lower") \
                 and not node.args:
             node = node.func.value
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and len(node.args) == 1:
@@ -248,19 +364,6 @@ def _unwrap_spelling(node: ast.AST) -> ast.AST:
     return node
 
 
-def _literals(node: ast.AST) -> tuple[str, ...] | None:
-    """String literals compared with the algorithm; a tuple may also hold `None` (`("EAGLE", None)`)."""
-    found = string_values(node)
-    if found is not None:
-        return found
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        values = [e for e in node.elts if not (isinstance(e, ast.Constant) and e.value is None)]
-        if values and len(values) < len(node.elts):
-            return string_values(type(node)(elts=values)) if isinstance(node, (ast.Tuple, ast.List)) else \
-                string_values(ast.Tuple(elts=values))
-    return None
-
-
 def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
     lines = statement_lines(body)
     if lines and len(lines[0]) == 1 and isinstance(lines[0][0], ast.Expr) and string_value(lines[0][0].value) is not None:
@@ -270,7 +373,7 @@ def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
 
 class DispatchExtractor:
     name = "spec_dispatch"
-    version = 8  # 8: problems collected into a table or list that is raised refuse; 7: worker delegates and unread worker expressions; 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
+    version = 9  # 9: resolution through the module's bindings (aliases, constants, named collections, from_string), None, `is None`, `is False`, match/case, `self.name`, walrus; 8: problems collected into a table or list that is raised refuse; 7: worker delegates and unread worker expressions; 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
     parser = "ast"
     trigger = Trigger(
         *(prefix + _CALL for prefix in ("spec", "Spec", "SPEC", "algo", "Algo")),
@@ -278,6 +381,9 @@ class DispatchExtractor:
         r"==\s*[\w.]*spec(?:ulative)?_algorithm", r"!=\s*[\w.]*spec(?:ulative)?_algorithm",
         r"(?m:=[ \t]*[\w.]*spec(?:ulative)?_algorithm\w*(?:\.(?:upper|lower)\(\))?[ \t]*$)",
         r"Spec\w*Algo\w*\.[A-Z]", r"spec\w*algo\w*\.[A-Z]", r"class\s+\w*[Ss]pec\w*[Aa]lgo",
+        r"Spec\w*Algo\w*\.\w+\([^()\n]*\)\.(?:is|supports|has|need|carries)_",  # `SA.from_string(x).is_y()`
+        r"Spec\w*Algo\w*\s+as\s+\w+",  # the class imported under another name
+        r"(?:spec|algo)\w*\s*:=",  # walrus
     )
     metadata = ()
 
@@ -287,11 +393,40 @@ class DispatchExtractor:
         pattern = _HITS if not aliases else Trigger(*(p.pattern for p in _HITS.parts),
                                                     *(rf"\b{re.escape(alias)}\b" for alias in aliases))
         resolver = Resolver(tree, source, context.module)
-        walker = _Walker(resolver, hit_lines(context.text, pattern))
+        bindings = Bindings(tree, resolver.resolve, context.module)
+        bound = _bound_names(resolver, bindings)  # `SA` for the class, `DFLASH = SA.DFLASH`, `FAMILY = (...)`
+        bound |= _value_locals(context.text, bound)  # `mode = SA.from_string(x)`: lines using `mode` are read
+        if bound:
+            pattern = Trigger(*(p.pattern for p in pattern.parts), *(rf"\b{re.escape(name)}\b" for name in sorted(bound)))
+        walker = _Walker(resolver, hit_lines(context.text, pattern), bindings)
         for statement in tree.body:
             walker.walk(statement)
         terms, sites = _with_flow(walker, resolver, tree)
-        return tuple(terms) + tuple(sorted([*walker.out, *sites], key=lambda r: (r.line, r.column, type(r).__name__)))
+        return tuple(terms) + tuple(sorted([*walker.out, *sites, *walker.unread],
+                                           key=lambda r: (r.line, r.column, type(r).__name__)))
+
+
+def _value_locals(text: str, bound: set[str]) -> set[str]:
+    """Names assigned an algorithm value by the class (`mode = SpeculativeAlgorithm.from_string(x)`,
+    `algo = SA[name]`), found in the text so the lines that use them are read."""
+    classes = r"[\w.]*Spec\w*Algo\w*" + "".join(f"|{re.escape(name)}" for name in sorted(bound))
+    pattern = re.compile(rf"(?m)^[ \t]*(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:{classes})[ \t]*(?:\.[ \t]*\w+[ \t]*)?[(\[]")
+    return set(pattern.findall(text)) if "lgo" in text or bound else set()
+
+
+def _bound_names(resolver: Resolver, bindings: Bindings) -> set[str]:
+    """Names of this module that refer to the algorithm class under another spelling (`import ... as
+    SA`), or to members or algorithm strings (module constants): lines that use them are read."""
+    out = set()
+    for local, target in resolver.names().items():
+        if local != target.rpartition(".")[2] and ALGO_CLASS_NAME.search(target.rpartition(".")[2]):
+            out.add(local)
+    for name, value in bindings.constants.items():
+        if ALGO_CLASS_NAME.search(name):
+            continue
+        if bindings.members(value) is not None or bindings.algo_class(value):
+            out.add(name)
+    return out
 
 
 _FACTORY_NAME = re.compile(r"(?i)worker|factory")

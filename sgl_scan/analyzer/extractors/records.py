@@ -56,6 +56,7 @@ class AlgoClassRecord(At):
     alias_returns: tuple[tuple[str, str], ...] = ()  # (container qualname, member): `if x in C: return cls.M`
     unread_predicates: tuple[tuple[str, At, str], ...] = ()  # (name, where, return text): a predicate-named
     # one-line method whose return expression could not be read as a bool expression
+    member_aliases: tuple[tuple[str, str], ...] = ()  # (alias, member): `NEXTN = EAGLE` in the enum body
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class Registration(At):
     flags: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     function: str = "<module>"
+    spec_class: str | None = None  # resolved `spec_class=` class: its predicate overrides are the algorithm's
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,7 @@ class ConstStrings(At):
 
     qualname: str
     values: tuple[str, ...]
+    targets: tuple[str, ...] = ()  # for a mapping (`{"NEXTN": "EAGLE"}`): what each value maps to
 
 
 @dataclass(frozen=True)
@@ -195,3 +198,4 @@ class D2tRecord(At):
     kind: str  # see model.D2T_KINDS
     function: str
     detail: str
+    chain: tuple[str, ...] = ()  # see model.D2tSite.chain

@@ -108,7 +108,10 @@ class _Visitor(ScopedVisitor):
             return
         flags: tuple[str, ...] = ()
         aliases: tuple[str, ...] = ()
+        spec_class = None
         for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "spec_class":
+                spec_class = self.r.resolve(arg.value) or dotted(arg.value) or self.r.text(arg.value)
             if arg.keyword is not None and arg.keyword.value == "flags":
                 flags = tuple(v.upper() for v in string_values(arg.value) or ())
             if arg.keyword is not None and arg.keyword.value == "aliases":
@@ -116,7 +119,8 @@ class _Visitor(ScopedVisitor):
         receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
         self.out.append(Registration(**vars(self.r.at(node)), name=name.upper(), callee=self.r.resolve(call.func) or "",
                                      receiver=self.r.resolve(receiver) if receiver is not None else None,
-                                     worker=worker, flags=flags, aliases=aliases, function=self.function))
+                                     worker=worker, flags=flags, aliases=aliases, function=self.function,
+                                     spec_class=spec_class))
 
 
 def _returns(function: cst.FunctionDef) -> list:
@@ -126,7 +130,7 @@ def _returns(function: cst.FunctionDef) -> list:
 class RegistrationExtractor:
     name = "spec_registrations"
     trigger = REGISTRATION_TRIGGER
-    version = 2  # 2: a receiver imported under another name
+    version = 3  # 3: `spec_class=`; 2: a receiver imported under another name
     metadata = (meta.PositionProvider,)
 
     def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:

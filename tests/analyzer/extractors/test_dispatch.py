@@ -168,8 +168,9 @@ def test_spellings_of_the_algorithm_string_and_tuples_holding_none():
                 pass
     ''', EX, "sglang/srt/arg_groups/kv_cache_hook.py")
     assert terms(found) == [
+        (5, "string", ("None",), True, "cfg.speculative_algorithm"),  # `is not None`: NONE's spelling
         (8, "string", ("DFLASH", "DSPARK"), False, "algo"),
-        (10, "string", ("NGRAM",), False, "cfg.speculative_algorithm"),
+        (10, "string", ("NGRAM", "None"), False, "cfg.speculative_algorithm"),  # None is kept: it is NONE
         (12, "string", ("EAGLE",), False, "str(cfg.speculative_algorithm).upper()"),
         (14, "string", ("NONE",), True, '(cfg.speculative_algorithm or "").upper()'),
     ]
