@@ -82,9 +82,8 @@ def sides(site: DispatchSite, algorithm: str, predicates: Mapping[str, frozenset
           shape: BranchShape | None = None) -> tuple[bool, bool] | None:
     """(may `algorithm` run the selected code, may it take the other side); None: an earlier guard
     keeps it from the test."""
-    if site.test is None:
-        named = algorithm != NEW and algorithm in site.algorithms
-        return (named, not named) if not site.negated else (True, True)
+    if site.test is None:  # no control-flow facts (outside a function body read): the term alone
+        return (site.negated, not site.negated) if algorithm == NEW else (True, True)
     values = truth(site, algorithm, predicates)
     if evaluate(site.context, values) == FALSE:
         return None

@@ -20,7 +20,8 @@ from tests.rules.inventories import EAGLE3, analysis, inventory, loc
 @pytest.mark.parametrize(
     "select, ignore, expected",
     [
-        ((), (), {"SGL101", "SGL102", "SGL103", "SGL201", "SGL202", "SGL203", "SGL204", "SGL205", "SGL206", "SGL207", "SGL301", "SGL302"}),
+        ((), (), {"SGL101", "SGL102", "SGL103", "SGL201", "SGL202", "SGL203", "SGL204", "SGL205", "SGL206", "SGL207", "SGL208", "SGL209",
+                  "SGL301", "SGL302"}),
         (("SGL3",), (), {"SGL301", "SGL302"}),
         (("SGL3",), ("SGL302",), {"SGL301"}),
         (("SGL301",), ("SGL3",), {"SGL301"}),
