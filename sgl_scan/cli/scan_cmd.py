@@ -159,6 +159,7 @@ def report_findings(
     *,
     changed_lines: Mapping[str, frozenset[int]] | None = None,
     previous=None,  # KnownFindings at the diff base (check --include-new)
+    base_hazards=None,  # frozenset of the diff base's hazards (check: rules/hazard.py)
     artifact_root=None,  # reports.model.ArtifactRoot: SARIF uris relative to the repository or --sarif-root
     review: bool = False,
 ) -> int:
@@ -183,6 +184,7 @@ def report_findings(
             baseline=prepared.baseline,
             changed_lines=changed_lines,
             previous=previous,
+            base_hazards=base_hazards,
         ),
     )
     log.info("findings: %s", ", ".join(f"{k} {v}" for k, v in filtered.counts().items()))

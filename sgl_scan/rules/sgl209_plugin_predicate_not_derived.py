@@ -6,6 +6,7 @@ from typing import Iterable
 
 from sgl_scan.analyzer.model import Analysis, Location
 from sgl_scan.rules.base import Example, Rule
+from sgl_scan.rules.common import null_members
 from sgl_scan.rules.finding import Finding
 
 _ENUM = """\
@@ -146,9 +147,11 @@ class CustomSpecAlgo:
             return
         derived = {body.name: body.expr for body in enum[1].predicates}
         counts: dict[str, int] = {}
+        own = inventory.algorithm_class.qualname + "."
         for site in inventory.dispatch_sites:
-            if site.via == "predicate":
+            if site.via == "predicate" and not site.function.startswith(own):  # the enum's own methods never run for plugins
                 counts[site.detail] = counts.get(site.detail, 0) + 1
+        null = {p.name for p in inventory.predicates if p.members and set(p.members) <= null_members(inventory)}
         plugin_path = plugin[0]
         base = inventory.plugin_base.rpartition(".")[2]
         for body in plugin[1].predicates:
@@ -157,7 +160,7 @@ class CustomSpecAlgo:
             sources = _positive_calls(derived[body.name])
             if not sources:
                 continue
-            leaves = sorted(_leaves(body.name, derived))
+            leaves = sorted(_leaves(body.name, derived) - null) or sorted(_leaves(body.name, derived))
             claimed = " / ".join(f"{n}()" for n in leaves)
             n = counts.get(body.name, 0)
             yield self.finding(
