@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from sgl_scan.analyzer.model import ParseError, SpecInventory
 from sgl_scan.rules.finding import Finding
@@ -44,3 +45,4 @@ class Report:
     config: str | None = None  # the settings file the run used (found upwards or named by --config)
     review: bool = False  # a review run (`check`): the text report puts findings first, the inventory in one line
     artifact_root: ArtifactRoot | None = None  # SARIF: uris relative to the repository (check) or --sarif-root
+    hidden: Mapping[str, int] | None = None  # findings left out by suppression comments and the baseline (counts)
