@@ -16,7 +16,11 @@ class RawAlgorithmBeforeNormalisation(Rule):
     ## What it does
     Flags a comparison of `speculative_algorithm` with string literals in code that runs **before**
     the release upper-cases the value and resolves its aliases (`NEXTN` -> `EAGLE`), where a name
-    the literals do not hold silently skips the code they select (as SGL202 decides it). The order
+    the literals do not hold silently skips the code they select (as SGL202 decides it), and a
+    spelling the CLI accepts for one of their members is such a name: the value is not upper-cased
+    there (`eagle`), or an alias of a member is missing from the literals (`NEXTN`). A test on an
+    upper-cased local that lists the aliases (0.5.23 `nemotron_h.py:137`,
+    `in ("EAGLE", "NEXTN", "DSPARK")` on `cfg.speculative_algorithm.upper()`) is SGL202's. The order
     is read from the code of each release (`analyzer/normalization.py`): the function that resolves
     the aliases is one step of the server-args pipeline (`run_hook(handle_speculative_decoding,
     server_args)` in 0.5.17+, `handle_speculative_decoding(self)` in `ServerArgs.__post_init__` in
@@ -123,6 +127,19 @@ def _gigachat35_overrides(server_args, hf_config):
         overrides["enable_multi_layer_eagle"] = True
     return overrides
 """,
+                # 0.5.23 nemotron_h.py:125/137: upper-cased, NEXTN listed: only a new algorithm skips it (SGL202)
+                "sglang/srt/arg_groups/model_overrides/nemotron_h.py": """\
+from sglang.srt.arg_groups.model_override_base import register_model_override
+
+
+@register_model_override("NemotronHForCausalLM")
+def _nemotron_h_overrides(server_args, hf_config):
+    overrides = {}
+    speculative_algorithm = server_args.speculative_algorithm.upper()
+    if speculative_algorithm in ("EAGLE", "NEXTN", "DSPARK"):
+        overrides["speculative_draft_attention_backend"] = "trtllm_mha"
+    return overrides
+""",
             },
             note="a runner pipeline and registered providers; the test after normalisation is SGL202's",
         ),
@@ -182,7 +199,7 @@ def handle_speculative_decoding(server_args):
             if found.raw is None:
                 continue
             message = (f"speculative_algorithm compared with {found.shown} before it is upper-cased and its aliases "
-                       f"resolved ({found.raw}): `--speculative-algorithm NEXTN` / `eagle` and any new algorithm "
+                       f"resolved ({found.raw}): {' / '.join(found.spellings)} and any new algorithm "
                        + ("leave here early and skip the code below" if found.early_exit else "skip this"))
             yield self.finding(analysis, found.site.location, message, symbol=found.symbol, data=found.data(),
                                hint=predicate_hint(analysis, found))

@@ -27,6 +27,7 @@ class SilentSites:
     early_exit: bool  # the selected code is the rest of the function (`if not (...): return {}`)
     with_none: bool  # the literal set also holds `None`
     raw: str | None  # why this runs before normalisation (None: not shown to)
+    spellings: tuple[str, ...] = ()  # accepted spellings that skip it there (`NEXTN`, `eagle`)
 
     @property
     def site(self) -> DispatchSite:
@@ -85,8 +86,22 @@ def silent_string_sites(analysis: Analysis) -> Iterator[SilentSites]:
             continue  # only writes attributes nothing in the tree reads: skipping it changes nothing
         literals = tuple(dict.fromkeys(lit for s in silent for lit in literals_of(s)))
         members = tuple(sorted({aliases.get(lit.upper(), lit.upper()) for lit in literals}))
+        raw, spellings = early.get(site.location), ()
+        if raw is not None:
+            spellings = _raw_spellings(literals, members, aliases, bool(shape is not None and shape.upper_cased))
+            raw = raw if spellings else None  # upper-cased and every alias listed: only a new algorithm skips it
         yield SilentSites(tuple(sites), shape, literals, members, selects_rest(shape),
-                          bool(shape is not None and shape.none_compared), early.get(site.location))
+                          bool(shape is not None and shape.none_compared), raw, spellings)
+
+
+def _raw_spellings(literals, members, aliases, upper_cased: bool) -> tuple[str, ...]:
+    """Spellings the CLI accepts for the literals' members that the raw comparison misses."""
+    named = {lit.upper() for lit in literals}
+    out = [f"`--speculative-algorithm {alias}`" for alias, member in sorted(aliases.items())
+           if member in members and alias not in named]
+    if not upper_cased and literals:
+        out.append(f"`{literals[0].lower()}`")
+    return tuple(out)
 
 
 def predicate_hint(analysis: Analysis, found: SilentSites) -> str:

@@ -15,6 +15,8 @@ algorithm (`spec…`/`…algo…` in its text), keyed by the position of its tes
   ends by returning the parameter the test compares, unchanged (an alias resolver: a name it does
   not know is the caller's business).
 * `none_compared`: the test compares the algorithm with a collection holding `None`.
+* `upper_cased`: every comparison of the test with strings is on an upper-cased value (the call, or a
+  local assigned once from it).
 
 Shapes copied from real releases are in tests/analyzer/test_reach.py.
 """
@@ -45,6 +47,8 @@ class BranchShape(At):
     read_outside: bool = True  # one of `writes` is mentioned in this file outside the statement
     passes_through: bool = False
     none_compared: bool = False
+    upper_cased: bool = False  # every string comparison in the test is on an upper-cased value (`x.upper() == "EAGLE"`,
+    # or a local assigned once from one: 0.5.23 nemotron_h.py:125)
 
 
 def _neutral(node: ast.stmt) -> bool:
@@ -158,6 +162,45 @@ def _none_compared(test: ast.AST) -> bool:
     return False
 
 
+def _is_upper(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "upper"
+
+
+def _upper_locals(function: ast.AST | None) -> set[str]:
+    """Locals assigned exactly once in `function`, from an upper-cased value."""
+    if function is None:
+        return set()
+    assigned: dict[str, list[ast.AST]] = {}
+    stack = list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For)) and isinstance(node.target, ast.Name):
+            assigned.setdefault(node.target.id, []).extend([node, node])
+        stack.extend(ast.iter_child_nodes(node))
+    return {name for name, values in assigned.items() if len(values) == 1 and _is_upper(values[0])}
+
+
+def _upper_cased(test: ast.AST, uppers: set[str]) -> bool:
+    found = False
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if not any(isinstance(x, ast.Constant) and isinstance(x.value, str) or isinstance(x, (ast.Tuple, ast.List, ast.Set))
+                       for x in sides):
+                continue
+            subject = node.left
+            if not (_is_upper(subject) or (isinstance(subject, ast.Name) and subject.id in uppers)):
+                return False
+            found = True
+    return found
+
+
 def _assigned(function: ast.AST, name: str) -> bool:
     stack = list(ast.iter_child_nodes(function))
     while stack:
@@ -218,7 +261,8 @@ class _Shapes:
             has_else=bool(statement.orelse), writes=writes,
             read_outside=self._mentioned_outside(writes, statement) if writes else True,
             passes_through=exit_kind is not None and _passes_through(function, suite, index, statement),
-            none_compared=_none_compared(statement.test)))
+            none_compared=_none_compared(statement.test),
+            upper_cased=_upper_cased(statement.test, _upper_locals(function))))
 
     def _mentioned_outside(self, names: tuple[str, ...], statement: ast.If) -> bool:
         words = [re.compile(rf"\b{re.escape(name)}\b") for name in names]
@@ -233,7 +277,7 @@ class _Shapes:
 
 class BranchExtractor:
     name = "branch_shapes"
-    version = 1
+    version = 2  # 2: upper_cased
     parser = "ast"
     metadata = ()
 
