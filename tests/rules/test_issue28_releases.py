@@ -30,20 +30,22 @@ def at(version: str, rule_id: str) -> dict:
 
 EXPECTED = {
     "0.5.23": {
+        # nemotron_h.py:137/144 compare `cfg.speculative_algorithm.upper()` (:125) and list NEXTN: only a
+        # new algorithm (or EAGLE3, STANDALONE) skips them, so they are SGL202's
         "SGL202": {("arg_groups/speculative_hook.py", 1437), ("configs/model_config.py", 1022),
-                   ("configs/model_config.py", 1052), ("lora/utils.py", 20), ("speculative/spec_utils.py", 412)},
+                   ("configs/model_config.py", 1052), ("lora/utils.py", 20), ("speculative/spec_utils.py", 412),
+                   ("arg_groups/model_overrides/nemotron_h.py", 137), ("arg_groups/model_overrides/nemotron_h.py", 144)},
         "SGL208": {("arg_groups/kimi_k3_hook.py", 43), ("arg_groups/model_overrides/gigachat35.py", 18),
                    ("arg_groups/model_overrides/kimi_k3.py", 63), ("arg_groups/model_overrides/mimo_v2.py", 23),
-                   ("arg_groups/model_overrides/nemotron_h.py", 137), ("arg_groups/model_overrides/nemotron_h.py", 144),
                    ("arg_groups/overrides.py", 346), ("arg_groups/overrides.py", 858)},
         "SGL209": {("speculative/spec_registry.py", n) for n in (90, 99, 102, 106, 109)},
     },
     "0.5.20": {
         "SGL202": {("arg_groups/speculative_hook.py", 1151), ("configs/model_config.py", 803), ("lora/utils.py", 20),
-                   ("speculative/spec_utils.py", 268)},
+                   ("speculative/spec_utils.py", 268), ("arg_groups/model_overrides/nemotron_h.py", 121),
+                   ("arg_groups/model_overrides/nemotron_h.py", 128)},
         "SGL208": {("arg_groups/kimi_k3_hook.py", 43), ("arg_groups/model_overrides/kimi_k3.py", 66),
-                   ("arg_groups/model_overrides/mimo_v2.py", 24), ("arg_groups/model_overrides/nemotron_h.py", 121),
-                   ("arg_groups/model_overrides/nemotron_h.py", 128), ("arg_groups/overrides.py", 417),
+                   ("arg_groups/model_overrides/mimo_v2.py", 24), ("arg_groups/overrides.py", 417),
                    ("arg_groups/overrides.py", 917)},
         "SGL209": {("speculative/spec_registry.py", n) for n in (91, 100, 103, 106)},
     },
@@ -95,7 +97,8 @@ def test_0_5_23_early_exit_and_none_hint():
     early = at("0.5.23", "SGL208")[("arg_groups/overrides.py", 858)]
     assert early.data["early_exit"] and early.data["before_normalisation"]
     assert "pipeline.py:225, before `handle_speculative_decoding` at :306" in early.message
-    assert "`--speculative-algorithm NEXTN` / `eagle`" in early.message
+    assert "`--speculative-algorithm NEXTN` / `eagle` and any new algorithm leave here early" in early.message
+    assert "`dspark` and any new algorithm skip this" in at("0.5.23", "SGL208")[("arg_groups/kimi_k3_hook.py", 43)].message
     none = at("0.5.23", "SGL202")[("configs/model_config.py", 1052)]
     assert none.data["with_none"] and "keep `None`" in none.hint
 
