@@ -26,7 +26,7 @@ from sgl_scan.analyzer.extractors.sequence import FunctionRefs
 from sgl_scan.analyzer.model import Analysis, Location
 from sgl_scan.analyzer.query import files_mentioning
 
-SEQUENCE = "call_sequence"
+SEQUENCE = "spec_call_sequence"
 MAX_DEPTH = 8
 
 

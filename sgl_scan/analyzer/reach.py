@@ -26,7 +26,7 @@ from sgl_scan.analyzer.flow import FALSE, TRUE, evaluate
 from sgl_scan.analyzer.inventory import NEW
 from sgl_scan.analyzer.model import Analysis, DispatchSite
 
-SHAPES = "branch_shapes"  # the extractor's name in FileFacts.extras
+SHAPES = "spec_branch_shapes"  # the extractor's name in FileFacts.extras
 
 
 class Reach(enum.Enum):

@@ -276,7 +276,7 @@ class _Shapes:
 
 
 class BranchExtractor:
-    name = "branch_shapes"
+    name = "spec_branch_shapes"
     version = 2  # 2: upper_cased
     parser = "ast"
     metadata = ()
@@ -287,6 +287,8 @@ class BranchExtractor:
         self.trigger = DispatchExtractor.trigger  # the files whose tests the dispatch sites come from
 
     def extract(self, tree: ast.Module, context) -> tuple:
+        if self.trigger.search(context.text) is None:  # the trigger is the scope of these facts, not only a filter
+            return ()
         source = Source.of(context)
         walker = _Shapes(Resolver(tree, source, context.module), source)
         walker.suite(tree.body, None)

@@ -116,7 +116,7 @@ class _Refs:
 
 
 class SequenceExtractor:
-    name = "call_sequence"
+    name = "spec_call_sequence"
     version = 2  # 2: `self.method` is the enclosing class's method
     parser = "ast"
     metadata = ()
@@ -128,6 +128,8 @@ class SequenceExtractor:
     )
 
     def extract(self, tree: ast.Module, context) -> tuple:
+        if self.trigger.search(context.text) is None:  # the trigger is the scope of these facts, not only a filter
+            return ()
         walker = _Refs(Resolver(tree, Source.of(context), context.module))
         walker.module(tree)
         return tuple(sorted(walker.out, key=lambda r: (r.line, r.column)))
