@@ -14,7 +14,9 @@ a home directory) is thus ignored unless `--config` names it. Reports say which 
     format = "sarif"               # text | json | sarif | markdown | html
     baseline = "sgl-scan-baseline.json"   # relative to the config file
 
-Command-line options always win. An unknown key or a wrong type is a configuration error (exit 2).
+Command-line options always win (`--select X` over `ignore = ["X"]`, said on stderr). An unknown key,
+a wrong type or value, or a selector no rule has is a configuration error naming the file and key
+(exit 2).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from sgl_scan.errors import ConfigError
 
 CONFIG_FILES = (".sgl-scan.toml", "pyproject.toml")
 KEYS = {"select": list, "ignore": list, "fail-on": str, "scope": str, "format": str, "baseline": str}
+CHOICES = {"fail-on": ("info", "warning", "error"), "scope": ("speculative", "full"),
+           "format": ("text", "json", "sarif", "markdown", "html")}
 COMMANDS = ("scan", "check")  # subcommands that take these defaults
 
 
@@ -66,6 +70,8 @@ def load_config(path: Path) -> dict[str, Any]:
             value = [value]
         if not isinstance(value, expected) or (expected is list and not all(isinstance(v, str) for v in value)):
             raise ConfigError(f"{path}: {key} must be {'a list of strings' if expected is list else 'a string'}")
+        if key in CHOICES and value not in CHOICES[key]:
+            raise ConfigError(f"{path}: {key} = {value!r} is not one of {', '.join(CHOICES[key])}")
         if key == "baseline":
             value = str((path.parent / value).resolve())
         settings[key] = value

@@ -234,6 +234,22 @@ class LazyFiles(_KnownPaths):
         return [path for path, blob in self._blobs.items()
                 if path in self._ready or path in unwalked or any(needle in blob for needle in needles)]
 
+    def source_mentioning(self, words: Sequence[str]) -> list[str] | None:
+        """Paths whose source holds one of `words` (ASCII identifiers) anywhere, comments included: who
+        may read a name (`analyzer/reach.py`). None when the tree is not known here or a word is not such."""
+        if self._tree is None or not words or not all(word.isascii() and word.isidentifier() for word in words):
+            return None
+        needles = [word.encode("ascii") for word in words]
+        found = []
+        for path in self._paths:
+            try:
+                data = (self._tree / path).read_bytes()
+            except OSError:
+                return None
+            if any(needle in data for needle in needles):
+                found.append(path)
+        return found
+
     def _may_mention(self, path: str, words: Sequence[str]) -> bool:
         """Whether the facts of deferred file `path` may hold one of `words`. Every string in such facts
         is a slice of the source (names, expression texts), a name made from the path (module, package),
@@ -607,6 +623,11 @@ class DeferredFiles(_KnownPaths):
 
     def items(self) -> Any:
         return self._facts().items()
+
+    def source_mentioning(self, words: Sequence[str]) -> list[str] | None:
+        """`LazyFiles.source_mentioning` of the facts (None where they are not such)."""
+        narrow = getattr(self._facts(), "source_mentioning", None)
+        return narrow(words) if narrow is not None else None
 
     def paths_mentioning(self, words: Sequence[str]) -> list[str]:
         """`LazyFiles.paths_mentioning` of the facts."""

@@ -7,8 +7,10 @@ untracked), as `git diff <merge-base>` shows them — git runs through `snapshot
 reads no configuration (the checkout's, the system's or the user's: no command any of them names can
 run), with prefixes, external diffs, textconv and colour switched off; a pure deletion touches the lines on both
 sides of it; without PATHS the whole repository counts, wherever check runs from; a file git counts
-as changed but that was not read from the diff is an error. With `--include-new` the merge base is analysed
-too, and findings it did not have are kept wherever they are (a member added to the enum makes the
+as changed but that was not read from the diff is an error. The merge base is analysed too: a finding
+on a changed line whose hazard (its site and the algorithms reaching it, `rules/hazard.py`) the base
+already had is not the change's and is left out. With `--include-new`, findings the base did not
+have are kept wherever they are (a member added to the enum makes the
 unchanged `--speculative-algorithm` choices line wrong: SGL205).
 """
 
@@ -271,18 +273,27 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_
     snapshot = obtain_snapshot({"local_path": str(parent), "scope": scope, "link_boundary": str(root)})
     require_speculative_files(snapshot)
     analysis = analyze(snapshot)
-    previous = None
-    if include_new:
+    previous = base_hazards = None
+    if wanted or include_new:  # what the diff base already had: new findings are those the change made
         from sgl_scan.cli.scan_cmd import read_sources
         from sgl_scan.rules.baseline import KnownFindings
         from sgl_scan.rules.engine import run_rules
+        from sgl_scan.rules.hazard import BaseHazards
 
-        before = obtain_snapshot({"git_repo": str(root), "rev": base, "scope": scope}, mark_latest=False)
-        lines_before = lambda path: read_sources(before.tree, [path]).get(path)  # noqa: E731
-        previous = KnownFindings.of(run_rules(analyze(before), prepared.rules, source_lines=lines_before))
+        try:
+            before = obtain_snapshot({"git_repo": str(root), "rev": base, "scope": scope}, mark_latest=False)
+        except SnapshotError:
+            if include_new:
+                raise
+            before = None  # the base has no SGLang package: changed lines decide alone
+        if before is not None:
+            lines_before = lambda path: read_sources(before.tree, [path]).get(path)  # noqa: E731
+            at_base = run_rules(analyze(before), prepared.rules, source_lines=lines_before)
+            base_hazards = BaseHazards.of(at_base)
+            previous = KnownFindings.of(at_base) if include_new else None
     from sgl_scan.reports.model import ArtifactRoot
 
     # SARIF: uris as the repository has them (`python/sglang/srt/...`)
     anchor = ArtifactRoot(root.as_uri().rstrip("/") + "/", prefix + "sglang")
     ctx.exit(report_findings(snapshot, analysis, options, prepared, changed_lines=wanted, previous=previous,
-                             review=True, artifact_root=anchor))
+                             base_hazards=base_hazards, review=True, artifact_root=anchor))

@@ -83,9 +83,37 @@ def prepare(options: FindingOptions) -> Prepared:
     from sgl_scan.rules.selection import Selection
 
     rules = load_rules()
-    selection = Selection.build(rules, options.select, options.ignore)
+    origin = _origins()
+    selection = Selection.build(rules, options.select, options.ignore, select_from=origin["select"],
+                                ignore_from=origin["ignore"])
+    both = selection.overlap()
+    if both:
+        shown = ", ".join(both)
+        if origin["ignore"] != "--ignore" and origin["select"] == "--select":  # the command line wins
+            selection = selection.without_ignored(both)
+            click.echo(f"sgl-scan: --select {shown} wins over {origin['ignore']} (command-line options win)", err=True)
+        else:
+            click.echo(f"sgl-scan: {shown} is both selected and ignored; ignore wins ({origin['ignore']})", err=True)
     baseline = read_baseline(options.baseline) if options.baseline else None
     return Prepared(rules, selection, baseline)
+
+
+def _origins() -> dict[str, str]:
+    """Where --select/--ignore came from: the option, or `<settings file>: <key>` when the settings
+    file gave them (click's default map)."""
+    out = {"select": "--select", "ignore": "--ignore"}
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return out
+    config = ctx.meta.get("sgl_scan.config") or (ctx.parent.meta.get("sgl_scan.config") if ctx.parent else None)
+    for name in out:
+        try:
+            source = ctx.get_parameter_source(name)
+        except Exception:  # not a parameter of this command
+            continue
+        if source is not None and source.name == "DEFAULT_MAP":
+            out[name] = f"{config or 'the settings file'}: {name}"
+    return out
 
 
 def read_sources(tree: Path, paths) -> dict[str, list[str]]:
@@ -159,6 +187,7 @@ def report_findings(
     *,
     changed_lines: Mapping[str, frozenset[int]] | None = None,
     previous=None,  # KnownFindings at the diff base (check --include-new)
+    base_hazards=None,  # frozenset of the diff base's hazards (check: rules/hazard.py)
     artifact_root=None,  # reports.model.ArtifactRoot: SARIF uris relative to the repository or --sarif-root
     review: bool = False,
     latest: str | None = None,  # what an implicit `latest` was (the report's header says it)
@@ -184,9 +213,19 @@ def report_findings(
             baseline=prepared.baseline,
             changed_lines=changed_lines,
             previous=previous,
+            base_hazards=base_hazards,
         ),
     )
     log.info("findings: %s", ", ".join(f"{k} {v}" for k, v in filtered.counts().items()))
+
+    if options.write_baseline:
+        recorded = filtered.kept + filtered.baselined
+        write_baseline(options.write_baseline, recorded)
+        counts = filtered.counts()
+        by = ", ".join(f"{sev} {sum(1 for f in recorded if f.severity == sev)}" for sev in ("error", "warning", "info"))
+        click.echo(f"sgl-scan: wrote {len(recorded)} findings to baseline {options.write_baseline} ({by}; "
+                   f"{counts['suppressed']} suppressed and {counts['deselected']} deselected not recorded)", err=True)
+        return 0
 
     report = Report(
         manifest=snapshot.manifest,
@@ -200,17 +239,12 @@ def report_findings(
         review=review,
         artifact_root=artifact_root,
         latest=latest,
+        hidden={"suppressed": len(filtered.suppressed), "baselined": len(filtered.baselined)},
     )
     fmt = options.fmt or (format_for_path(options.output) if options.output else None) or "text"
     color = wants_color(fmt, options.output)
     document = render(report, fmt, color=color)
     emit(document, options.output)
-
-    if options.write_baseline:
-        recorded = filtered.kept + filtered.baselined
-        write_baseline(options.write_baseline, recorded)
-        click.echo(f"sgl-scan: wrote {len(recorded)} findings to baseline {options.write_baseline}", err=True)
-        return 0
     return exit_code_for((f.severity for f in filtered.kept), options.fail_on)
 
 

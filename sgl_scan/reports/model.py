@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from sgl_scan.analyzer.model import ParseError, SpecInventory
 from sgl_scan.rules.finding import Finding
@@ -45,3 +46,4 @@ class Report:
     review: bool = False  # a review run (`check`): the text report puts findings first, the inventory in one line
     artifact_root: ArtifactRoot | None = None  # SARIF: uris relative to the repository (check) or --sarif-root
     latest: str | None = None  # what an implicit `latest` was (summary.latest_note); None when the user named the tree
+    hidden: Mapping[str, int] | None = None  # findings left out by suppression comments and the baseline (counts)

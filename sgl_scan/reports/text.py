@@ -266,6 +266,8 @@ def _summary(out: _Out, report: Report) -> None:
     out.heading(
         "Summary: " + ", ".join(parts) + f" - {plural(len(report.findings), 'finding')}, {plural(len(report.parse_errors), 'parse error')}"
         + (f", {len(unread)} fact(s) could not be read" if unread else "")
+        + (f"; {report.hidden.get('suppressed', 0)} suppressed, {report.hidden.get('baselined', 0)} baselined"
+           if report.hidden else "")
     )
     out.add(f"  {scope_statement(report.manifest.scope, len(report.manifest.files))}")
 

@@ -1,7 +1,7 @@
 """The one place that decides which findings are reported: after the rules, before the reporters.
 
 Order: selection (`--select/--ignore`), changed lines (`check --diff-base`, optionally keeping
-findings the change created elsewhere), suppression comments, baseline. Every finding that is dropped is counted by reason, so reports can say what was hidden.
+findings the change created elsewhere; a finding whose hazard the diff base had is no change), suppression comments, baseline. Every finding that is dropped is counted by reason, so reports can say what was hidden.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Iterable, Mapping
 
 from sgl_scan.rules.baseline import Baseline, KnownFindings
 from sgl_scan.rules.finding import Finding
+from sgl_scan.rules.hazard import BaseHazards
 from sgl_scan.rules.selection import Selection
 from sgl_scan.rules.suppression import LineSuppressions, is_suppressed
 
@@ -25,6 +26,9 @@ class FilterOptions:
     # do not account for was created by the change and is kept even on an unchanged line (None:
     # changed lines only).
     previous: KnownFindings | frozenset[str] | None = None
+    # With changed_lines: the diff base's findings by hazard (rules/hazard.py). A finding on a changed
+    # line they account for was not made by the change and counts as unchanged (None: lines decide alone).
+    base_hazards: BaseHazards | None = None
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,9 @@ def apply_filters(findings: Iterable[Finding], options: FilterOptions) -> Filter
     if isinstance(previous, frozenset):
         previous = KnownFindings(tuple((fp, fp) for fp in previous))
     at_base = _matched(previous, findings, selected) if previous is not None else None
+    same_hazard = set()
+    if options.changed_lines is not None and options.base_hazards is not None:
+        same_hazard = {selected[j] for j in options.base_hazards.match([findings[i] for i in selected])}
     for i, finding in enumerate(findings):
         if not options.selection.allows(finding.rule_id):
             deselected.append(finding)
@@ -74,6 +81,8 @@ def apply_filters(findings: Iterable[Finding], options: FilterOptions) -> Filter
             and (at_base is None or i in at_base)
         ):
             unchanged.append(finding)
+        elif i in same_hazard:
+            unchanged.append(finding)  # its lines changed, its hazard did not
         elif is_suppressed(finding.rule_id, finding.line, options.suppressions.get(finding.path),
                                finding.end_line):
             suppressed.append(finding)

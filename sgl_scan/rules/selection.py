@@ -35,11 +35,20 @@ class Selection:
     ignore: tuple[str, ...] = ()
 
     @classmethod
-    def build(cls, rules: RuleSet, select=None, ignore=None) -> "Selection":
-        """Validate selectors against `rules` and normalise names to ids."""
-        chosen = tuple(_normalise(rules, s, "--select") for s in split_selectors(select)) or (ALL,)
-        dropped = tuple(_normalise(rules, s, "--ignore") for s in split_selectors(ignore))
+    def build(cls, rules: RuleSet, select=None, ignore=None, *, select_from: str = "--select",
+              ignore_from: str = "--ignore") -> "Selection":
+        """Validate selectors against `rules` and normalise names to ids (`*_from`: where they were
+        given, for the error: an option, or a settings file and key)."""
+        chosen = tuple(_normalise(rules, s, select_from) for s in split_selectors(select)) or (ALL,)
+        dropped = tuple(_normalise(rules, s, ignore_from) for s in split_selectors(ignore))
         return cls(chosen, dropped)
+
+    def overlap(self) -> tuple[str, ...]:
+        """Selectors given to both select and ignore (ignore wins between equals)."""
+        return tuple(s for s in self.select if s in self.ignore)
+
+    def without_ignored(self, selectors: tuple[str, ...]) -> "Selection":
+        return Selection(self.select, tuple(s for s in self.ignore if s not in selectors))
 
     def allows(self, rule_id: str) -> bool:
         picked = _specificity(rule_id, self.select)

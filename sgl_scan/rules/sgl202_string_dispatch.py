@@ -6,7 +6,7 @@ from typing import Iterable
 
 from sgl_scan.analyzer.model import Analysis
 from sgl_scan.rules.base import Example, Rule
-from sgl_scan.rules.common import literals_of, quoted
+from sgl_scan.rules.string_sites import predicate_hint, silent_string_sites
 from sgl_scan.rules.finding import Finding
 
 
@@ -15,22 +15,34 @@ class StringDispatch(Rule):
     ## What it does
     Flags a test that compares `speculative_algorithm` (or `spec_algorithm`, directly, after
     `.upper()`/`str(...)`/`(x or "")`, or through a local alias) with string literals where an
-    algorithm the literals do not name **silently takes the default path**: the branch the literals
-    select is skipped and nothing refuses. It is not reported where the answer for other
-    algorithms is loud or deliberate (the analyzer's control-flow facts decide this):
+    algorithm the literals do not name **silently skips the code they select**, and nothing refuses
+    (`analyzer/reach.py` answers from the control-flow facts). The selected code is the branch's
+    body, or, where the body only leaves with nothing (`if not (... algo == "EAGLE" ...): return {}`,
+    `if algo != "DSPARK": return`), the rest of the function: there entering the `if` is the skip.
+    Not reported:
 
     - guards that refuse: `if algo not in (...): raise`, `assert algo in (...)`, an `if` whose
-      other side raises, or one that returns a rejection (`return False, reason`);
+      other side raises, or one that returns a failure (`return False, reason`,
+      `return Output(success=False, ...)`);
     - problems collected, then raised: an entry of a table `[(algo == "X" and ..., "why"), ...]`
       iterated by `for bad, why in table: if bad: raise`, or `if algo == "X": problems.append(...)`
       with `if problems: raise` below (a table or list that is only logged still counts as silent);
     - tests only reachable after such a guard (a new algorithm was already refused);
-    - `!=` / `not in` tests, where a new algorithm *enters* the branch (`if algo != "NONE":`);
+    - tests whose literals are the exception rather than the branch (`if algo != "NONE":`,
+      `... and algo != "EAGLE3"`): a new algorithm takes the general path;
     - exemptions (`if algo in ("NGRAM", None): return`: a new algorithm gets the checks that follow)
       and conditional expressions that only pick message text;
-    - the alias resolver itself (`if algo == "NEXTN": algo = "EAGLE"`).
+    - functions whose job is to pass unknown names through: the `if`'s body leaves and the rest of
+      the function returns the compared parameter unchanged (the alias resolver
+      `if algo == "NEXTN" or algo == "EAGLE": return "EAGLE"` ... `return algo`), decided by what
+      it does, not by its name;
+    - a branch whose only effect is to set attributes that nothing else in the scanned tree
+      mentions (skipping it changes nothing);
+    - tests in code that runs before the name is normalised: SGL208 reports them, with that hazard.
 
-    One finding per test expression (`algo == "NEXTN" or algo == "EAGLE"` is one).
+    One finding per test expression (`algo == "NEXTN" or algo == "EAGLE"` is one). The hint never
+    drops a literal: a predicate true for exactly the named members, and `None` kept where the
+    literals hold it (`in (None, "DSPARK")`).
 
     ## Why it matters
     A predicate such as `is_eagle()` is updated in one place when a new algorithm joins a family; a
@@ -81,16 +93,85 @@ class ServerArgs:
         ),
         Example(
             {
-                # 0.5.23 arg_groups/speculative_hook.py:109: one finding for the whole expression
-                "sglang/srt/arg_groups/speculative_hook.py": """\
-def resolve(speculative_algorithm, is_gemma4_draft):
+                "sglang/srt/arg_groups/draft_hook.py": """\
+def draft_backend(speculative_algorithm, is_gemma4_draft):
     if speculative_algorithm == "NEXTN" or speculative_algorithm == "EAGLE":  # expect
         if is_gemma4_draft:
-            return "FROZEN_KV_MTP"
-    return speculative_algorithm
+            return "trtllm_mha"
+    return "flashinfer"
 """,
             },
             note="one finding per expression",
+        ),
+        Example(
+            {
+                # 0.5.23 arg_groups/overrides.py:858 (0.5.20 :917, 0.5.16 :1429): an early exit whose
+                # test names EAGLE; every other algorithm leaves with no MoE runner chosen
+                "sglang/srt/arg_groups/overrides.py": """\
+def _deepseek_spec_moe_resolution(view):
+    if not view.is_hip:
+        return {}
+    if not (
+        view.quantization == "modelopt_fp4"
+        and view.speculative_algorithm == "EAGLE"  # expect
+        and view.speculative_moe_runner_backend is None
+    ):
+        return {}
+    return {"speculative_moe_runner_backend": "deep_gemm"}
+
+
+def dspark_only(cfg):
+    if cfg.speculative_algorithm != "DSPARK":  # expect
+        return None
+    cfg.page_size = 1
+""",
+                # 0.5.23 configs/model_config.py:1052: `None` is part of the set (the hint keeps it)
+                "sglang/srt/configs/model_config.py": """\
+class ModelConfig:
+    def pick(self, bundled):
+        if bundled and self.speculative_algorithm in (None, "DSPARK"):  # expect
+            self.hf_config.architectures[0] = "DeepseekV4ForCausalLMDSpark"
+        else:
+            self.hf_config.architectures[0] = "DeepseekV4ForCausalLMNextN"
+""",
+            },
+            note="early exits: entering the `if` is the skip; None in the literal set",
+        ),
+        Example(
+            {
+                # 0.5.23 arg_groups/speculative_hook.py:109: the alias resolver passes every other name through
+                "sglang/srt/arg_groups/speculative_hook.py": """\
+def _resolve_speculative_algorithm_alias(speculative_algorithm, is_gemma4_draft):
+    if speculative_algorithm == "EAGLE3" and is_gemma4_draft:
+        raise ValueError("EAGLE3 is not supported for this draft architecture")
+    if speculative_algorithm == "NEXTN" or speculative_algorithm == "EAGLE":
+        if is_gemma4_draft:
+            return "FROZEN_KV_MTP"
+        return "EAGLE"
+    return speculative_algorithm
+""",
+                # 0.5.23 layers/attention/attention_registry.py:63: only sets an attribute nothing reads
+                "sglang/srt/layers/attention/attention_registry.py": """\
+def create_flashinfer_backend(runner, spec):
+    if spec.speculative_algorithm == "EAGLE":
+        if not hasattr(runner, "plan_stream_for_flashinfer") or not runner.plan_stream_for_flashinfer:
+            runner.plan_stream_for_flashinfer = object()
+    return runner
+""",
+                # 0.5.23 layers/layer_boundary/adapters/attention.py:90: EAGLE3 is the exception
+                "sglang/srt/layers/layer_boundary/adapters/attention.py": """\
+def allow(spec, cuda, lora_rank):
+    return cuda and lora_rank is not None and spec.speculative_algorithm != "EAGLE3"
+""",
+                # 0.5.23 managers/tokenizer_control_mixin.py:221: a failure the caller sees
+                "sglang/srt/managers/tokenizer_control_mixin.py": """\
+def add_corpus(spec, Output):
+    if spec.speculative_algorithm != "NGRAM":
+        return Output(success=False, message="Ngram speculative decoding is not enabled.")
+    return Output(success=True, message="")
+""",
+            },
+            note="pass-through resolvers, dead branches, exceptions and failures returned are fine",
         ),
         Example(
             {
@@ -199,47 +280,11 @@ def draft_backend(cfg):
     )
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:
-        inventory = analysis.inventory
-        aliases = {k.upper(): v for k, v in inventory.aliases.items()}
-        groups: dict[tuple, list] = {}
-        for site in inventory.dispatch_sites:
-            if site.via != "string":
-                continue
-            key = (site.location.path, site.decision_location or site.location)
-            groups.setdefault(key, []).append(site)
-        for sites in groups.values():
-            if not any(_silent(site) for site in sites):
-                continue
-            if not any(literals_of(s) for s in sites if _silent(s)):
-                continue  # only `is None` / `== None`: a test for "no speculative algorithm", which no new one is
-            site = sites[0]
-            literals = list(dict.fromkeys(lit for s in sites if _silent(s) for lit in literals_of(s)))
-            members = sorted({aliases.get(lit.upper(), lit.upper()) for lit in literals})
-            shown = ", ".join(quoted(s) for s in literals) or site.detail
-            yield self.finding(
-                analysis,
-                site.location,
-                f"speculative_algorithm compared with {shown}: any other algorithm silently skips this branch",
-                symbol=f"{site.function}:{'|'.join(s.detail for s in sites)}",
-                data={"literals": literals, "function": site.function, "algorithms": list(site.algorithms),
-                      "members": members},
-                hint=_hint(inventory, members),
-            )
-
-
-def _silent(site) -> bool:
-    """A new algorithm reaches this test, skips the branch its literals select, and nothing refuses."""
-    if site.negated or site.refuses or site.decision in ("assert", "exit", "message") or site.resolves_alias:
-        return False
-    if site.decision_location is None:  # no control-flow facts (outside a function body read)
-        return True
-    return site.new_algorithm in ("skips", "either") and not site.resolves_alias
-
-
-def _hint(inventory, members: list[str]) -> str:
-    wanted = set(members)
-    exact = [p.name for p in inventory.predicates if set(p.members) == wanted]
-    if exact:
-        return f"dispatch on SpeculativeAlgorithm.{exact[0]}() (true for exactly {', '.join(members)}) instead of strings"
-    return (f"no predicate is true for exactly {', '.join(members)}: add one (e.g. `return self in (...)` over those "
-            "members) and dispatch on it instead of strings")
+        for found in silent_string_sites(analysis):
+            if found.raw is not None:
+                continue  # runs before the name is normalised: SGL208 says so (NEXTN / eagle skip it too)
+            message = f"speculative_algorithm compared with {found.shown}: any other algorithm " + (
+                "leaves here early and silently skips the code below, which runs for these only" if found.early_exit
+                else "silently skips this branch")
+            yield self.finding(analysis, found.site.location, message, symbol=found.symbol, data=found.data(),
+                               hint=predicate_hint(analysis, found))

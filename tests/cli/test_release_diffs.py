@@ -39,3 +39,13 @@ def test_0_5_22_to_0_5_23_makes_one_fair_review_comment(tmp_path):
     """The one comment: a new DSPARK-only string test in the change (`self.speculative_algorithm ==
     "DSPARK"` choosing the MiniMax-M3 DSpark draft config), where `is_dspark()` says the same."""
     assert _comments(tmp_path, "0.5.22", "0.5.23") == [("SGL202", "sglang/srt/configs/model_config.py", 1022)]
+
+
+def test_0_5_15_to_0_5_16_reports_the_move_onto_a_constant_plugin_predicate(tmp_path):
+    """0.5.16 moved DFLASH dispatch from `is_dflash()` to `is_dflash_family()` and gave CustomSpecAlgo
+    `is_dflash_family(): return False` (spec_registry.py:83): SGL209 says so (issue 28). The SGL206
+    calls whose argument lines moved are the base's hazards and are no comment."""
+    comments = _comments(tmp_path, "0.5.15", "0.5.16")
+    assert ("SGL209", "sglang/srt/speculative/spec_registry.py", 83) in comments
+    assert not [c for c in comments if c[0] == "SGL206"]
+    assert len([c for c in comments if c[0] in ("SGL202", "SGL208", "SGL209")]) == 4

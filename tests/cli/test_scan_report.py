@@ -50,9 +50,12 @@ def test_select_and_write_then_use_a_baseline(snapshot, capsys, tmp_path):
     code, out = run(snapshot, capsys, select=("SGL2",), fail_on="warning", write_baseline=str(baseline))
     assert code == 0
     assert "wrote 2 findings to baseline" in out.err
+    assert out.out == "" and len(out.err.strip().splitlines()) == 1  # one line, not the report
+    assert "(error 0, warning 2, info 0;" in out.err
     code, out = run(snapshot, capsys, select=("SGL2",), fail_on="warning", baseline=str(baseline))
     assert code == 0
-    assert json.loads(out.out)["findings"] == []
+    doc = json.loads(out.out)
+    assert doc["findings"] == [] and doc["summary"]["baselined"] == 2 and doc["summary"]["suppressed"] == 0
 
 
 def test_output_file_and_format_from_its_extension(snapshot, capsys, tmp_path):

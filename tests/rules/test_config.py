@@ -58,3 +58,57 @@ def test_no_config_anywhere(tmp_path):
 def test_someone_elses_broken_pyproject_is_passed_over(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.black\nline-length = 100\n")
     assert discover_default_map(tmp_path) == ({}, None)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('fail-on = "fatal"\n', "fail-on = 'fatal' is not one of info, warning, error"),
+        ('scope = "everything"\n', "scope = 'everything' is not one of speculative, full"),
+        ('format = "xml"\n', "format = 'xml' is not one of text, json, sarif, markdown, html"),
+    ],
+)
+def test_bad_value_names_the_file_and_key_in_one_line(tmp_path, text, message):
+    (tmp_path / ".sgl-scan.toml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / ".sgl-scan.toml")
+    assert str(info.value) == f"{tmp_path / '.sgl-scan.toml'}: {message}"
+
+
+def test_settings_errors_and_precedence_on_the_command_line(tmp_path, capsys):
+    """An unknown selector in the settings names the file and key (exit 2, one line, no traceback);
+    `--select X` with X in the settings' ignore says that the command line wins, and it does."""
+    import json
+    import os
+    import shutil
+
+    from click.testing import CliRunner
+
+    from sgl_scan.cli import cli, main
+
+    root = tmp_path / "proj"
+    (root / ".git").mkdir(parents=True)
+    tree = root / "sglang" / "srt" / "server_args.py"
+    tree.parent.mkdir(parents=True)
+    tree.write_text('def f(server_args):\n    if server_args.speculative_algorithm == "EAGLE":\n        server_args.x()\n')
+    (tree.parent / "speculative").mkdir()
+    (tree.parent / "speculative" / "spec_info.py").write_text("class SpeculativeAlgorithm:\n    pass\n")
+    config = root / ".sgl-scan.toml"
+    previous = os.getcwd()
+    os.chdir(root)
+    try:
+        config.write_text('ignore = ["SGL9"]\n')
+        with pytest.raises(SystemExit) as info:
+            main(["scan", "--path", str(root)])
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.strip() == f"sgl-scan: error: {config}: ignore SGL9: no rule has that id, prefix or name (see `sgl-scan rules`)"
+        config.write_text('ignore = ["SGL202"]\n')
+        result = CliRunner().invoke(cli, ["scan", "--path", str(root), "--format", "json"])
+        assert [f["rule_id"] for f in json.loads(result.stdout)["findings"]] == []
+        result = CliRunner().invoke(cli, ["scan", "--path", str(root), "--format", "json", "--select", "SGL202"])
+        assert f"--select SGL202 wins over {config}: ignore (command-line options win)" in result.stderr
+        assert [f["rule_id"] for f in json.loads(result.stdout)["findings"]] == ["SGL202"]
+    finally:
+        os.chdir(previous)
+        shutil.rmtree(root / ".git")

@@ -14,7 +14,8 @@ from sgl_scan.rules.engine import RuleError, run_rules
 from sgl_scan.rules.registry import RuleLoadError, load_rule_class, load_rules, rule_module_names
 from tests.rules.inventories import EAGLE3, analysis, inventory, loc
 
-EXPECTED_IDS = ("SGL101", "SGL102", "SGL103", "SGL201", "SGL202", "SGL203", "SGL204", "SGL205", "SGL206", "SGL207", "SGL301", "SGL302")
+EXPECTED_IDS = ("SGL101", "SGL102", "SGL103", "SGL201", "SGL202", "SGL203", "SGL204", "SGL205", "SGL206", "SGL207", "SGL208", "SGL209",
+                "SGL301", "SGL302")
 
 
 def test_every_rule_module_loads_with_stable_ids():

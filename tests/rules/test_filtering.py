@@ -20,7 +20,8 @@ from tests.rules.inventories import EAGLE3, analysis, inventory, loc
 @pytest.mark.parametrize(
     "select, ignore, expected",
     [
-        ((), (), {"SGL101", "SGL102", "SGL103", "SGL201", "SGL202", "SGL203", "SGL204", "SGL205", "SGL206", "SGL207", "SGL301", "SGL302"}),
+        ((), (), {"SGL101", "SGL102", "SGL103", "SGL201", "SGL202", "SGL203", "SGL204", "SGL205", "SGL206", "SGL207", "SGL208", "SGL209",
+                  "SGL301", "SGL302"}),
         (("SGL3",), (), {"SGL301", "SGL302"}),
         (("SGL3",), ("SGL302",), {"SGL301"}),
         (("SGL301",), ("SGL3",), {"SGL301"}),
@@ -199,3 +200,35 @@ def test_a_baseline_written_before_groups_still_matches_a_single_statement(tmp_p
     path.write_text(json.dumps({"baseline_version": 1, "findings": [{"fingerprint": f.fingerprint} for f in legacy]}))
     now = _sgl103(run_rules(_copies(20), source_lines=_text(20)))
     assert apply_filters(now, FilterOptions(baseline=read_baseline(path))).kept == ()
+
+
+def _finding(line: int, fingerprint: str, **data):
+    from sgl_scan.rules.finding import Finding
+
+    return Finding(rule_id="SGL202", severity="warning", message="m", path="sglang/srt/x.py", line=line, column=1,
+                   end_line=line + 2, end_column=None, snapshot_id="s", data=data, hint=None, fingerprint=fingerprint,
+                   group="G")
+
+
+def test_check_comments_only_on_hazards_the_change_made():
+    """A finding on a changed line whose hazard (site key + algorithm set) the diff base had is no
+    comment (0.5.15 -> 0.5.16 re-reported an SGL206 when an argument line moved); a second finding of
+    the same kind beside it (0.5.23 model_config.py:1022 next to :1052), or the same site reaching
+    other algorithms, is the change's."""
+    from sgl_scan.rules.hazard import BaseHazards
+
+    base = [_finding(10, "fp-old", algorithms=["EAGLE"], literals=["EAGLE"])]
+    moved = _finding(12, "fp-moved", algorithms=["EAGLE"], literals=["EAGLE"])  # neighbours edited: new fingerprint
+    twin = _finding(30, "fp-twin", algorithms=["EAGLE"], literals=["EAGLE"])
+    wider = _finding(50, "fp-wider", algorithms=["EAGLE", "EAGLE3"], literals=["EAGLE"])
+    changed = {"sglang/srt/x.py": frozenset({13, 30, 51})}
+    options = FilterOptions(changed_lines=changed, base_hazards=BaseHazards.of(base))
+    result = apply_filters([moved, wider], options)
+    assert [f.line for f in result.kept] == [50] and [f.line for f in result.unchanged] == [12]
+    old = _finding(10, "fp-old", algorithms=["EAGLE"], literals=["EAGLE"])
+    result = apply_filters([old, twin], FilterOptions(changed_lines={"sglang/srt/x.py": frozenset({10, 30})},
+                                                      base_hazards=BaseHazards.of(base)))
+    assert [f.line for f in result.kept] == [30]  # the old one keeps its fingerprint; the twin is new
+    result = apply_filters([moved, twin], options)
+    assert len(result.kept) == 2  # more than the base had and neither is the old one: both are shown
+    assert [f.line for f in apply_filters([moved], FilterOptions(changed_lines=changed)).kept] == [12]  # lines alone

@@ -98,3 +98,15 @@ def analyse_release(version: str):
     paths = ["sglang/" + p for p in select_local(relative, "speculative", lambda p: (package / p).read_bytes())]
     return analyze_tree(tree, paths, snapshot_id=f"pypi-{version}", sglang_version=version,
                         cache_dir=cache_root() / "facts-cache", jobs=2, progress=None)
+
+
+@functools.lru_cache(maxsize=None)
+def analyse_release_full(version: str):
+    """The `Analysis` of every Python file of a release's `sglang/srt` (`--scope full`), once per session."""
+    from sgl_scan.analyzer.pipeline import analyze_tree
+
+    tree = release_tree(version)
+    package = tree / "sglang"
+    paths = sorted("sglang/" + p.relative_to(package).as_posix() for p in package.rglob("*.py"))
+    return analyze_tree(tree, paths, snapshot_id=f"pypi-{version}-full", sglang_version=version,
+                        cache_dir=cache_root() / "facts-cache", jobs=2, progress=None)

@@ -55,8 +55,10 @@ _BUILT: list[tuple[Any, ...]] = []
 def _build() -> tuple[Any, ...]:
     from sgl_scan.analyzer.extractors.aliases import AliasResolverExtractor
     from sgl_scan.analyzer.extractors.attention import AttentionExtractor
+    from sgl_scan.analyzer.extractors.branches import BranchExtractor
     from sgl_scan.analyzer.extractors.d2t import D2tExtractor
     from sgl_scan.analyzer.extractors.dispatch import DispatchExtractor
+    from sgl_scan.analyzer.extractors.sequence import SequenceExtractor
 
     return (
         Deferred("spec_algo_class", ALGORITHM_CLASS_TRIGGER, f"{_PACKAGE}.algorithm_class", "AlgorithmClassExtractor"),
@@ -66,6 +68,8 @@ def _build() -> tuple[Any, ...]:
         D2tExtractor(),
         AliasResolverExtractor(),
         AttentionExtractor(),
+        BranchExtractor(),
+        SequenceExtractor(),
     )
 
 

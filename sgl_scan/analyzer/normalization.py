@@ -1,0 +1,181 @@
+"""What runs before the `--speculative-algorithm` value is normalised (upper-cased, aliases resolved).
+
+Read from the code of each release, in whatever form it has:
+
+* the *normaliser* is a function that resolves aliases: it calls an alias resolver (a function that
+  maps `NEXTN`/`EAGLE` and returns every other name unchanged, `extractors/aliases.py`) or holds an
+  alias assignment (`if algo == "NEXTN": algo = "EAGLE"`);
+* a *pipeline* is a function that runs the normaliser as one of its steps, by calling it
+  (`handle_speculative_decoding(self)`, 0.5.16) or by handing it to a runner
+  (`run_hook(handle_speculative_decoding, server_args)`, 0.5.17+): its steps before that one run on
+  the raw value;
+* what those steps run is followed through calls, functions handed as arguments
+  (`run_post_process_pass(server_args, fn)`), and registries (a decorator that appends the function
+  to a module-level container that a function reached here loops over: the model-override
+  providers of `_MODEL_OVERRIDE_FNS`).
+
+`raw_before_normalisation(analysis)` maps each string dispatch site in that code to a one-line reason.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from typing import Iterable
+
+from sgl_scan.analyzer.extractors.sequence import FunctionRefs
+from sgl_scan.analyzer.model import Analysis, Location
+from sgl_scan.analyzer.query import files_mentioning
+
+SEQUENCE = "spec_call_sequence"
+MAX_DEPTH = 8
+
+
+def _short(name: str) -> str:
+    return name.rpartition(".")[2]
+
+
+def _records(analysis: Analysis) -> list[tuple[str, FunctionRefs]]:
+    out = []
+    for path in files_mentioning(analysis, ["FunctionRefs"]):
+        extras = getattr(analysis.files[path], "extras", None) or {}
+        out.extend((path, r) for r in extras.get(SEQUENCE, ()) if isinstance(r, FunctionRefs))
+    return out
+
+
+def _resolver_functions(analysis: Analysis) -> set[str]:
+    from sgl_scan.analyzer.extractors.records import AliasResolver
+
+    found = set()
+    for path in files_mentioning(analysis, ["AliasResolver"]):
+        for records in (getattr(analysis.files[path], "extras", None) or {}).values():
+            found.update(r.function for r in records if isinstance(r, AliasResolver))
+    return found
+
+
+def normalisers(analysis: Analysis, records: Iterable[tuple[str, FunctionRefs]]) -> set[str]:
+    """Functions that resolve the algorithm's aliases (qualified names)."""
+    resolvers = _resolver_functions(analysis)
+    shorts = {_short(r) for r in resolvers}
+    out = {site.function for site in analysis.inventory.dispatch_sites if site.resolves_alias}
+    for _path, record in records:
+        if record.function in resolvers:
+            continue
+        if any(name in resolvers or _short(name) in shorts for _line, name in record.refs):
+            out.add(record.function)
+    return out
+
+
+def raw_before_normalisation(analysis: Analysis) -> dict[Location, str]:
+    """String dispatch sites in code that runs before the normaliser, with the reason in words."""
+    strings = [s for s in analysis.inventory.dispatch_sites if s.via == "string" and not s.resolves_alias]
+    if not strings:
+        return {}
+    records = _records(analysis)
+    by_function = {r.function: (p, r) for p, r in records}
+    normal = normalisers(analysis, records)
+    if not normal:
+        return {}
+    normal_short = {_short(n) for n in normal}
+    early: dict[str, str] = {}  # function -> why it runs before
+    for path, record in records:
+        if record.function in normal:
+            continue
+        at = next((line for line, name in record.refs if name in normal or _short(name) in normal_short), None)
+        if at is None:
+            continue
+        step_n = next(name for line, name in record.refs if line == at and (name in normal or _short(name) in normal_short))
+        for line, name in record.refs:
+            if line < at:
+                early.setdefault(name, f"`{_short(name)}` runs at {path}:{line}, before `{_short(step_n)}` at :{at}")
+    if not early:
+        return {}
+    registries = _registries(analysis, records)
+    reached: dict[str, str] = {}
+    queue = deque((name, why, 0) for name, why in early.items())
+    calls = _calls(analysis)
+    while queue:
+        name, why, depth = queue.popleft()
+        if name in reached or name in normal or depth > MAX_DEPTH:
+            continue
+        reached[name] = why
+        found = by_function.get(name)
+        nexts = [n for _l, n in found[1].refs] if found else list(calls(name))
+        if found:
+            for container in found[1].iterates:
+                nexts.extend(registries.get(container, ()))
+        for other in nexts:
+            queue.append((other, why, depth + 1))
+    out = {}
+    for site in strings:
+        why = reached.get(site.function)
+        if why is not None:
+            out[site.location] = why
+    return out
+
+
+def _calls(analysis: Analysis):
+    """name -> the resolved callees of that function (from the general facts), read on demand."""
+    from sgl_scan.analyzer.query import files_by_module
+
+    modules = files_by_module(analysis)
+
+    def callees(name: str) -> list[str]:
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            if module in modules:
+                qualname = ".".join(parts[cut:])
+                for function in modules[module].functions:
+                    if function.qualname == qualname:
+                        return [c.resolved for c in function.calls if c.resolved]
+                return []
+        return []
+
+    return callees
+
+
+def _registries(analysis: Analysis, records: list[tuple[str, FunctionRefs]]) -> dict[str, list[str]]:
+    """container -> the functions decorated with a registrar that appends to it."""
+    appends: dict[str, set[str]] = defaultdict(set)
+    refs: dict[str, list[str]] = {}
+    for _path, record in records:
+        appends[record.function].update(record.appends)
+        refs[record.function] = [name for _l, name in record.refs]
+    inner: dict[str, list[str]] = defaultdict(list)
+    for name in list(refs):
+        head, sep, _tail = name.partition(".<locals>.")
+        if sep:
+            inner[head].append(name)
+
+    def registers(name: str, seen: set[str]) -> set[str]:
+        if name in seen:
+            return set()
+        seen.add(name)
+        out = set(appends.get(name, ()))
+        for part in (name, *inner.get(name, ())):
+            out |= appends.get(part, set())
+            for callee in refs.get(part, ()):
+                if callee in refs:
+                    out |= registers(callee, seen)
+        return out
+
+    outer = {name for name in refs if ".<locals>." not in name} | set(inner)
+    registrars = {name: registers(name, set()) for name in outer}
+    registrars = {name: found for name, found in registrars.items() if found}
+    out: dict[str, list[str]] = defaultdict(list)
+    if not registrars:
+        return out
+    shorts = {_short(n): n for n in registrars}
+    for path in files_mentioning(analysis, sorted(shorts)):
+        facts = analysis.files[path]
+        for function in facts.functions:
+            for decorator in function.decorators:
+                registrar = decorator if decorator in registrars else shorts.get(_short(decorator))
+                if registrar is None:
+                    continue
+                for container in registrars[registrar]:
+                    out[container].append(f"{facts.module}.{function.qualname}")
+    return out
+
+
+__all__ = ["normalisers", "raw_before_normalisation"]
