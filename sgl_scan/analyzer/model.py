@@ -140,6 +140,7 @@ UNREAD_KINDS = (
     "alias",  # an accepted spelling (reserved-alias table) whose target member was not found
     "worker",  # a worker that could not be read: a registration's worker or factory, a worker expression the
     # flow layer does not follow (a lookup, getattr, a call result), or a worker under a test it cannot evaluate
+    "reference",  # a census entry (analyzer/census.py) no fact came from: `name` is its source, `reason` its form
 )
 
 
@@ -151,6 +152,17 @@ class Unread:
     name: str  # the predicate, the site's test, the call, the alias
     location: Location
     reason: str  # one line: what could not be read
+
+
+@dataclass(frozen=True)
+class Census:
+    """How many references to the algorithm (and to d2t/t2d/hot_token_id) the census found, and how
+    many of them produced a fact (`read`) or are in `unread` (`unread`): references == read + unread."""
+
+    references: int
+    read: int
+    unread: int
+    forms: tuple[tuple[str, int], ...] = ()  # (form, references of that form), see census.FORMS
 
 
 @dataclass(frozen=True)
@@ -169,6 +181,7 @@ class SpecInventory:
     plugin_base_true: tuple[str, ...] = ()  # the plugin base's predicates that answer True (`return True`)
     aliases: Mapping[str, str] = field(default_factory=dict)  # accepted literal -> member ("NEXTN" -> "EAGLE")
     unread: tuple[Unread, ...] = ()  # what could not be read, in location order
+    census: Census | None = None  # the census's counts (None: the census did not run, e.g. a hand-built inventory)
 
     def unread_of(self, *kinds: str) -> tuple[Unread, ...]:
         """The unread items of these kinds (all when none are named)."""

@@ -53,6 +53,7 @@ _BUILT: list[tuple[Any, ...]] = []
 
 
 def _build() -> tuple[Any, ...]:
+    from sgl_scan.analyzer.census import CensusExtractor
     from sgl_scan.analyzer.extractors.aliases import AliasResolverExtractor
     from sgl_scan.analyzer.extractors.attention import AttentionExtractor
     from sgl_scan.analyzer.extractors.d2t import D2tExtractor
@@ -66,6 +67,7 @@ def _build() -> tuple[Any, ...]:
         D2tExtractor(),
         AliasResolverExtractor(),
         AttentionExtractor(),
+        CensusExtractor(),  # not an extractor of facts: the independent census (analyzer/census.py)
     )
 
 
