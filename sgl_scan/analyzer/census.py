@@ -27,6 +27,8 @@ Never silently dropped. See docs/census.md.
 from __future__ import annotations
 
 import ast
+import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -241,6 +243,40 @@ class _Census:
         return k
 
     # -- walk ---------------------------------------------------------------------------------------
+    hits: list[int] = []
+
+    def _hit(self, node: ast.AST) -> bool:
+        first, last = node.lineno, node.end_lineno or node.lineno
+        if getattr(node, "decorator_list", None):
+            first = min(first, *(d.lineno for d in node.decorator_list))
+        at = bisect_left(self.hits, first)
+        return at < len(self.hits) and self.hits[at] <= last
+
+    def _mentions_map(self, node: ast.AST) -> bool:
+        first, last = node.lineno, node.end_lineno or node.lineno
+        return any("d2t" in line or "t2d" in line for line in self.lines[first - 1:last])
+
+    def _uses_local(self, node: ast.AST) -> bool:
+        """Whether a statement's lines name a local of this function that the table binds."""
+        names = self.scopes[-1]
+        if not names:
+            return False
+        first, last = node.lineno, node.end_lineno or node.lineno
+        segment = "\n".join(self.lines[first - 1:last])
+        return any(name in segment for name in names)
+
+    def walk_body(self, body: list[ast.stmt]) -> None:
+        """Statements of a module or class body, each walked only when its lines hold a word."""
+        for statement in body:
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                self._import(statement)
+            elif self._hit(statement):
+                self.walk(statement)
+            elif isinstance(statement, ast.Assign):  # a constant rebound: forget what it was
+                for target in statement.targets:
+                    if isinstance(target, ast.Name):
+                        self.bind(target.id, None)
+
     def walk(self, node: ast.AST) -> None:
         t = type(node)
         if t is ast.Import or t is ast.ImportFrom:
@@ -262,7 +298,8 @@ class _Census:
             self._call(node)
         elif t is ast.Match:
             self._match(node)
-        elif t is ast.Return and node.value is not None and _reads_map(node.value) and not _plain(node.value):
+        elif t is ast.Return and node.value is not None and self._mentions_map(node) and _reads_map(node.value) \
+                and not _plain(node.value):
             self.add(node, "d2t", "returned")
         elif t is ast.Subscript:
             if _map_name(node.value) or any(_map_name(n) for n in _index_nodes(node)):
@@ -293,8 +330,14 @@ class _Census:
             if default is not None:
                 self.walk(default)
         self.scopes.append(scope)
+        in_algo = in_algo or bool(scope)
         for statement in node.body:
-            self.walk(statement)
+            if in_algo or self._hit(statement) or self._uses_local(statement):
+                self.walk(statement)
+            elif isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    if isinstance(target, ast.Name):
+                        self.bind(target.id, None)
         self.scopes.pop()
         self.function = outer_function
 
@@ -317,7 +360,8 @@ class _Census:
             if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
                 if _annotation_kind(self, statement.annotation) == (ALGO,):
                     self.bindings.append(Binding("algo_attr", statement.target.id))
-            self.walk(statement)
+            if is_algo or self._hit(statement):
+                self.walk(statement)
         self.scopes.pop()
         self.function = outer
         self.algo_classes.pop()
@@ -335,7 +379,7 @@ class _Census:
                     self.bind(target.id, (ALGO,))
         if value is None:
             return
-        if _reads_map(value) and not _plain(value):
+        if self._mentions_map(node) and _reads_map(value) and not _plain(value):
             self.add(node, "d2t", "assignment")
         bound = self._value_binding(value) if not isinstance(node, ast.AugAssign) else None
         for target in targets:
@@ -511,6 +555,37 @@ def _index_nodes(node: ast.Subscript) -> list[ast.AST]:
     return list(s.elts) if isinstance(s, ast.Tuple) else [s]
 
 
+def _module_statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """Module-level statements, also inside module-level `if`/`try` (`try: import x except: ...`)."""
+    for statement in body:
+        if isinstance(statement, ast.If):
+            yield from _module_statements(statement.body)
+            yield from _module_statements(statement.orelse)
+        elif isinstance(statement, ast.Try):
+            yield from _module_statements(statement.body)
+            for handler in statement.handlers:
+                yield from _module_statements(handler.body)
+        else:
+            yield statement
+
+
+def _hit_lines(text: str, words: Iterable[str]) -> list[int]:
+    """Sorted 1-based numbers of the lines holding one of `words` (as a substring)."""
+    present = [w for w in words if w in text]
+    if not present:
+        return []
+    pattern = re.compile("|".join(re.escape(w) for w in sorted(present, key=len, reverse=True)))
+    lines, out, last = 1, [], -1
+    position = 0
+    for match in pattern.finditer(text):
+        lines += text.count("\n", position, match.start())
+        position = match.start()
+        if lines != last:
+            out.append(lines)
+            last = lines
+    return out
+
+
 class CensusExtractor:
     """The census as a per-file pass of the pipeline (its records live in `FileFacts.extras["census"]`;
     the inventory builder reads only `spec_*` extras, so the extractors never see them)."""
@@ -525,11 +600,29 @@ class CensusExtractor:
         return census_of(tree, context.text or "", context.module)
 
 
+_WORDS = (CLASS_NAME, "spec_algo", "speculative_algo", "d2t", "t2d", "hot_token_id", "load_token_map")
+
+
 def census_of(tree: ast.Module, text: str, module: str) -> tuple:
-    """The census records of one parsed file: its `Reference`s then its `Binding`s."""
+    """The census records of one parsed file: its `Reference`s then its `Binding`s.
+
+    Two steps, both cheap: the module's own bindings (imports and constants at module level, as the
+    binding table sees them) give the names that may refer to the algorithm here; then only
+    statements whose lines hold one of those names or of the trigger's words are walked, a function
+    with such a line as a whole (its locals), the algorithm class as a whole (`self` is an algorithm).
+    """
     census = _Census(text, module)
-    for statement in tree.body:
-        census.walk(statement)
+    for statement in _module_statements(tree.body):
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            census._import(statement)
+        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+            bound = census._value_binding(statement.value)
+            if bound is not None:
+                census.bind(statement.targets[0].id, bound)
+    words = set(_WORDS) | {name for name, value in census.scopes[0].items() if value[0] != "module"}
+    census.hits = _hit_lines(text, words)
+    census.scopes = [{}]
+    census.walk_body(tree.body)
     refs = sorted(census.refs, key=lambda r: (r.line, r.column, r.form, r.needs or ("", "")))
     return (*refs, *dict.fromkeys(census.bindings))
 
