@@ -57,6 +57,8 @@ class Reference:
     function: str
     needs: tuple[str, str] | None = None  # ("algo_attr"|"string_attr", name): counts only if the tree binds it so
     method: str | None = None  # a predicate call's method: counts only if the algorithm class defines it
+    in_test: bool = False  # a term of a test (`if`/`while`/`assert`/...): the site must know it decides that test
+    negated: bool = False  # in a test: whether the term's truth is complemented there (`not`, `!=`, `is False`)
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class Binding:
 TRIGGER = Trigger(CLASS_NAME, r"spec_algo", r"speculative_algo", r"d2t", r"t2d", r"hot_token_id")
 
 _EQ = (ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.In, ast.NotIn)
+_NEGATIVE = (ast.NotEq, ast.IsNot, ast.NotIn)
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COLLECTIONS = (ast.Tuple, ast.List, ast.Set)
 TEXT_LIMIT = 120
@@ -112,7 +115,9 @@ class _Census:
         raw = " ".join(raw.split())
         return raw if len(raw) <= TEXT_LIMIT else raw[:TEXT_LIMIT - 3] + "..."
 
-    def add(self, node: ast.AST, form: str, shape: str, needs=None, method=None) -> None:
+    node_ctx: bool | None = None
+
+    def add(self, node: ast.AST, form: str, shape: str, needs=None, method=None, inverted: bool = False) -> None:
         key = (node.lineno, node.col_offset, form)
         if key in self.seen:
             return
@@ -120,7 +125,8 @@ class _Census:
         end_line = node.end_lineno or node.lineno
         self.refs.append(Reference(node.lineno, self._col(node.lineno, node.col_offset), end_line,
                                    self._col(end_line, node.end_col_offset or 0), form, shape, self._text(node),
-                                   self.function, needs, method))
+                                   self.function, needs, method, self.node_ctx is not None and form != "d2t",
+                                   (bool(self.node_ctx) != inverted) if self.node_ctx is not None else False))
 
     # -- binding table ----------------------------------------------------------------------------
     def lookup(self, name: str) -> tuple | None:
@@ -277,8 +283,58 @@ class _Census:
                     if isinstance(target, ast.Name):
                         self.bind(target.id, None)
 
-    def walk(self, node: ast.AST) -> None:
+    ctx: bool | None = None  # the node being walked is a term of a test, under an odd (True) or even number of `not`s
+
+    def walk_test(self, node: ast.AST, nots: int = 0) -> None:
+        """A test (`if`, `elif`, `while`, `assert`, a conditional expression's, a comprehension's
+        `if`): its terms through `and`/`or`/`not`/walrus and `is True`/`is False`/`== False`."""
         t = type(node)
+        if t is ast.BoolOp:
+            for value in node.values:
+                self.walk_test(value, nots)
+            return
+        if t is ast.UnaryOp and isinstance(node.op, ast.Not):
+            self.walk_test(node.operand, nots + 1)
+            return
+        if t is ast.NamedExpr:
+            self.walk_test(node.value, nots)
+            if isinstance(node.target, ast.Name):
+                self.bind(node.target.id, self._value_binding(node.value))
+            return
+        if t is ast.Compare and len(node.ops) == 1:
+            flip = _bool_flip(node.left, node.ops[0], node.comparators[0])
+            if flip is not None:
+                operand = node.left if _bool_constant(node.comparators[0]) else node.comparators[0]
+                self.walk_test(operand, nots + flip)
+                return
+        self.ctx = nots % 2 == 1
+        self.walk(node)
+
+    def walk(self, node: ast.AST) -> None:
+        ctx, self.ctx = self.ctx, None
+        self.node_ctx = ctx
+        t = type(node)
+        if t is ast.If or t is ast.While:
+            self.walk_test(node.test)
+            for child in (*node.body, *node.orelse):
+                self.walk(child)
+            return
+        if t is ast.Assert:
+            self.walk_test(node.test)
+            if node.msg is not None:
+                self.walk(node.msg)
+            return
+        if t is ast.IfExp:
+            self.walk_test(node.test)
+            self.walk(node.body)
+            self.walk(node.orelse)
+            return
+        if t is ast.comprehension:
+            self.walk(node.target)
+            self.walk(node.iter)
+            for test in node.ifs:
+                self.walk_test(test)
+            return
         if t is ast.Import or t is ast.ImportFrom:
             self._import(node)
             return
@@ -304,6 +360,7 @@ class _Census:
         elif t is ast.Subscript:
             if _map_name(node.value) or any(_map_name(n) for n in _index_nodes(node)):
                 self.add(node, "d2t", "indexing")
+        self.node_ctx = None
         for child in ast.iter_child_nodes(node):
             self.walk(child)
         if t is ast.NamedExpr and isinstance(node.target, ast.Name):
@@ -381,6 +438,8 @@ class _Census:
             return
         if self._mentions_map(node) and _reads_map(value) and not _plain(value):
             self.add(node, "d2t", "assignment")
+        elif any(_last(t) == "hot_token_id" for t in targets) and _converts(value):
+            self.add(node, "d2t", "conversion")
         bound = self._value_binding(value) if not isinstance(node, ast.AugAssign) else None
         for target in targets:
             if isinstance(target, ast.Name):
@@ -432,7 +491,7 @@ class _Census:
             if ok is not None and ok[0] in (MEMBER, MEMBERS):
                 if isinstance(op, (ast.In, ast.NotIn)) and other is left:
                     continue
-                self.add(node, "member test", _shape(other, ok))
+                self.add(node, "member test", _shape(other, ok), inverted=isinstance(op, _NEGATIVE))
                 return
         for subject, sk, other, ok in ((left, lk, right, rk), (right, rk, left, lk)):
             if sk is None or ok is None or ok[0] not in (LITERAL, STRINGS, NONE):
@@ -441,12 +500,13 @@ class _Census:
                 continue  # `"EAGLE" in x`: a substring test
             if ok[0] == NONE and not isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
                 continue
+            inverted = isinstance(op, _NEGATIVE)
             if sk[0] in (STRING, ALGO):
-                self.add(node, "string test", _shape(other, ok))
+                self.add(node, "string test", _shape(other, ok), inverted=inverted)
                 return
             if sk[0] == "cand":
-                self.add(node, "string test", _shape(other, ok), needs=("string_attr", sk[1]))
-                self.add(node, "string test", _shape(other, ok) + ", algorithm value", needs=("algo_attr", sk[1]))
+                self.add(node, "string test", _shape(other, ok), needs=("string_attr", sk[1]), inverted=inverted)
+                self.add(node, "string test", _shape(other, ok), needs=("algo_attr", sk[1]), inverted=inverted)
                 return
 
     def _match(self, node: ast.Match) -> None:
@@ -479,6 +539,20 @@ def _is_predicate(node: ast.AST) -> bool:
         isinstance(v, boolish) or (isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not))
         or (isinstance(v, ast.Constant) and isinstance(v.value, bool))
         or (isinstance(v, ast.Call) and not v.args and not v.keywords) for v in returns)
+
+
+def _bool_constant(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, bool)
+
+
+def _bool_flip(left: ast.AST, op: ast.cmpop, right: ast.AST) -> int | None:
+    """For `t is True` / `t == False` / `t is not False` ...: 1 when the comparison complements `t`, 0
+    when it keeps it; None when neither side is a bool constant."""
+    const = right if _bool_constant(right) else left if _bool_constant(left) else None
+    if const is None or not isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+        return None
+    negative = isinstance(op, (ast.IsNot, ast.NotEq))
+    return int(const.value == negative)
 
 
 def _decorator_name(node: ast.AST) -> str | None:
@@ -545,6 +619,13 @@ def _reads_map(node: ast.AST) -> bool:
     return False
 
 
+def _converts(node: ast.AST) -> bool:
+    """A value computed from others (`w + torch.arange(n)`, `torch.add(w, o)`, `w[ids]`): a conversion."""
+    if isinstance(node, (ast.BinOp, ast.Subscript)):
+        return True
+    return isinstance(node, ast.Call) and _last(node.func) in ("add", "index_select", "gather", "take")
+
+
 def _plain(node: ast.AST) -> bool:
     """A plain copy or getter (`x = self.d2t`, `return self.d2t`): no conversion, no use."""
     return isinstance(node, (ast.Name, ast.Attribute))
@@ -591,7 +672,7 @@ class CensusExtractor:
     the inventory builder reads only `spec_*` extras, so the extractors never see them)."""
 
     name = NAME
-    version = 1
+    version = 3
     parser = "ast"
     trigger = TRIGGER
     metadata = ()
@@ -697,10 +778,10 @@ def _spans(inventory: SpecInventory) -> dict[str, list[tuple[str, Location]]]:
 
     def put(kind: str, location: Location | None) -> None:
         if location is not None:
-            out.setdefault(location.path, []).append((kind, location))
+            out.setdefault(location.path, []).append((kind, location, None))
 
     for site in inventory.dispatch_sites:
-        put("dispatch", site.location)
+        out.setdefault(site.location.path, []).append(("dispatch", site.location, site))
     for predicate in inventory.predicates:
         put("predicate", predicate.location)
     for algorithm in inventory.algorithms:
@@ -724,22 +805,32 @@ _CONSUMERS = {
 }
 
 
-def _consumer(ref: Reference, facts: list[tuple[str, Location]]) -> str | None:
+def _consumer(ref: Reference, facts: list[tuple[str, Location, Any]]) -> tuple[str | None, str]:
     """What fact came from this node: a fact starting inside the node, or a fact spanning it whose
-    kind covers a body (a predicate's whole `def`, an unread entry's statement)."""
+    kind covers a body (a predicate's whole `def`, an unread entry's statement). A term of a test
+    is read only by a site that decides that test (a decision other than "value") with the
+    term's polarity there (`negated`). Returns (the consumer's kind or None, why not)."""
     kinds = _CONSUMERS[ref.form]
     start, end = (ref.line, ref.column), (ref.end_line, ref.end_column)
-    found = None
-    for kind, loc in facts:
+    found, why = None, ""
+    for kind, loc, fact in facts:
         if kind not in kinds:
             continue
         if _within(loc.line, loc.column, start, end):
-            return kind
+            if kind == "dispatch" and ref.in_test and fact is not None:
+                if fact.decision == "value":
+                    why = "read as a dispatch site, but not as the test it sits in"
+                    continue
+                if fact.negated != ref.negated:
+                    why = "read as a dispatch site with the opposite polarity (" + (
+                        "`not`, `!=`, `is False` lost" if ref.negated else "a negation that is not there") + ")"
+                    continue
+            return kind, ""
         if kind in ("predicate", "unread") or ref.form == "d2t":
             last = loc.end_line or loc.line
             if (loc.line, loc.column) <= start and ref.line <= last:
                 found = found or kind
-    return found
+    return found, why
 
 
 def account(files: Mapping[str, Any], inventory: SpecInventory) -> tuple[SpecInventory, tuple[Entry, ...]]:
@@ -751,10 +842,10 @@ def account(files: Mapping[str, Any], inventory: SpecInventory) -> tuple[SpecInv
     done: list[Entry] = []
     new: list[Unread] = []
     for path, ref in entries(files):
-        by = _consumer(ref, spans.get(path, ()))
+        by, why = _consumer(ref, spans.get(path, ()))
         if by is None:
             location = Location(path, ref.line, ref.column, ref.end_line, ref.end_column)
-            new.append(Unread("reference", ref.text, location, f"{ref.form} ({ref.shape}): {REASONS[ref.form]}"))
+            new.append(Unread("reference", ref.text, location, f"{ref.form} ({ref.shape}): {why or REASONS[ref.form]}"))
             done.append(Entry(path, ref, False, ""))
         else:
             done.append(Entry(path, ref, by != "unread", by))
