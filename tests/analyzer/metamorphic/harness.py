@@ -42,12 +42,17 @@ def original(version: str) -> SpecInventory:
     return inventory_of(release_files(version)[1])
 
 
+# `if p: return A` / `return B` and `return A if p else B` are one decision spelled two ways
+BRANCH = {"if": "branch", "exit": "branch", "ifexp": "branch"}
+
+
 def facts(inv: SpecInventory) -> list[tuple[tuple, str, int]]:
     """(fact without its line, path, line) for every fact the rules read."""
     out = []
     for s in inv.dispatch_sites:
         out.append((("dispatch", s.location.path, s.function, s.via, s.detail, s.algorithms, s.negative, s.worker,
-                     s.negated, s.decision, s.refuses, s.new_algorithm), s.location.path, s.location.line))
+                     s.negated, BRANCH.get(s.decision, s.decision), s.refuses, s.new_algorithm),
+                    s.location.path, s.location.line))
     for p in inv.predicates:
         out.append((("predicate", p.name, p.members), p.location.path, p.location.line))
     for a in inv.algorithms:

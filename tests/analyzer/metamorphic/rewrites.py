@@ -174,6 +174,9 @@ def match_statement(text: str) -> Rewritten | None:
             if lines[node.lineno - 1].lstrip().startswith("elif") or any(
                     isinstance(n, ast.If) and lines[n.lineno - 1].lstrip().startswith("elif") for n in node.orelse):
                 continue
+            if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.lineno != n.end_lineno
+                   for n in ast.walk(node)):
+                continue  # indenting the body would change a multi-line string's value
             if any(isinstance(n, (ast.Break, ast.Continue)) for n in ast.walk(node)):
                 continue  # `break` inside `match` means the same, but keep the rewrite plain
             indent = _indent(lines[node.lineno - 1])
