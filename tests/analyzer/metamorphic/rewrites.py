@@ -308,7 +308,12 @@ def ternary(text: str) -> Rewritten | None:
 def constant_alias(text: str) -> Rewritten | None:
     """`SpeculativeAlgorithm.DFLASH` compared in a function -> module constant `DFLASH = SpeculativeAlgorithm.DFLASH`."""
     tree = ast.parse(text)
-    if not any(isinstance(s, ast.ImportFrom) and any(a.name == CLASS for a in s.names) for s in tree.body):
+    defined = [s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == CLASS]
+    if defined:  # the class's own file: the constants follow the class (its methods read them when called)
+        after = defined[0].end_lineno
+    elif any(isinstance(s, ast.ImportFrom) and any(a.name == CLASS and a.asname is None for a in s.names) for s in tree.body):
+        after = _last_import_line(tree)
+    else:
         return None
     ed, regions, names = _Editor(text), [], {}
     for fn in _functions(tree):
@@ -321,7 +326,7 @@ def constant_alias(text: str) -> Rewritten | None:
                         regions.append((node.lineno, node.end_lineno))
     if not regions:
         return None
-    ed.insert_line(_last_import_line(tree), "".join(f"{n} = {CLASS}.{m}\n" for m, n in names.items()))
+    ed.insert_line(after, "".join(f"{n} = {CLASS}.{m}\n" for m, n in names.items()))
     return ed.result(regions)
 
 
