@@ -64,3 +64,31 @@ def test_0_5_23_known_misses_are_listed():
     assert unread[("lora_hook.py", 253)].startswith("string test (named collection)")
     assert unread[("utils.py", 1897)].startswith("string test (literal)")  # str(get_spec().speculative_algorithm).upper()
     assert any(reason.startswith("string test (None)") for reason in unread.values())  # `x is not None`
+
+
+def test_0_5_23_validation_hook_from_string_receiver_is_listed():
+    """hunt4/real_from_string_receiver: `assert ... or SpeculativeAlgorithm.from_string(...).supports_mixed_chunk()`."""
+    unread = analyse_release("0.5.23").inventory.unread_of("reference")
+    assert [(u.location.line, u.reason.partition(":")[0]) for u in unread
+            if u.location.path.endswith("arg_groups/validation_hook.py") and 228 <= u.location.line <= 235] == [
+        (232, "predicate call (call result)")]
+
+
+def test_0_5_23_walrus_comparison_is_read_or_listed(tmp_path):
+    """hunt4/walrus_string_compare: `(algo := speculative_algorithm) == "NGRAM"` (kv_cache_hook.py:191) is a
+    dispatch site or an unread entry, never silence."""
+    import shutil
+
+    source = release_tree("0.5.23")
+    hook, spec = "sglang/srt/arg_groups/kv_cache_hook.py", "sglang/srt/speculative/spec_info.py"
+    for rel in (hook, spec):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / rel, tmp_path / rel)
+    text = (tmp_path / hook).read_text()
+    old = '            and speculative_algorithm == "NGRAM"\n            and cfg.speculative_ngram_max_bfs_breadth != 1'
+    assert text.count(old) == 1
+    (tmp_path / hook).write_text(text.replace(old, old.replace("speculative_algorithm ==", "(algo := speculative_algorithm) ==")))
+    inventory = analyze_tree(tmp_path, [hook, spec], use_cache=False).inventory
+    places = [(x.location.path, x.location.line) for x in (*inventory.dispatch_sites, *inventory.unread)]
+    assert any(place in places for place in ((hook, 190), (hook, 191)))
+    assert uncovered(census_entries(tmp_path, [hook, spec]), inventory) == []
