@@ -65,7 +65,7 @@ class Reference:
 class Binding:
     """A tree-wide fact the census learned in this file."""
 
-    kind: str  # "algo_attr" | "string_attr" | "predicates" | "class"
+    kind: str  # "algo_attr" | "string_attr" | "predicates" | "class" | "incomplete" (the walk stopped: `name` says why)
     name: str
     values: tuple[str, ...] = ()
 
@@ -703,7 +703,10 @@ def census_of(tree: ast.Module, text: str, module: str) -> tuple:
     words = set(_WORDS) | {name for name, value in census.scopes[0].items() if value[0] != "module"}
     census.hits = _hit_lines(text, words)
     census.scopes = [{}]
-    census.walk_body(tree.body)
+    try:
+        census.walk_body(tree.body)
+    except RecursionError:  # nested deeper than this walk follows: say so, never fail the file's extractors
+        census.bindings.append(Binding("incomplete", "nested too deeply for the census to walk"))
     refs = sorted(census.refs, key=lambda r: (r.line, r.column, r.form, r.needs or ("", "")))
     return (*refs, *dict.fromkeys(census.bindings))
 
@@ -841,6 +844,11 @@ def account(files: Mapping[str, Any], inventory: SpecInventory) -> tuple[SpecInv
     spans = _spans(inventory)
     done: list[Entry] = []
     new: list[Unread] = []
+    for path in sorted(files):
+        for record in (getattr(files[path], "extras", None) or {}).get(NAME, ()):
+            if type(record) is Binding and record.kind == "incomplete":
+                new.append(Unread("reference", path.rpartition("/")[2], Location(path, 1), f"the census could not "
+                                  f"read this file ({record.name}): its references are not counted"))
     for path, ref in entries(files):
         by, why = _consumer(ref, spans.get(path, ()))
         if by is None:
