@@ -441,6 +441,11 @@ class _Census:
         elif any(_last(t) == "hot_token_id" for t in targets) and _converts(value):
             self.add(node, "d2t", "conversion")
         bound = self._value_binding(value) if not isinstance(node, ast.AugAssign) else None
+        if bound is None and not isinstance(node, ast.AugAssign) and self.function != "<module>" \
+                and "__class__" not in self.scopes[-1]:
+            found = self.kind(value)  # a local copy of an attribute (`spec = runner.spec_algorithm`) stands for it
+            bound = found if found is not None and found[0] == "cand" and isinstance(value, (ast.Attribute, ast.Call,
+                                                                                          ast.BoolOp)) else None
         for target in targets:
             if isinstance(target, ast.Name):
                 if isinstance(node, ast.AugAssign):
@@ -672,7 +677,7 @@ class CensusExtractor:
     the inventory builder reads only `spec_*` extras, so the extractors never see them)."""
 
     name = NAME
-    version = 3
+    version = 4
     parser = "ast"
     trigger = TRIGGER
     metadata = ()

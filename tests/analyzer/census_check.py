@@ -57,3 +57,14 @@ def uncovered(entries, inventory: SpecInventory) -> list[str]:
         if not ok:
             missing.append(f"{path}:{ref.line}:{ref.column} {ref.form} {ref.text}")
     return missing
+
+
+def sites_outside(entries, inventory: SpecInventory) -> list[str]:
+    """Dispatch sites that lie in no census entry: forms the extractors read that the census does not
+    count (the census must see at least what the extractors see, or it could not check them)."""
+    by_path: dict[str, list] = {}
+    for path, ref in entries:
+        by_path.setdefault(path, []).append(ref)
+    return [f"{s.location} {s.via} {s.detail}" for s in inventory.dispatch_sites
+            if not any((r.line, r.column) <= (s.location.line, s.location.column) <= (r.end_line, r.end_column)
+                       for r in by_path.get(s.location.path, ()))]
