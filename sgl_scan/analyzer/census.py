@@ -203,6 +203,9 @@ class _Census:
                     return (ALGO,)
                 if base is not None and func.attr in ("upper", "lower", "strip") and base[0] in (STRING, "cand"):
                     return base
+                if func.attr == "get" and node.args and isinstance(node.args[0], ast.Constant) \
+                        and isinstance(node.args[0].value, str) and node.args[0].value.isidentifier():
+                    return ("cand", node.args[0].value)  # `server_args_dict.get("speculative_algorithm")`
                 return None
             if isinstance(func, ast.Name):
                 base = self.kind(func)
@@ -224,6 +227,9 @@ class _Census:
             base = self.kind(node.value)
             if base is not None and base[0] == CLASS:
                 return (ALGO,)
+            key = node.slice
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier():
+                return ("cand", key.value)  # `args["speculative_algorithm"]`: what the attribute of that name holds
             return None
         if t is ast.BoolOp and isinstance(node.op, ast.Or) and len(node.values) == 2:
             first = self.kind(node.values[0])
@@ -344,7 +350,14 @@ class _Census:
         if t is ast.ClassDef:
             self._class(node)
             return
-        if t is ast.Lambda:
+        if t is ast.Lambda:  # its parameters hide outer names; its body is read like any expression
+            args = node.args
+            for default in [*args.defaults, *args.kw_defaults]:
+                if default is not None:
+                    self.walk(default)
+            self.scopes.append({a.arg: ("shadow",) for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]})
+            self.walk(node.body)
+            self.scopes.pop()
             return
         if t is ast.Assign or t is ast.AnnAssign or t is ast.AugAssign:
             self._assign(node)
@@ -444,7 +457,7 @@ class _Census:
         if bound is None and not isinstance(node, ast.AugAssign) and self.function != "<module>" \
                 and "__class__" not in self.scopes[-1]:
             found = self.kind(value)  # a local copy of an attribute (`spec = runner.spec_algorithm`) stands for it
-            bound = found if found is not None and found[0] == "cand" and isinstance(value, (ast.Attribute, ast.Call,
+            bound = found if found is not None and found[0] == "cand" and isinstance(value, (ast.Attribute, ast.Call, ast.Subscript,
                                                                                           ast.BoolOp)) else None
         for target in targets:
             if isinstance(target, ast.Name):
@@ -677,7 +690,7 @@ class CensusExtractor:
     the inventory builder reads only `spec_*` extras, so the extractors never see them)."""
 
     name = NAME
-    version = 4
+    version = 5
     parser = "ast"
     trigger = TRIGGER
     metadata = ()

@@ -229,3 +229,21 @@ def test_a_hand_built_inventory_has_no_census():
     assert build_inventory({}).census is not None  # the pipeline always accounts
     from sgl_scan.analyzer.pipeline import empty_inventory
     assert empty_inventory().census is None
+
+
+def test_lambdas_and_keyed_lookups():
+    """0.5.13 model_runner.py:3137 (a predicate call inside a lambda) and 0.5.1-0.5.3 communicator.py
+    (`speculative_algo = global_server_args_dict.get("speculative_algorithm", None)`)."""
+    found = refs('''\
+        def f(self, args_dict, x):
+            build(lambda bs: make(bs, track=self.spec_algorithm.is_none()))
+            algo = args_dict.get("speculative_algorithm", None)
+            other = args_dict["spec_algorithm"]
+            ignored = (lambda spec_algorithm: spec_algorithm.is_none())
+            return algo is not None and algo.is_eagle() and other.is_ngram()
+        ''')
+    assert [(r[0], r[3], r[4]) for r in found] == [
+        (2, "self.spec_algorithm.is_none()", ("algo_attr", "spec_algorithm")),
+        (6, "algo is not None", ("string_attr", "speculative_algorithm")),
+        (6, "algo.is_eagle()", ("algo_attr", "speculative_algorithm")),
+        (6, "other.is_ngram()", ("algo_attr", "spec_algorithm"))]
