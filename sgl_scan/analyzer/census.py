@@ -457,8 +457,8 @@ class _Census:
         if bound is None and not isinstance(node, ast.AugAssign) and self.function != "<module>" \
                 and "__class__" not in self.scopes[-1]:
             found = self.kind(value)  # a local copy of an attribute (`spec = runner.spec_algorithm`) stands for it
-            bound = found if found is not None and found[0] == "cand" and isinstance(value, (ast.Attribute, ast.Call, ast.Subscript,
-                                                                                          ast.BoolOp)) else None
+            copies = (ast.Attribute, ast.Call, ast.Subscript, ast.BoolOp)
+            bound = found if found is not None and found[0] == "cand" and isinstance(value, copies) else None
         for target in targets:
             if isinstance(target, ast.Name):
                 if isinstance(node, ast.AugAssign):
