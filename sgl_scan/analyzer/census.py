@@ -75,6 +75,7 @@ TRIGGER = Trigger(CLASS_NAME, r"spec_algo", r"speculative_algo", r"d2t", r"t2d",
 
 _EQ = (ast.Eq, ast.NotEq, ast.Is, ast.IsNot, ast.In, ast.NotIn)
 _NEGATIVE = (ast.NotEq, ast.IsNot, ast.NotIn)
+_CONSTRUCTORS = ("from_string", "from_name", "get", "parse")  # class methods whose value is an algorithm
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COLLECTIONS = (ast.Tuple, ast.List, ast.Set)
 TEXT_LIMIT = 120
@@ -199,7 +200,7 @@ class _Census:
             func = node.func
             if isinstance(func, ast.Attribute):
                 base = self.kind(func.value)
-                if base is not None and base[0] == CLASS and not func.attr.startswith("_") and func.attr in ("from_string", "from_name", "get", "parse"):
+                if base is not None and base[0] == CLASS and func.attr in _CONSTRUCTORS:
                     return (ALGO,)
                 if base is not None and func.attr in ("upper", "lower", "strip") and base[0] in (STRING, "cand"):
                     return base
@@ -714,7 +715,8 @@ def census_of(tree: ast.Module, text: str, module: str) -> tuple:
     for statement in _module_statements(tree.body):
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             census._import(statement)
-        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
+                and isinstance(statement.targets[0], ast.Name):
             bound = census._value_binding(statement.value)
             if bound is not None:
                 census.bind(statement.targets[0].id, bound)
