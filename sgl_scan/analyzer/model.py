@@ -145,6 +145,7 @@ UNREAD_KINDS = (
     "alias",  # an accepted spelling (reserved-alias table) whose target member was not found
     "worker",  # a worker that could not be read: a registration's worker or factory, a worker expression the
     # flow layer does not follow (a lookup, getattr, a call result), or a worker under a test it cannot evaluate
+    "reference",  # a census entry (analyzer/census.py) no fact came from: `name` is its source, `reason` its form
 )
 
 
@@ -156,6 +157,17 @@ class Unread:
     name: str  # the predicate, the site's test, the call, the alias
     location: Location
     reason: str  # one line: what could not be read
+
+
+@dataclass(frozen=True)
+class Census:
+    """How many references to the algorithm (and to d2t/t2d/hot_token_id) the census found, and how
+    many of them produced a fact (`read`) or are in `unread` (`unread`): references == read + unread."""
+
+    references: int
+    read: int
+    unread: int
+    forms: tuple[tuple[str, int], ...] = ()  # (form, references of that form), see census.FORMS
 
 
 @dataclass(frozen=True)
@@ -181,6 +193,7 @@ class SpecInventory:
     # predicate-named methods whose body could not be read: `--like` evaluates them for a new algorithm
     predicate_definitions: tuple[tuple[str, tuple], ...] = ()
     unread_definitions: tuple[str, ...] = ()
+    census: Census | None = None  # the census's counts (None: the census did not run, e.g. a hand-built inventory)
 
     def unread_of(self, *kinds: str) -> tuple[Unread, ...]:
         """The unread items of these kinds (all when none are named)."""

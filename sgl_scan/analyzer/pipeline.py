@@ -42,10 +42,12 @@ def load_extractors() -> tuple[Any, ...]:
 
 
 def build_inventory(files: Mapping[str, FileFacts]) -> SpecInventory:
-    """`sgl_scan.analyzer.inventory.build_inventory` (imported when first needed, like the extractors)."""
+    """`sgl_scan.analyzer.inventory.build_inventory` (imported when first needed, like the extractors), with
+    the census accounted (`sgl_scan.analyzer.census.account`: every reference read or listed as unread)."""
+    from sgl_scan.analyzer.census import account
     from sgl_scan.analyzer.inventory import build_inventory as build
 
-    return build(files)
+    return account(files, build(files))[0]
 
 
 def empty_inventory() -> SpecInventory:

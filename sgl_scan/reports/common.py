@@ -116,6 +116,14 @@ SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
 SEVERITIES_DESC = tuple(reversed(SEVERITIES))
 
 
+def census_line(inventory) -> str | None:
+    """"N references: M read, K could not be read" (analyzer/census.py); None when no census ran."""
+    census = getattr(inventory, "census", None)
+    if census is None:
+        return None
+    return f"{plural(census.references, 'reference')}: {census.read} read, {census.unread} could not be read"
+
+
 def loc_key(loc) -> tuple:
     """A total order on locations (the dataclass order breaks on a None end position)."""
     return (loc.path, loc.line, loc.column)

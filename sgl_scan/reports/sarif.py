@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 from typing import Iterable, Mapping, Sequence
 
 from sgl_scan.analyzer.model import Location, ParseError
-from sgl_scan.reports.common import describe_source, json_document, loc_key, sorted_findings, source_line, tree_line
+from sgl_scan.reports.common import census_line, describe_source, json_document, loc_key, sorted_findings, source_line, tree_line
 from sgl_scan.reports.model import ArtifactRoot, Report, RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
@@ -38,7 +38,7 @@ def render(report: Report, *, color: bool = False) -> str:
         report.rules,
         [(f, None) for f in sorted_findings(report.findings)],
         report.sources,
-        _notifications(report.parse_errors, report.manifest, anchor, report.inventory.unread),
+        _notifications(report.parse_errors, report.manifest, anchor, report.inventory.unread, census_line(report.inventory)),
         _root(report.manifest, report.artifact_root),
         {
             "tree": tree_line(report.manifest, report.latest),
@@ -195,8 +195,10 @@ def _physical(path: str, line: int, column: int, end_line: int | None, end_colum
 
 
 def _notifications(parse_errors: Sequence[ParseError], manifest: Manifest, anchor: "_Anchor",
-                   unread: Sequence = ()) -> list[dict]:
+                   unread: Sequence = (), census: str | None = None) -> list[dict]:
     out = []
+    if census:  # the census's counts (analyzer/census.py): every reference read or listed below
+        out.append({"level": "note", "message": {"text": census}, "descriptor": {"id": "census"}})
     for item in unread:  # already in location order
         loc = item.location
         out.append({

@@ -107,6 +107,9 @@ def inventory(inv: SpecInventory) -> dict[str, Any]:
         "aliases": {k: inv.aliases[k] for k in sorted(inv.aliases)},
         "unread": [{"what": u.what, "name": u.name, "location": location(u.location), "reason": u.reason}
                    for u in inv.unread],
+        "census": None if inv.census is None else {
+            "references": inv.census.references, "read": inv.census.read, "unread": inv.census.unread,
+            "forms": {form: n for form, n in inv.census.forms}},
     }
 
 

@@ -12,6 +12,7 @@ from typing import Sequence
 import click
 
 from sgl_scan.reports.common import (
+    census_line,
     algorithm_matrix,
     loc_key,
     d2t_by_kind,
@@ -270,6 +271,9 @@ def _summary(out: _Out, report: Report) -> None:
            if report.hidden else "")
     )
     out.add(f"  {scope_statement(report.manifest.scope, len(report.manifest.files))}")
+    census = census_line(report.inventory)
+    if census:
+        out.add(f"  {census}")
 
 
 DIFF_MARKS = {"added": "+", "removed": "-", "changed": "~", "moved": ">"}

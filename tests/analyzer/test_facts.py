@@ -285,7 +285,10 @@ def test_an_expression_too_deep_for_an_extractor_keeps_the_general_facts():
     from sgl_scan.analyzer.pipeline import load_extractors, matching_extractors
 
     extractors = matching_extractors(src, load_extractors())
-    assert [ex.name for ex in extractors] == ["spec_dispatch", "spec_branch_shapes"]  # the first one fails
+    assert [ex.name for ex in extractors] == ["spec_dispatch", "spec_branch_shapes", "census"]
+    facts = parse_file("sglang/srt/deep.py", src, "h", [ex for ex in extractors if ex.name == "census"])
+    assert facts.parse_error is None  # the census says it could not walk the file, and never fails it
+    assert [getattr(r, "kind", None) for r in facts.extras["census"]][-1:] == ["incomplete"]
     facts = parse_file("sglang/srt/deep.py", src, "h", extractors)
     assert facts.parse_error.message == "extractor spec_dispatch failed: nested too deeply (RecursionError)"
     assert [f.qualname for f in facts.functions] == ["f"] and facts.extras == {}

@@ -79,3 +79,34 @@ def test_what_could_not_be_read_is_shown_in_every_format():
     clean = fx.report()
     assert "could not be read" not in render(clean, "text") and 'id="unread"' not in render(clean, "html")
     assert json.loads(render(clean, "json"))["inventory"]["unread"] == []
+
+
+def test_the_census_counts_are_in_every_format():
+    """Issue 27: "N references: M read, K could not be read" in text, JSON (`inventory.census`), a SARIF
+    `census` notification (schema-valid), Markdown (with the could-not-read list) and HTML."""
+    import dataclasses
+    import json
+
+    from sgl_scan.analyzer.model import Census, Location, Unread
+    from tests.reports.test_sarif import validate
+
+    item = Unread("reference", "SpeculativeAlgorithm.from_string(x).is_dspark()",
+                  Location("sglang/srt/mem_cache/pool.py", 131, 9), "predicate call (call result): no dispatch site")
+    census = Census(references=12, read=11, unread=1, forms=(("member test", 2), ("string test", 3),
+                                                            ("predicate call", 6), ("match case", 0), ("d2t", 1)))
+    report = fx.report(inventory=dataclasses.replace(fx.inventory(), unread=(item,), census=census))
+    line = "12 references: 11 read, 1 could not be read"
+    assert f"  {line}" in render(report, "text").splitlines()
+    assert json.loads(render(report, "json"))["inventory"]["census"] == {
+        "references": 12, "read": 11, "unread": 1,
+        "forms": {"member test": 2, "string test": 3, "predicate call": 6, "match case": 0, "d2t": 1}}
+    sarif = json.loads(render(report, "sarif"))
+    validate(sarif)
+    notes = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert [n["message"]["text"] for n in notes if n["descriptor"]["id"] == "census"] == [line]
+    markdown = render(report, "markdown")
+    assert f"**Census:** {line}" in markdown and "`sglang/srt/mem_cache/pool.py:131` reference" in markdown
+    assert f"Census: {line}" in render(report, "html")
+    clean = fx.report()  # no census ran (a hand-built inventory): no line anywhere
+    assert all("references:" not in render(clean, fmt) for fmt in ("text", "markdown", "html", "sarif"))
+    assert json.loads(render(clean, "json"))["inventory"]["census"] is None

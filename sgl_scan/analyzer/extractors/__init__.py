@@ -53,6 +53,7 @@ _BUILT: list[tuple[Any, ...]] = []
 
 
 def _build() -> tuple[Any, ...]:
+    from sgl_scan.analyzer.census import CensusExtractor
     from sgl_scan.analyzer.extractors.aliases import AliasResolverExtractor
     from sgl_scan.analyzer.extractors.attention import AttentionExtractor
     from sgl_scan.analyzer.extractors.branches import BranchExtractor
@@ -70,6 +71,7 @@ def _build() -> tuple[Any, ...]:
         AttentionExtractor(),
         BranchExtractor(),
         SequenceExtractor(),
+        CensusExtractor(),  # not an extractor of facts: the independent census (analyzer/census.py)
     )
 
 

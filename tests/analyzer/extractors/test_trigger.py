@@ -23,7 +23,9 @@ def test_hit_lines_sorted_unique_from_several_parts():
 
 def test_every_extractor_has_a_stable_name_and_version():
     names = [ex.name for ex in EXTRACTORS]
-    assert len(set(names)) == len(names) and all(n.startswith("spec_") for n in names)
+    # the census (analyzer/census.py) rides the same per-file pass; the inventory reads only `spec_*` records
+    assert len(set(names)) == len(names) and all(n.startswith("spec_") for n in names if n != "census")
+    assert names.count("census") == 1
     assert all(isinstance(ex.version, int) and ex.trigger.search("") is None for ex in EXTRACTORS)
 
 
