@@ -45,10 +45,22 @@ PARENTS = [[-1, 0, 0, 1, 2, 1], [-1, 0, 1, 0, 3, 3]]  # two trees, width 6: sibl
 PREFIXES = [5, 3]  # committed tokens per request
 
 
+def ancestors(parents):
+    """The reference, independent of the generated code: node i sees itself and the chain of its parents."""
+    seen = torch.zeros(len(parents), len(parents), dtype=torch.bool)
+    for i in range(len(parents)):
+        j = i
+        while j >= 0:
+            seen[i, j] = True
+            j = parents[j]
+    return seen
+
+
 def case(heads, kv_heads, dq, dv, mla=False, sinks=False, drop_mask=False):
     width, batch = len(PARENTS[0]), len(PREFIXES)
-    masks = torch.stack([tree.ancestor_mask(torch.tensor(p)) for p in PARENTS])
-    custom = tree.verify_custom_mask(masks, torch.tensor(PREFIXES))
+    generated = torch.stack([tree.ancestor_mask(torch.tensor(p)) for p in PARENTS])
+    custom = tree.verify_custom_mask(generated, torch.tensor(PREFIXES))  # what the worker hands the verify input
+    masks = [ancestors(p) for p in PARENTS]
     total = sum(PREFIXES)
     k_buffer = torch.randn(total + 4, kv_heads, dq)
     v_buffer = k_buffer[..., :dv].clone() if mla else torch.randn(total + 4, kv_heads, dv)
