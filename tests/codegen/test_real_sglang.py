@@ -440,6 +440,7 @@ def test_an_mla_target_is_routed_or_refused_on_the_real_server_args(real):
     })
     assert found["here"] == {"backend": "triton", "kinds": ["mla"], "refusal": None}, found
     flashinfer = found["flashinfer"].get("hook") or found["flashinfer"]["refusal"]
+    assert flashinfer, found  # flashinfer's MLA verify drops the tree mask: never accepted
     assert "attention_backend=flashinfer" in flashinfer and "never hands it on" in flashinfer and "flashinfer_mla_backend.py:" in flashinfer, found
     assert "\n" not in flashinfer
     if real.plan.mode == "plugin":
