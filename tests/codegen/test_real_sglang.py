@@ -71,9 +71,10 @@ SINKS_CONFIG = {
 
 
 class Real:
-    def __init__(self, version, site, root, paths, plan, methods, predicates):
+    def __init__(self, version, site, root, paths, plan, methods, predicates, routes=True):
         self.version, self.site, self.root, self.paths = version, site, root, paths
         self.plan, self.methods, self.predicates = plan, methods, predicates
+        self.routes = routes  # a server-args check routes the attention backend (plugin hook / patched ServerArgs)
 
     def run(self, body: str) -> dict:
         return run_python(self.site, PRELUDE.format(version=self.version, root=str(self.root)) + textwrap.dedent(body),
@@ -138,7 +139,8 @@ def real(request, facts_cache, tmp_path_factory):
     if gen.plan.mode == "patch":
         paths = (_patched_package(site, gen.patch.text, gen.patch.files, root / "patched"), root)
     predicates = {p.name: p.value for p in gen.plan.predicates}
-    return Real(version, site, root, paths, gen.plan, algorithm_methods(analysis), predicates)
+    routes = gen.plan.mode == "plugin" or gen.patch.server_args_hook
+    return Real(version, site, root, paths, gen.plan, algorithm_methods(analysis), predicates, routes)
 
 
 def test_the_registration_loads_and_every_algorithm_method_answers(real):
@@ -224,8 +226,8 @@ def test_the_worker_subclasses_the_release_base_and_refuses_before_loading(real)
     for site in (str(g) for g in real.plan.attention.verify_graphs):
         assert site in refusals["graphs"], (site, refusals)
     assert "CUDA graphs are captured for speculative_num_draft_tokens=16" in refusals["width"], refusals
-    # fa3 chosen on a machine whose default is not fa3: 0.5.23's hook refuses it, 0.5.11's worker does
-    assert refusals["fa3"].startswith("hook: " if real.plan.mode == "plugin" else "DDTree"), refusals
+    # fa3 chosen on a machine whose default is not fa3: refused at server-args time (0.5.23's hook, 0.5.11's patched ServerArgs)
+    assert real.routes and refusals["fa3"].startswith("hook: "), refusals
     assert "needs an attention backend whose verify reads the tree mask" in refusals["fa3"] and "attention_backend=fa3" in refusals["fa3"], refusals
     assert refusals["ok"].startswith("base: "), refusals  # nothing refused: the release's own constructor ran
     for case in ("tp", "graphs", "width", "fa3"):
@@ -325,7 +327,7 @@ HOPPER_DEFAULT = {
 def test_the_release_default_on_hopper_is_forced_by_the_hook_or_refused_by_the_worker(real):
     """Real ServerArgs, no --attention-backend: on this CPU the release's default (its else arm) reads
     the tree mask and nothing changes; with the release's Hopper predicate answering yes, it picks fa3,
-    which 0.5.23's server-args hook replaces and 0.5.11's worker (no hook) refuses naming the line."""
+    which 0.5.23's server-args hook and 0.5.11's patched ServerArgs (its DFLASH branch) replace."""
     kind, module, getter, attribute, where = HOPPER_DEFAULT[real.version]
     arm = real.plan.attention.arms[0]
     assert (arm.kind, arm.module, arm.getter, arm.attribute, str(arm.location), arm.backends) == (kind, module, getter, attribute, where, ("fa3",))
@@ -369,8 +371,8 @@ def test_the_release_default_on_hopper_is_forced_by_the_hook_or_refused_by_the_w
     ''')
     assert found["here"]["refusal"] is None and found["here"]["backend"] in ("flashinfer", "triton"), found
     hopper = found["hopper"]
-    if real.plan.mode == "plugin":
-        assert hopper == {"backend": "flashinfer", "refusal": None}, found  # forced by the hook, then accepted
+    if real.routes:  # forced at server-args time (plugin hook; the patched ServerArgs' DFLASH branch), then accepted
+        assert hopper == {"backend": "flashinfer", "refusal": None}, found
     else:
         assert hopper["backend"] == "fa3", found  # the release's own choice on Hopper
         assert f"default attention backend on this GPU" in hopper["refusal"] and f"is fa3 ({where})" in hopper["refusal"], found
@@ -434,7 +436,8 @@ def test_an_mla_target_is_routed_or_refused_on_the_real_server_args(real):
     """DeepSeek-V3-shaped target with --speculative-algorithm DDTREE on the real ServerArgs: never a silent causal
     verify. Here (no GPU) the release's MLA default is triton, which verifies a tree; on sm100 the release picks
     flashinfer (or the DeepSeek override trtllm_mla): 0.5.23's hook routes to triton, 0.5.11's worker refuses;
-    flashinfer chosen explicitly is refused, naming the line where its MLA plan drops the mask."""
+    flashinfer chosen explicitly is refused, naming the line where its MLA plan drops the mask. Both releases
+    route at server-args time (the 0.5.11 patch calls the same check from ServerArgs' DFLASH branch)."""
     found = _kind_run(real, "mla_target", "sm100", {
         "here": (False, ()), "sm100": (True, ()), "flashinfer": (False, ("--attention-backend", "flashinfer")),
     })
@@ -443,7 +446,7 @@ def test_an_mla_target_is_routed_or_refused_on_the_real_server_args(real):
     assert flashinfer, found  # flashinfer's MLA verify drops the tree mask: never accepted
     assert "attention_backend=flashinfer" in flashinfer and "never hands it on" in flashinfer and "flashinfer_mla_backend.py:" in flashinfer, found
     assert "\n" not in flashinfer
-    if real.plan.mode == "plugin":
+    if real.routes:
         assert found["sm100"] == {"backend": "triton", "kinds": ["mla"], "refusal": None}, found  # routed before weights load
     else:
         refusal = found["sm100"]["refusal"]
@@ -462,7 +465,7 @@ def test_a_sinks_target_is_routed_or_refused_on_the_real_server_args(real):
     assert found["here"] == {"backend": "triton", "kinds": ["sinks"], "refusal": None}, found
     flashinfer = found["flashinfer"].get("hook") or found["flashinfer"].get("refusal")
     assert flashinfer and "flashinfer" in flashinfer, found  # never accepted
-    if real.plan.mode == "plugin":
+    if real.routes:
         assert found["sm90"] == {"backend": "triton", "kinds": ["sinks"], "refusal": None}, found
         assert found["fa3"] == {"backend": "triton", "kinds": ["sinks"], "refusal": None}, found
     else:

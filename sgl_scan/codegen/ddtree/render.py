@@ -117,7 +117,7 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
         "engine": _engine_context(plan),
         "width": _width_context(plan),
         "assumed": _assumed(plan),
-        "attention": _attention_context(plan),
+        "attention": _attention_context(plan, plan.mode == "plugin" or bool(patch and patch.server_args_hook)),
     }
     context["attributes"] = tuple(dict.fromkeys(tuple(context["verify"]["attributes"]) + tuple(context["engine"]["attributes"])))
     if plan.plugin is not None:
@@ -146,14 +146,14 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
     return context
 
 
-def _attention_context(plan: DDTreePlan) -> dict[str, object]:
+def _attention_context(plan: DDTreePlan, routes: bool = True) -> dict[str, object]:
     """The attention facts as Python literals for worker.py (tree text only through the `py` filter), per
     model kind ("mha", "sinks", "mla")."""
     att = plan.attention
     kinds = ("mha", "sinks", "mla")
     if att is None:
         return {"function": None, "arms": {k: () for k in ("mha", "mla")}, "unread": {k: "no attention facts were planned" for k in ("mha", "mla")},
-                "reading": {k: {} for k in kinds}, "refused": {k: {} for k in kinds}, "graphs": (), "wanted": {k: None for k in kinds}, "wanted_all": None,
+                "reading": {k: {} for k in kinds}, "refused": {k: {} for k in kinds}, "graphs": (), "wanted": {k: None for k in kinds}, "wanted_all": None, "routes": False,
                 "table": (), "probes": {"mla": None, "config": None}, "sinks_attribute": None, "overrides": {}, "no_reader": {}}
     arms = {family: tuple(((a.kind, a.module, a.getter, a.attribute), a.backends, a.conditional, str(a.location), a.sinks_skip)
                           for a in att.kind_arms(family)) for family in ("mha", "mla")}
@@ -173,7 +173,7 @@ def _attention_context(plan: DDTreePlan) -> dict[str, object]:
                 if not causal:
                     action = "nothing to do"
                 elif wanted[kind]:
-                    action = f"forced to {wanted[kind]}" if plan.mode == "plugin" else f"refused: pass --attention-backend {wanted[kind]}"
+                    action = f"forced to {wanted[kind]}" if routes else f"refused: pass --attention-backend {wanted[kind]}"
                 else:
                     action = "refused: no backend of this release verifies a tree here"
                 why = "; ".join(f"{b}: {by_name[b].why(kind)}" for b in causal if b in by_name)
@@ -198,6 +198,7 @@ def _attention_context(plan: DDTreePlan) -> dict[str, object]:
     every = [b for b in reading["mha"] if all(b in reading[k] for k in kinds)]
     order = [b for a in att.arms if a.kind == "else" for b in a.backends if b in every] + every
     return {
+        "routes": routes,  # a server-args check forces a backend (plugin hook, or the patched ServerArgs)
         "wanted": wanted,
         "wanted_all": order[0] if order else None,  # verifies a tree for every kind of model
         "table": tuple(table),
