@@ -18,7 +18,8 @@ from sgl_scan.codegen.ddtree.render import render_ddtree
 pytestmark = pytest.mark.slow
 
 NAMES = {"MASK_READING", "NOT_MASK_READING", "DEFAULT_ARMS", "DEFAULT_UNREAD", "VERIFY_GRAPH_CAPTURE", "ATTENTION_SETTINGS",
-         "gpu_arch", "_holds", "release_defaults", "mask_backend", "attention_decision", "ddtree_server_args"}
+         "gpu_arch", "_holds", "release_defaults", "mask_backend", "attention_decision", "ddtree_server_args",
+         "NO_READER", "KIND_PROBES", "SINKS_ATTRIBUTE", "MODEL_OVERRIDES", "_probe", "model_kind", "_refused"}
 
 
 def attention_code(worker: str) -> dict:
@@ -31,6 +32,7 @@ def attention_code(worker: str) -> dict:
     assert {getattr(n, "name", None) or n.targets[0].id for n in keep} == NAMES
     space = {"importlib": importlib, "torch": torch, "logger": logging.getLogger("ddtree-test")}
     exec(compile(ast.Module(body=keep, type_ignores=[]), "worker.py", "exec"), space)  # generated code, from our templates
+    space["model_kind"] = lambda settings: (getattr(settings, "kinds", ("mha",)), getattr(settings, "arch", None), None)
     return space
 
 
@@ -40,7 +42,7 @@ def generated(plan) -> dict:
 
 def on_gpu(space: dict, holding: set[int]) -> None:
     """Answer the release's architecture tests as a GPU where the arms `holding` hold (else always)."""
-    tests = [arm[0] for i, arm in enumerate(space["DEFAULT_ARMS"]) if i in holding]
+    tests = [arm[0] for family in ("mha", "mla") for i, arm in enumerate(space["DEFAULT_ARMS"][family]) if i in holding]
     space["_holds"] = lambda test: test[0] == "else" or test in tests
 
 
@@ -61,9 +63,11 @@ def test_the_plan_reads_the_default_per_architecture_and_the_mask_reading_backen
 def test_the_generated_constants_are_the_plan_facts(plan_0_5_23):
     space = generated(plan_0_5_23)
     att = plan_0_5_23.attention
-    assert set(space["MASK_READING"]) == set(att.mask_reading)
-    assert set(space["NOT_MASK_READING"]) == {b.backend for b in att.backends if not b.reads_mask}
-    assert [(arm[1], arm[3]) for arm in space["DEFAULT_ARMS"]] == [(a.backends, str(a.location)) for a in att.arms]
+    for kind in ("mha", "sinks", "mla"):
+        assert set(space["MASK_READING"][kind]) == set(att.reading(kind))
+        assert set(space["NOT_MASK_READING"][kind]) == {b.backend for b in att.backends if not b.reads(kind)}
+    assert [(arm[1], arm[3]) for arm in space["DEFAULT_ARMS"]["mha"]] == [(a.backends, str(a.location)) for a in att.arms]
+    assert [(arm[1], arm[3]) for arm in space["DEFAULT_ARMS"]["mla"]] == [(a.backends, str(a.location)) for a in att.mla_arms]
     assert space["VERIFY_GRAPH_CAPTURE"] == tuple(str(g) for g in att.verify_graphs)
 
 
@@ -105,7 +109,7 @@ def test_a_causal_only_backend_chosen_by_the_user_is_refused(plan_0_5_23):
 def test_an_unread_default_chain_is_refused_never_guessed(plan_0_5_23):
     unread = dataclasses.replace(plan_0_5_23.attention, arms=(), unread="several default-backend chains: a.py:1, b.py:2")
     space = generated(dataclasses.replace(plan_0_5_23, attention=unread))
-    assert space["DEFAULT_ARMS"] == () and space["DEFAULT_UNREAD"] == "several default-backend chains: a.py:1, b.py:2"
+    assert space["DEFAULT_ARMS"]["mha"] == () and space["DEFAULT_UNREAD"]["mha"] == "several default-backend chains: a.py:1, b.py:2"
     force, line = space["attention_decision"](SimpleNamespace(attention_backend=None))
     assert force is None and "could not be read (several default-backend chains" in line
     assert space["attention_decision"](SimpleNamespace(attention_backend="triton")) == (None, None)  # an explicit mask reader is fine
@@ -122,3 +126,38 @@ def test_an_arm_naming_a_predicate_outside_the_release_is_unread():
     assert plan.arms == () and plan.unread == "the architecture test at sglang/srt/server_args.py:7 names no predicate the worker can call"
     ok = AttentionFacts("pick", (Arm("call:sglang.srt.utils.is_hip", (), ("aiter",), at), Arm("else", (), ("triton",), at)), None, (), ())
     assert [a.getter for a in attention_plan(None, ok).arms] == ["is_hip", None]
+
+
+def test_mla_on_sm100_flashinfer_drops_the_mask_and_is_forced_to_triton(plan_0_5_23):
+    """0.5.23 model_override_base.py:339 picks flashinfer for MLA on sm100; FlashInferMLAAttnBackend computes the
+    mask and plans a causal verify (flashinfer_mla_backend.py:1099, "TODO: Support topk > 1 with custom mask")."""
+    space = generated(plan_0_5_23)
+    mla_sm100 = space["DEFAULT_ARMS"]["mla"][1][0]
+    space["_holds"] = lambda test: test[0] == "else" or test == mla_sm100
+    mla = SimpleNamespace(attention_backend="flashinfer", kinds=("mla",))
+    force, line = space["attention_decision"](mla)
+    assert force == "triton" and "model_override_base.py:339" in line and "flashinfer_mla_backend.py:1099" in line
+    assert "never hands it on" in line and "\n" not in line
+    # the same backend for an MHA model on the same GPU is not the release's MHA pick there: left as chosen
+    assert space["attention_decision"](SimpleNamespace(attention_backend="flashinfer", kinds=("mha",))) == (None, None)
+
+
+def test_mla_is_refused_on_a_release_where_no_mla_backend_gets_the_mask(plan_0_5_23):
+    """Change one fact (triton's MLA verify drops the mask too, like wave and aiter): MLA is refused, saying why."""
+    att = plan_0_5_23.attention
+    none_read = dataclasses.replace(att, backends=tuple(dataclasses.replace(b, mla_reads_mask=False) for b in att.backends))
+    space = generated(dataclasses.replace(plan_0_5_23, attention=none_read))
+    force, line = space["attention_decision"](SimpleNamespace(attention_backend="triton", kinds=("mla",)))
+    assert force is None and "refuses this MLA target: no attention backend of SGLang 0.5.23 hands the tree mask" in line
+    assert space["attention_decision"](SimpleNamespace(attention_backend="triton", kinds=("mha",))) == (None, None)
+
+
+def test_sinks_model_never_gets_flashinfer(plan_0_5_23):
+    """0.5.23 model_override_base.py:332: flashinfer only `not model_config.has_attention_sinks`; its forward_extend
+    takes no sinks. A user's flashinfer is refused; the gpt-oss override's fa3 on Hopper is forced to triton."""
+    space = generated(plan_0_5_23)
+    on_gpu(space, set())
+    force, line = space["attention_decision"](SimpleNamespace(attention_backend="flashinfer", kinds=("sinks",)))
+    assert force is None and "takes no sinks" in line and "pass --attention-backend triton" in line
+    force, line = space["attention_decision"](SimpleNamespace(attention_backend="fa3", kinds=("sinks",), arch="GptOssForCausalLM"))
+    assert force == "triton" and "model_overrides/gpt_oss.py:33, the release's override for GptOssForCausalLM" in line

@@ -50,11 +50,31 @@ DRAFT_CONFIG = {
     "dflash_config": {"target_layer_ids": [0, 1], "mask_token_id": 3}, "num_target_layers": 2,
 }
 
+# An MLA target shaped like DeepSeek-V3 and an MHA target with learned attention sinks shaped like
+# gpt-oss (tiny, dummy weights: only the server arguments are resolved).
+MLA_CONFIG = {
+    "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 64, "intermediate_size": 128,
+    "moe_intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 256,
+    "kv_lora_rank": 32, "q_lora_rank": 48, "qk_rope_head_dim": 16, "qk_nope_head_dim": 16, "v_head_dim": 16, "n_routed_experts": 4,
+    "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1, "moe_layer_freq": 1, "n_group": 1, "topk_group": 1,
+    "routed_scaling_factor": 1.0, "scoring_func": "sigmoid", "topk_method": "noaux_tc", "norm_topk_prob": True,
+    "max_position_embeddings": 512, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "torch_dtype": "bfloat16",
+    "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2,
+}
+SINKS_CONFIG = {
+    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256,
+    "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"],
+    "max_position_embeddings": 512, "rms_norm_eps": 1e-5, "rope_theta": 150000.0, "torch_dtype": "bfloat16",
+    "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2,
+}
+
 
 class Real:
-    def __init__(self, version, site, root, paths, plan, methods, predicates):
+    def __init__(self, version, site, root, paths, plan, methods, predicates, routes=True):
         self.version, self.site, self.root, self.paths = version, site, root, paths
         self.plan, self.methods, self.predicates = plan, methods, predicates
+        self.routes = routes  # a server-args check routes the attention backend (plugin hook / patched ServerArgs)
 
     def run(self, body: str) -> dict:
         return run_python(self.site, PRELUDE.format(version=self.version, root=str(self.root)) + textwrap.dedent(body),
@@ -112,14 +132,15 @@ def real(request, facts_cache, tmp_path_factory):
     gen = generate_ddtree(analysis, tree, package="ddtree_sglang", budget=BUDGET, topk=8)
     root = tmp_path_factory.mktemp(f"real-{version}")
     write_tree(gen.files, root / "ddtree_sglang", force=False, protected=tree)
-    for name, config in (("target", TARGET_CONFIG), ("draft", DRAFT_CONFIG)):
+    for name, config in (("target", TARGET_CONFIG), ("draft", DRAFT_CONFIG), ("mla_target", MLA_CONFIG), ("sinks_target", SINKS_CONFIG)):
         (root / name).mkdir()
         (root / name / "config.json").write_text(json.dumps(config))
     paths = (root,)
     if gen.plan.mode == "patch":
         paths = (_patched_package(site, gen.patch.text, gen.patch.files, root / "patched"), root)
     predicates = {p.name: p.value for p in gen.plan.predicates}
-    return Real(version, site, root, paths, gen.plan, algorithm_methods(analysis), predicates)
+    routes = gen.plan.mode == "plugin" or gen.patch.server_args_hook
+    return Real(version, site, root, paths, gen.plan, algorithm_methods(analysis), predicates, routes)
 
 
 def test_the_registration_loads_and_every_algorithm_method_answers(real):
@@ -205,8 +226,8 @@ def test_the_worker_subclasses_the_release_base_and_refuses_before_loading(real)
     for site in (str(g) for g in real.plan.attention.verify_graphs):
         assert site in refusals["graphs"], (site, refusals)
     assert "CUDA graphs are captured for speculative_num_draft_tokens=16" in refusals["width"], refusals
-    # fa3 chosen on a machine whose default is not fa3: 0.5.23's hook refuses it, 0.5.11's worker does
-    assert refusals["fa3"].startswith("hook: " if real.plan.mode == "plugin" else "DDTree"), refusals
+    # fa3 chosen on a machine whose default is not fa3: refused at server-args time (0.5.23's hook, 0.5.11's patched ServerArgs)
+    assert real.routes and refusals["fa3"].startswith("hook: "), refusals
     assert "needs an attention backend whose verify reads the tree mask" in refusals["fa3"] and "attention_backend=fa3" in refusals["fa3"], refusals
     assert refusals["ok"].startswith("base: "), refusals  # nothing refused: the release's own constructor ran
     for case in ("tp", "graphs", "width", "fa3"):
@@ -306,7 +327,7 @@ HOPPER_DEFAULT = {
 def test_the_release_default_on_hopper_is_forced_by_the_hook_or_refused_by_the_worker(real):
     """Real ServerArgs, no --attention-backend: on this CPU the release's default (its else arm) reads
     the tree mask and nothing changes; with the release's Hopper predicate answering yes, it picks fa3,
-    which 0.5.23's server-args hook replaces and 0.5.11's worker (no hook) refuses naming the line."""
+    which 0.5.23's server-args hook and 0.5.11's patched ServerArgs (its DFLASH branch) replace."""
     kind, module, getter, attribute, where = HOPPER_DEFAULT[real.version]
     arm = real.plan.attention.arms[0]
     assert (arm.kind, arm.module, arm.getter, arm.attribute, str(arm.location), arm.backends) == (kind, module, getter, attribute, where, ("fa3",))
@@ -350,12 +371,107 @@ def test_the_release_default_on_hopper_is_forced_by_the_hook_or_refused_by_the_w
     ''')
     assert found["here"]["refusal"] is None and found["here"]["backend"] in ("flashinfer", "triton"), found
     hopper = found["hopper"]
-    if real.plan.mode == "plugin":
-        assert hopper == {"backend": "flashinfer", "refusal": None}, found  # forced by the hook, then accepted
+    if real.routes:  # forced at server-args time (plugin hook; the patched ServerArgs' DFLASH branch), then accepted
+        assert hopper == {"backend": "flashinfer", "refusal": None}, found
     else:
         assert hopper["backend"] == "fa3", found  # the release's own choice on Hopper
         assert f"default attention backend on this GPU" in hopper["refusal"] and f"is fa3 ({where})" in hopper["refusal"], found
         assert "--attention-backend flashinfer" in hopper["refusal"] and "\n" not in hopper["refusal"], found
+
+
+# How each release's GPU predicates are made to answer yes here (the arms the MLA default and the
+# gpt-oss override test; read by hand from the source).
+PLATFORM = {
+    "0.5.23": {"sm100": ("platform", ("is_sm100", "is_blackwell")), "sm90": ("platform", ("is_sm90",))},
+    "0.5.11": {"sm100": ("call", ("is_sm100_supported", "is_blackwell_supported")), "sm90": ("call", ("is_sm90_supported",))},
+}
+
+
+def _kind_run(real, target: str, gpu: str, cases: dict) -> dict:
+    kind, names = PLATFORM[real.version][gpu]
+    return real.run(f'''
+        import contextlib
+        from ddtree_sglang import worker
+        try:
+            from sglang.srt.arg_groups.overrides import resolving_view
+        except ImportError:
+            resolving_view = lambda args: args
+        out = {{}}
+
+        @contextlib.contextmanager
+        def gpu():
+            if {kind!r} == "platform":
+                from sglang.srt.runtime_context import override_platform
+                with override_platform(**dict.fromkeys({names!r}, True)):
+                    yield
+                return
+            import sglang.srt.server_args as sa, sglang.srt.utils.common as common
+            saved = {{(m, n): getattr(m, n) for m in (sa, common) for n in {names!r} if hasattr(m, n)}}
+            for m, n in saved:
+                setattr(m, n, lambda: True)
+            try:
+                yield
+            finally:
+                for (m, n), value in saved.items():
+                    setattr(m, n, value)
+
+        def attempt(key, on_gpu, *argv):
+            argv = ("--model-path", str(ROOT / {target!r}), "--disable-cuda-graph", "--speculative-num-draft-tokens", "{BUDGET + 1}", *argv)
+            try:
+                with (gpu() if on_gpu else contextlib.nullcontext()):
+                    args = server_args(*argv)
+                    view = resolving_view(args)
+                    kinds = worker.model_kind(view if view is not args else args)[0]
+                    out[key] = {{"backend": view.attention_backend, "kinds": list(kinds), "refusal": worker.ddtree_refusal(args, {BUDGET})}}
+            except (ValueError, AssertionError) as exc:
+                out[key] = {{"hook": f"{{type(exc).__name__}}: {{exc}}"}}
+
+        for key, (on_gpu, argv) in {cases!r}.items():
+            attempt(key, on_gpu, *argv)
+        print(json.dumps(out))
+    ''')
+
+
+def test_an_mla_target_is_routed_or_refused_on_the_real_server_args(real):
+    """DeepSeek-V3-shaped target with --speculative-algorithm DDTREE on the real ServerArgs: never a silent causal
+    verify. Here (no GPU) the release's MLA default is triton, which verifies a tree; on sm100 the release picks
+    flashinfer (or the DeepSeek override trtllm_mla): 0.5.23's hook routes to triton, 0.5.11's worker refuses;
+    flashinfer chosen explicitly is refused, naming the line where its MLA plan drops the mask. Both releases
+    route at server-args time (the 0.5.11 patch calls the same check from ServerArgs' DFLASH branch)."""
+    found = _kind_run(real, "mla_target", "sm100", {
+        "here": (False, ()), "sm100": (True, ()), "flashinfer": (False, ("--attention-backend", "flashinfer")),
+    })
+    assert found["here"] == {"backend": "triton", "kinds": ["mla"], "refusal": None}, found
+    flashinfer = found["flashinfer"].get("hook") or found["flashinfer"]["refusal"]
+    assert flashinfer, found  # flashinfer's MLA verify drops the tree mask: never accepted
+    assert "attention_backend=flashinfer" in flashinfer and "never hands it on" in flashinfer and "flashinfer_mla_backend.py:" in flashinfer, found
+    assert "\n" not in flashinfer
+    if real.routes:
+        assert found["sm100"] == {"backend": "triton", "kinds": ["mla"], "refusal": None}, found  # routed before weights load
+    else:
+        refusal = found["sm100"]["refusal"]
+        assert "for this MLA target" in refusal and "--attention-backend triton" in refusal and "\n" not in refusal, found
+
+
+def test_a_sinks_target_is_routed_or_refused_on_the_real_server_args(real):
+    """gpt-oss-shaped target (learned attention sinks): the release's own default/override gives triton here; an
+    explicit flashinfer (no sinks in its forward_extend) is refused (both releases assert it themselves first); on
+    Hopper the gpt-oss override's fa3 is routed to triton (0.5.23 hook) or refused (0.5.11 worker); fa3 passed
+    explicitly is the same value the override sets, so it is treated the same way."""
+    found = _kind_run(real, "sinks_target", "sm90", {
+        "here": (False, ()), "sm90": (True, ()), "flashinfer": (False, ("--attention-backend", "flashinfer")),
+        "fa3": (False, ("--attention-backend", "fa3")),
+    })
+    assert found["here"] == {"backend": "triton", "kinds": ["sinks"], "refusal": None}, found
+    flashinfer = found["flashinfer"].get("hook") or found["flashinfer"].get("refusal")
+    assert flashinfer and "flashinfer" in flashinfer, found  # never accepted
+    if real.routes:
+        assert found["sm90"] == {"backend": "triton", "kinds": ["sinks"], "refusal": None}, found
+        assert found["fa3"] == {"backend": "triton", "kinds": ["sinks"], "refusal": None}, found
+    else:
+        for key in ("sm90", "fa3"):
+            refusal = found[key]["refusal"]
+            assert "fa3" in refusal and "SINKS target" in refusal and "--attention-backend triton" in refusal, found
 
 
 def test_the_generated_worker_tests_run_with_the_real_package_importable(real):

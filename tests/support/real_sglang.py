@@ -45,12 +45,14 @@ def real_sglang_site(version: str) -> Path:
     return Path(built.stdout.strip().splitlines()[-1])
 
 
-def run_python(site: Path, code: str, *, extra_path: tuple[Path, ...] = (), cwd: Path | None = None, timeout: int = 600) -> dict:
-    """Run `code` with the real sglang importable; it prints one JSON object last, which is returned."""
+def run_python(site: Path, code: str, *, extra_path: tuple[Path, ...] = (), cwd: Path | None = None, timeout: int = 600,
+               env_extra: dict[str, str] | None = None) -> dict:
+    """Run `code` with the real sglang importable; it prints one JSON object last, which is returned.
+    `env_extra` adds variables (TRITON_INTERPRET=1 for the real-kernel tests)."""
     path = os.pathsep.join(str(p) for p in (*extra_path, site, STAND_IN))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRITON_INTERPRET")}
     env.pop("SGLANG_DDTREE_BUDGET", None)
-    env.update(PYTHONPATH=path, CUDA_VISIBLE_DEVICES="")
+    env.update(PYTHONPATH=path, CUDA_VISIBLE_DEVICES="", **(env_extra or {}))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
     lines = result.stdout.strip().splitlines()
     if result.returncode != 0 or not lines:

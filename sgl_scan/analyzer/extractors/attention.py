@@ -10,6 +10,15 @@ verify code reads the speculative custom mask, and which class each backend name
   side written `not (test)`), so a read only for `topk > 1` (fa3) is told from an unconditional one.
 - A registration: `@register_attention_backend("name")` and the classes its body returns.
 - A verify graph capture: `capture_forward_mode = ForwardMode.TARGET_VERIFY` in a CUDA-graph runner.
+- Where a mask read goes (`MaskRead.use`): handed on (a call argument, a stored field, a local name
+  that is read again), only tested (`is None`, a condition), or dropped (bound to a name never read:
+  0.5.23 `flashinfer_mla_backend.py:1111` computes the mask and plans a causal verify).
+- Per branch of the default chain, the inner tests under which each backend is picked
+  (`DefaultArm.choices`: the else arm's `has_flashinfer and not model_config.has_attention_sinks`).
+- A default-chain call (`DefaultCall`): what the release passes for each parameter (the callables
+  that tell MLA models and fetch the model config).
+- A per-model override provider (`ModelOverride`): `@_register_for("Arch", ...)` functions assigning
+  `overrides["attention_backend"] = ...` (0.5.20+ `arg_groups/model_overrides/*.py`).
 Nothing is evaluated; predicates are recorded by qualified name for the generated code to call.
 """
 
@@ -29,7 +38,9 @@ _PREDICATE = re.compile(r"^_?is_\w+$")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Every record starts from a node whose own source lines hold one of these words: a statement whose
 # lines (decorators included) hold none of them is not walked.
-_WORDS = re.compile("custom_mask|generate_attn_arg_prefill|capture_forward_mode|register_attention_backend|use_mla_backend")
+_WORDS = re.compile("custom_mask|generate_attn_arg_prefill|capture_forward_mode|register_attention_backend|use_mla_backend"
+                    "|default_attn_backend|attention_backend")
+_SETTINGS = ("attention_backend", "prefill_attention_backend", "decode_attention_backend")
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,8 @@ class DefaultArm(At):
     arch: str  # the predicate: "call:<qualified>" | "platform:<getter>:<attr>" | "else" | "unread:<text>"
     conditions: tuple[str, ...]  # the test's other conjuncts, as written
     backends: tuple[str, ...]  # literals the arm returns or assigns, in order
+    choices: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (literal, the inner if-tests it is picked under)
+    mla_test: str = ""  # the operand of the chain's `if not <...>:` (the MLA flag, as written)
 
 
 @dataclass(frozen=True)
@@ -51,6 +64,28 @@ class MaskRead(At):
     function: str
     guards: tuple[str, ...]  # enclosing if-tests, innermost last ("not (t)" on the else side)
     how: str = "attribute"  # "attribute" (x.custom_mask) | "getattr" | "generate_attn_arg_prefill" (the input hands it)
+    use: str = "passed"  # "passed" (handed on) | "tested" (only compared or tested) | "dropped" (bound, never read)
+    bound: str = ""  # the local name(s) the read is bound to, when "dropped"
+
+
+@dataclass(frozen=True)
+class DefaultCall(At):
+    """A call of a function whose name ends in `default_attn_backend`: per argument, what produces it."""
+
+    function: str  # the enclosing function's qualname
+    callee: str  # resolved
+    args: tuple[tuple[str, str], ...]  # (position "0".. or keyword, producer): "call:<qualified>" | "method:<name>" | "unread:<text>"
+
+
+@dataclass(frozen=True)
+class ModelOverride(At):
+    """`overrides["attention_backend"] = ...` inside a provider registered for `architectures`."""
+
+    function: str
+    architectures: tuple[str, ...]
+    setting: str  # attention_backend | prefill_attention_backend | decode_attention_backend
+    backends: tuple[str, ...]  # the literals assigned; () when the value is not a literal
+    guards: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -72,6 +107,9 @@ class _Walker:
         self.r, self.vars = r, module_vars
         self.out: list = []
         self.hits = hits  # sorted 1-based numbers of the lines naming one of _WORDS (None: walk everything)
+        self.function_node: ast.AST | None = None  # the function being walked (mask uses, argument producers)
+        self.provider: tuple[str, ...] = ()  # architectures of the override provider being walked
+        self._parents: dict[int, dict[int, ast.AST]] = {}
 
     def may_hold(self, node: ast.AST) -> bool:
         """Whether `node`'s lines (a definition's decorators included) name one of `_WORDS`."""
@@ -119,7 +157,20 @@ class _Walker:
                         found.append(lit)
         return tuple(found)
 
-    def chain(self, function: str, family: str, body: list[ast.stmt]) -> None:
+    def choices(self, body: list[ast.stmt], guards: tuple[str, ...] = ()) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Each literal the arm returns or assigns, with the inner if-tests it sits under."""
+        found: list[tuple[str, tuple[str, ...]]] = []
+        for statement in body:
+            if isinstance(statement, ast.If):
+                test = self.r.text(statement.test)
+                found += self.choices(statement.body, guards + (test,))
+                found += self.choices(statement.orelse, guards + (f"not ({test})",))
+                continue
+            for lit in self.backends([statement]):
+                found.append((lit, guards))
+        return tuple(found)
+
+    def chain(self, function: str, family: str, body: list[ast.stmt], mla_test: str = "") -> None:
         head = next((s for s in body if isinstance(s, ast.If)), None)
         node = head
         while node is not None:
@@ -127,7 +178,8 @@ class _Walker:
             backends = self.backends(node.body)
             if backends:
                 self.out.append(DefaultArm(**vars(self.r.at(node.test)), function=function, family=family, arch=arch,
-                                           conditions=conditions, backends=backends))
+                                           conditions=conditions, backends=backends, choices=self.choices(node.body),
+                                           mla_test=mla_test))
             if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
                 node = node.orelse[0]
                 continue
@@ -135,7 +187,8 @@ class _Walker:
                 backends = self.backends(node.orelse)
                 if backends:
                     self.out.append(DefaultArm(**vars(self.r.at(node.orelse[0])), function=function, family=family,
-                                               arch="else", conditions=(), backends=backends))
+                                               arch="else", conditions=(), backends=backends, choices=self.choices(node.orelse),
+                                               mla_test=mla_test))
             node = None
 
     # the walk ---------------------------------------------------------------------------------
@@ -148,16 +201,21 @@ class _Walker:
             return
         if isinstance(node, _FUNCTIONS):
             self.registration(node)
+            saved = self.function_node, self.provider
+            self.function_node = node
+            self.provider = self.architectures(node) or (self.provider if function else ())
             for child in node.body:
                 self.walk(child, owner, node.name if not function else f"{function}.<locals>.{node.name}", ())
+            self.function_node, self.provider = saved
             return
         if isinstance(node, ast.If):
             test = self.r.text(node.test)
             negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
             if function and negated and _MLA.search(test) and node.orelse:
                 qualname = f"{owner}.{function}" if owner else function
-                self.chain(qualname, "mha", node.body)
-                self.chain(qualname, "mla", node.orelse)
+                operand = self.r.text(node.test.operand)
+                self.chain(qualname, "mha", node.body, operand)
+                self.chain(qualname, "mla", node.orelse, operand)
             self.walk(node.test, owner, function, guards)
             for child in node.body:
                 self.walk(child, owner, function, guards + (test,))
@@ -169,9 +227,109 @@ class _Walker:
             self.out.append(VerifyGraphCapture(**vars(self.r.at(node)), owner=owner, function=function))
         how = _mask_read(node)
         if how is not None and function:
-            self.out.append(MaskRead(**vars(self.r.at(node)), owner=owner, function=function, guards=guards, how=how))
+            use, bound = self.use(node)
+            self.out.append(MaskRead(**vars(self.r.at(node)), owner=owner, function=function, guards=guards, how=how,
+                                     use=use, bound=bound))
+        if isinstance(node, ast.Call) and function and (self.r.last_name(node.func) or "").endswith("default_attn_backend"):
+            self.default_call(node, f"{owner}.{function}" if owner else function)
+        if self.provider and isinstance(node, ast.Assign):
+            self.override(node, f"{owner}.{function}" if owner else function, guards)
         for child in child_nodes(node):
             self.walk(child, owner, function, guards)
+
+    # where a mask read goes -------------------------------------------------------------------
+    def parents(self) -> dict[int, ast.AST]:
+        fn = self.function_node
+        if id(fn) not in self._parents:
+            table = {}
+            for parent in ast.walk(fn):
+                for child in ast.iter_child_nodes(parent):
+                    table[id(child)] = parent
+            self._parents[id(fn)] = table
+        return self._parents[id(fn)]
+
+    def use(self, node: ast.AST, depth: int = 0, seen: frozenset = frozenset()) -> tuple[str, str]:
+        """("passed" | "tested" | "dropped", bound names) for a value read at `node` inside the current function."""
+        parents = self.parents()
+        child, parent = node, parents.get(id(node))
+        while parent is not None and not isinstance(parent, ast.stmt):
+            if isinstance(parent, ast.Compare):
+                others = [n for n in (parent.left, *parent.comparators) if n is not child]
+                if all(isinstance(n, ast.Constant) and n.value is None for n in others):
+                    return "tested", ""
+                return "passed", ""
+            if isinstance(parent, ast.Call) and child is not parent.func or isinstance(parent, ast.keyword):
+                return "passed", ""
+            if isinstance(parent, (ast.BoolOp, ast.UnaryOp)) and isinstance(parents.get(id(parent)), (ast.If, ast.While, ast.Assert)):
+                return "tested", ""
+            child, parent = parent, parents.get(id(parent))
+        if isinstance(parent, (ast.If, ast.While, ast.Assert)) and child is parent.test:
+            return "tested", ""
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and child is parent.value:
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            names = []
+            for target in targets:
+                if isinstance(target, ast.Tuple):
+                    elements = [e for e in target.elts if isinstance(e, ast.Name)]
+                    masks = [e for e in elements if "mask" in e.id]
+                    names += [e.id for e in (masks or elements)]
+                elif isinstance(target, ast.Name):
+                    names.append(target.id)
+                elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    names.append(target.value.id)  # copied into a local buffer: the buffer carries it
+                else:
+                    return "passed", ""  # stored on an object (metadata a kernel reads)
+            names = [n for n in names if n not in seen]
+            if not names:
+                return "passed", ""
+            if depth >= 3:
+                return "passed", ""  # followed far enough: treated as handed on
+            for load in ast.walk(self.function_node):
+                if isinstance(load, ast.Name) and load.id in names and isinstance(load.ctx, ast.Load):
+                    if self.use(load, depth + 1, seen | set(names))[0] == "passed":
+                        return "passed", ""
+            return "dropped", ", ".join(names)
+        if isinstance(parent, (ast.Expr, ast.Pass)) and child is getattr(parent, "value", None) and not isinstance(child, ast.Call):
+            return "dropped", ""
+        return "passed", ""
+
+    # default-chain calls and per-model overrides ------------------------------------------------
+    def producer(self, node: ast.AST) -> str:
+        value = node
+        if isinstance(node, ast.Name) and self.function_node is not None:
+            bound = [s.value for s in ast.walk(self.function_node) if isinstance(s, ast.Assign) and len(s.targets) == 1
+                     and isinstance(s.targets[0], ast.Name) and s.targets[0].id == node.id]
+            if len(bound) == 1:
+                value = bound[0]
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
+                and value.func.value.id == "self" and not value.args:
+            return f"method:{value.func.attr}"
+        if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+            resolved = self.r.resolve(value.func)
+            if resolved and "." in resolved:
+                return f"call:{resolved}"
+        return f"unread:{self.r.text(node)}"
+
+    def default_call(self, node: ast.Call, function: str) -> None:
+        callee = self.r.resolve(node.func) or self.r.text(node.func)
+        args = tuple((str(i), self.producer(a)) for i, a in enumerate(node.args)) + tuple(
+            (k.arg, self.producer(k.value)) for k in node.keywords if k.arg)
+        self.out.append(DefaultCall(**vars(self.r.at(node)), function=function, callee=callee, args=args))
+
+    def architectures(self, node: ast.AST) -> tuple[str, ...]:
+        """The string literals of a decorator call registering `node` for model architectures."""
+        found: list[str] = []
+        for decorator in node.decorator_list:
+            if isinstance(decorator, ast.Call) and "register" in (self.r.last_name(decorator.func) or "") and decorator.args \
+                    and all(_literals(a) for a in decorator.args):
+                found += [_literals(a)[0] for a in decorator.args]
+        return tuple(found)
+
+    def override(self, node: ast.Assign, function: str, guards: tuple[str, ...]) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Subscript) and len(key := _literals(target.slice)) == 1 and key[0] in _SETTINGS:
+                self.out.append(ModelOverride(**vars(self.r.at(node)), function=function, architectures=self.provider,
+                                              setting=key[0], backends=_literals(node.value), guards=guards))
 
     def registration(self, node: ast.AST) -> None:
         for decorator in node.decorator_list:
@@ -244,10 +402,10 @@ def _module_predicates(tree: ast.Module, r: Resolver, walker: _Walker) -> dict[s
 
 class AttentionExtractor:
     name = "spec_attention"
-    version = 1
+    version = 2
     parser = "ast"
     trigger = Trigger(r"use_mla_backend\b", r"custom_mask\b", r"generate_attn_arg_prefill\(", r"register_attention_backend\(",
-                      r"capture_forward_mode\b")
+                      r"capture_forward_mode\b", r"default_attn_backend\(", r"attention_backend[\"']\]")
     metadata = ()
 
     def extract(self, tree: ast.Module, context) -> tuple:

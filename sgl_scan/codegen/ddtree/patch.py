@@ -35,6 +35,7 @@ class PatchResult:
     edits: tuple[PatchEdit, ...]
     skipped: tuple[PatchEdit, ...]  # sites that select DFLASH but need a hand edit
     files: tuple[str, ...]  # snapshot paths the patch touches
+    server_args_hook: bool = False  # the patched ServerArgs routes/refuses the attention backend (ddtree_server_args)
 
 
 @dataclass
@@ -72,6 +73,10 @@ class _FileEdits:
         return lines
 
 
+def _self_attribute(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
 def build_patch(plan: DDTreePlan, analysis: Analysis, tree: Path, package: str) -> PatchResult:
     """The unified diff (paths `a/sglang/...`, `b/sglang/...`) plus what it does and what it leaves."""
     if plan.enum_form == "registry":
@@ -91,6 +96,7 @@ class _PatchBuilder:
         self.edits: list[PatchEdit] = []
         self.skipped: list[PatchEdit] = []
         self.new_member = f"{plan.enum_name}.{plan.algorithm_name}"
+        self.hooked = False  # the server-args check (attention backend per model kind) is placed once
 
     def file(self, path: str) -> _FileEdits:
         if path not in self.files:
@@ -288,6 +294,34 @@ class _PatchBuilder:
             self.skipped.append(PatchEdit(loc, f"compares against {detail} in a form the patch does not rewrite; add {self.plan.algorithm_name} by hand"))
             return
         self.edits.append(PatchEdit(loc, f"let {self.plan.algorithm_name} through the {detail} test"))
+        self._server_args_hook(node, compare, offset, hit, loc)
+
+    def _server_args_hook(self, node, compare: ast.Compare, offset: int, hit, loc: Location) -> None:
+        """Inside the server arguments' own DFLASH branch (`if self.<algorithm> == "DFLASH":` in a method of the
+        class holding the speculative_algorithm field), run the worker's attention check for DDTREE: it routes or
+        refuses the attention backend per model kind at server-args time, before any weights load."""
+        if self.hooked or node is None or hit is None or not _self_attribute(compare.left):
+            return
+        facts, fn = hit
+        owner = next((c for c in facts.classes if c.qualname == fn.owner), None)
+        if owner is None or not any(a.target == "speculative_algorithm" and a.kind == "annassign" for a in owner.attributes):
+            return
+        branch = next((n for n in ast.walk(node) if isinstance(n, ast.If) and n.test is compare), None)
+        if branch is None or not branch.body:
+            return
+        edits = self.file(loc.path)
+        first = branch.body[0].lineno + offset
+        ind = edits.indent(first)
+        left = ast.unparse(compare.left)
+        text = (
+            f'{ind}if {left} == "{self.plan.algorithm_name}":  # the attention backend the tree verify needs, per model kind\n'
+            f"{ind}    from {self.package}.worker import ddtree_server_args\n"
+            f"\n"
+            f"{ind}    ddtree_server_args(self)\n"
+        )
+        edits.inserts.append(_Insert(first, text))
+        self.edits.append(PatchEdit(Location(loc.path, first), f"route or refuse the attention backend for {self.plan.algorithm_name} at server-args time (the {BASE_ALGORITHM} branch at {loc})"))
+        self.hooked = True
 
     def result(self) -> PatchResult:
         chunks = []
@@ -300,7 +334,7 @@ class _PatchBuilder:
         if not chunks:
             raise CodegenError("the patch would change nothing")
         touched = tuple(sorted(p for p, e in self.files.items() if e.inserts or e.replaces))
-        return PatchResult("".join(chunks), tuple(self.edits), tuple(self.skipped), touched)
+        return PatchResult("".join(chunks), tuple(self.edits), tuple(self.skipped), touched, self.hooked)
 
 
 # --- syntax helpers ----------------------------------------------------------------------------

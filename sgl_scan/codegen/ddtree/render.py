@@ -117,7 +117,7 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
         "engine": _engine_context(plan),
         "width": _width_context(plan),
         "assumed": _assumed(plan),
-        "attention": _attention_context(plan),
+        "attention": _attention_context(plan, plan.mode == "plugin" or bool(patch and patch.server_args_hook)),
     }
     context["attributes"] = tuple(dict.fromkeys(tuple(context["verify"]["attributes"]) + tuple(context["engine"]["attributes"])))
     if plan.plugin is not None:
@@ -146,25 +146,73 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
     return context
 
 
-def _attention_context(plan: DDTreePlan) -> dict[str, object]:
-    """The attention facts as Python literals for worker.py (tree text only through the `py` filter)."""
+def _attention_context(plan: DDTreePlan, routes: bool = True) -> dict[str, object]:
+    """The attention facts as Python literals for worker.py (tree text only through the `py` filter), per
+    model kind ("mha", "sinks", "mla")."""
     att = plan.attention
+    kinds = ("mha", "sinks", "mla")
     if att is None:
-        return {"function": None, "arms": (), "unread": "no attention facts were planned", "reading": {}, "refused": {},
-                "graphs": (), "wanted": None, "table": ()}
-    arms = tuple(((a.kind, a.module, a.getter, a.attribute), a.backends, a.conditional, str(a.location)) for a in att.arms)
-    reading = att.mask_reading
-    order = [b for a in att.arms if a.kind == "else" for b in a.backends if b in reading] + list(reading)
+        return {"function": None, "arms": {k: () for k in ("mha", "mla")}, "unread": {k: "no attention facts were planned" for k in ("mha", "mla")},
+                "reading": {k: {} for k in kinds}, "refused": {k: {} for k in kinds}, "graphs": (), "wanted": {k: None for k in kinds}, "wanted_all": None, "routes": False,
+                "table": (), "probes": {"mla": None, "config": None}, "sinks_attribute": None, "overrides": {}, "no_reader": {}}
+    arms = {family: tuple(((a.kind, a.module, a.getter, a.attribute), a.backends, a.conditional, str(a.location), a.sinks_skip)
+                          for a in att.kind_arms(family)) for family in ("mha", "mla")}
+    reading = {k: att.reading(k) for k in kinds}
+    wanted = {}
+    for k in kinds:
+        order = [b for a in att.kind_arms(k) if a.kind == "else" for b in a.backends
+                 if b in reading[k] and not (k == "sinks" and b in a.sinks_skip)] + list(reading[k])
+        wanted[k] = order[0] if order else None
+    by_name = {b.backend: b for b in att.backends}
+    table = []
+    for family, label in (("mha", "MHA"), ("mla", "MLA")):
+        for a in att.kind_arms(family):
+            for kind in ((family, "sinks") if family == "mha" else (family,)):
+                picks = [b for b in a.backends if not (kind == "sinks" and b in a.sinks_skip)]
+                causal = [b for b in picks if b not in reading[kind]]
+                if not causal:
+                    action = "nothing to do"
+                elif wanted[kind]:
+                    action = f"forced to {wanted[kind]}" if routes else f"refused: pass --attention-backend {wanted[kind]}"
+                else:
+                    action = "refused: no backend of this release verifies a tree here"
+                why = "; ".join(f"{b}: {by_name[b].why(kind)}" for b in causal if b in by_name)
+                table.append(({"mha": "MHA", "sinks": "MHA + attention sinks", "mla": "MLA"}[kind], a.attribute or a.getter or "else",
+                              ", ".join(picks), a.conditional, action, why, str(a.location)))
+    no_reader = {}
+    for k in kinds:
+        if not reading[k]:
+            dropped = [b for b in att.backends if b.reads_mask and not b.reads(k)]
+            change = ("; ".join(f"{b.backend}: {b.why(k)}" for b in dropped[:2])
+                      or "no backend reads the verify input's custom mask")
+            no_reader[k] = (f"no attention backend of SGLang {plan.sglang_version} hands the tree mask to its verify kernel for "
+                            f"{k.upper()} models ({change}); a release whose verify passes the custom mask on (e.g. a plan "
+                            f"that takes it instead of a causal one) would enable it")
+    overrides: dict[str, list] = {}
+    for o in att.overrides:
+        if o.setting != "attention_backend":
+            continue
+        for arch in o.architectures:
+            overrides.setdefault(arch, []).append((o.backends, str(o.location)))
+    probe = lambda p: (p.kind, p.module, p.name, str(p.location)) if p else None  # noqa: E731
+    every = [b for b in reading["mha"] if all(b in reading[k] for k in kinds)]
+    order = [b for a in att.arms if a.kind == "else" for b in a.backends if b in every] + every
     return {
-        "wanted": order[0] if order else None,
-        "table": tuple((a.attribute or a.getter or "else", ", ".join(a.backends), a.conditional,
-                        all(b in reading for b in a.backends), str(a.location)) for a in att.arms),
+        "routes": routes,  # a server-args check forces a backend (plugin hook, or the patched ServerArgs)
+        "wanted": wanted,
+        "wanted_all": order[0] if order else None,  # verifies a tree for every kind of model
+        "table": tuple(table),
         "function": att.function,
         "arms": arms,
-        "unread": att.unread,
-        "reading": {b.backend: f"{b.reason} (registered at {b.location})" for b in att.backends if b.reads_mask},
-        "refused": {b.backend: b.reason if b.reads_mask is False else f"unread: {b.reason}" for b in att.backends if not b.reads_mask},
+        "unread": {"mha": att.unread, "mla": att.mla_unread},
+        "reading": {k: {b.backend: f"{b.why(k)} (registered at {b.location})" for b in att.backends if b.reads(k)} for k in kinds},
+        "refused": {k: {b.backend: b.why(k) if b.reads(k) is False else f"unread: {b.why(k)}" for b in att.backends if not b.reads(k)}
+                    for k in kinds},
         "graphs": tuple(str(g) for g in att.verify_graphs),
+        "probes": {"mla": probe(att.mla_probe), "config": probe(att.config_probe)},
+        "sinks_attribute": att.sinks_attribute,
+        "overrides": {arch: tuple(v) for arch, v in sorted(overrides.items())},
+        "no_reader": no_reader,
     }
 
 

@@ -232,6 +232,14 @@ FACTS = {
             "trtllm_mha": ("none", None),
         },
         "graphs": ["sglang/srt/model_executor/cuda_graph_runner.py:629", "sglang/srt/model_executor/model_runner.py:2444"],
+        "mla_arms": [("sglang/srt/server_args.py:2517", ("fa3",)), ("sglang/srt/server_args.py:2519", ("flashinfer",)),
+                     ("sglang/srt/server_args.py:2521", ("aiter", "triton")), ("sglang/srt/server_args.py:2528", ("torch_native",)),
+                     ("sglang/srt/server_args.py:2531", ("triton",))],
+        # FlashInferMLAAttnBackend: "TODO: Support topk > 1 with custom mask" (flashinfer_mla_backend.py:857), plan causal
+        "mla": {"flashinfer": ("dropped", "sglang/srt/layers/attention/flashinfer_mla_backend.py:859"),
+                "triton": ("reads", "sglang/srt/layers/attention/triton_backend.py:374")},
+        "sinks": {"flashinfer": False, "triton": True, "fa3": True},
+        "probes": ("method:use_mla_backend", "method:get_model_config", "has_attention_sinks"),
     },
     "0.5.23": {
         "function": "get_default_attn_backend",
@@ -243,12 +251,23 @@ FACTS = {
             ("sglang/srt/arg_groups/model_override_base.py:332", "else", ("flashinfer", "triton"), False),
         ],
         "backends": {
-            "flashinfer": ("reads", "sglang/srt/layers/attention/flashinfer_backend.py:867"),
-            "triton": ("reads", "sglang/srt/layers/attention/triton_backend.py:637"),
+            # 867 and 637 only test the mask against None; these lines hand it on
+            "flashinfer": ("reads", "sglang/srt/layers/attention/flashinfer_backend.py:2273"),
+            "triton": ("reads", "sglang/srt/layers/attention/triton_backend.py:638"),
             "fa3": ("guarded", "sglang/srt/layers/attention/flashattention_backend.py:1136"),
             "trtllm_mha": ("none", None),
         },
         "graphs": ["sglang/srt/model_executor/runner/base_runner.py:515", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:367"],
+        "mla_arms": [("sglang/srt/arg_groups/model_override_base.py:337", ("fa3",)), ("sglang/srt/arg_groups/model_override_base.py:339", ("flashinfer",)),
+                     ("sglang/srt/arg_groups/model_override_base.py:341", ("aiter", "triton")),
+                     ("sglang/srt/arg_groups/model_override_base.py:348", ("torch_native",)),
+                     ("sglang/srt/arg_groups/model_override_base.py:351", ("triton",))],
+        # FlashInferMLAAttnBackend: "TODO: Support topk > 1 with custom mask" (flashinfer_mla_backend.py:1110), plan causal
+        "mla": {"flashinfer": ("dropped", "sglang/srt/layers/attention/flashinfer_mla_backend.py:1099"),
+                "triton": ("reads", "sglang/srt/layers/attention/triton_backend.py:638")},
+        "sinks": {"flashinfer": False, "triton": True, "fa3": True},
+        "probes": ("call:sglang.srt.arg_groups.model_override_base.use_mla_backend",
+                   "call:sglang.srt.arg_groups.model_override_base.model_config_of", "has_attention_sinks"),
     },
 }
 
@@ -264,6 +283,14 @@ def test_attention_facts_of_real_releases(version):
         backend = facts.backend(name)
         assert (backend.verify, str(backend.read_at) if backend.read_at else None) == (verify, at), backend
     assert [str(g) for g in facts.verify_graphs] == want["graphs"]
+    assert facts.mla_unread is None and [(str(a.location), a.backends) for a in facts.mla_arms] == want["mla_arms"]
+    for name, (verify, at) in want["mla"].items():
+        mla = facts.backend(name).mla
+        assert (mla.verify, str(mla.read_at)) == (verify, at), mla
+    assert {name: facts.backend(name).sinks for name in want["sinks"]} == want["sinks"]
+    assert (facts.mla_probe[0], facts.config_probe[0], facts.sinks_attribute) == want["probes"]
+    else_arm = facts.default_arms[-1]  # the release's own words: no flashinfer for a sinks model
+    assert else_arm.choices[0][0] == "flashinfer" and "not model_config.has_attention_sinks" in else_arm.choices[0][1][0]
 
 
 class _Files(dict):
@@ -324,3 +351,45 @@ def test_skipping_statements_that_name_no_attention_word_loses_no_record(version
             assert extractor.extract(tree, context) == pruned, path
         compared, found = compared + 1, found + len(pruned)
     assert compared > 20 and found > 20
+
+
+def _uses(source: str) -> list[tuple]:
+    return [(r.line, r.use, r.bound) for r in records(source, EX, "sglang/srt/layers/attention/x_backend.py") if isinstance(r, MaskRead)]
+
+
+def test_0_5_23_flashinfer_mla_backend_1111_computes_the_mask_and_drops_it():
+    """The MLA verify plan: the mask comes back from generate_attn_arg_prefill and is never handed on (plan causal)."""
+    source = '''
+        class FlashInferMLAIndicesUpdaterPrefill:
+            def call_begin_forward(self, spec_info, wrapper_paged):
+                if spec_info is None:
+                    custom_mask = None
+                else:
+                    # TODO: Support topk > 1 with custom mask
+                    kv_indices, kv_indptr, qo_indptr, custom_mask = (
+                        spec_info.generate_attn_arg_prefill(req_pool_indices=1)
+                    )
+                wrapper_paged.plan(qo_indptr, kv_indptr, kv_indices, 1, True)
+    '''
+    assert _uses(source) == [(9, "dropped", "custom_mask")]
+    handed_on = source.replace("wrapper_paged.plan(qo_indptr, kv_indptr, kv_indices, 1, True)",
+                               "wrapper_paged.plan(qo_indptr, kv_indptr, kv_indices, 1, True, custom_mask=custom_mask)")
+    assert _uses(handed_on) == [(9, "passed", "")]
+    renamed = source.replace("wrapper_paged.plan(qo_indptr, kv_indptr, kv_indices, 1, True)",
+                             "use_custom_mask = custom_mask\n                wrapper_paged.plan(qo_indptr, use_custom_mask)")
+    assert _uses(renamed) == [(9, "passed", "")]  # 0.5.11 flashinfer_backend.py:1477 hands it on under another name
+
+
+def test_0_5_23_triton_backend_637_a_none_test_is_not_a_read_and_638_copies_into_a_buffer():
+    source = '''
+        class TritonAttnBackend:
+            def _update_target_verify_buffers(self, spec_info, custom_mask):
+                if spec_info is not None and spec_info.custom_mask is not None:
+                    custom_mask[: spec_info.custom_mask.shape[0]] = spec_info.custom_mask
+                return custom_mask
+            def fast(self, spec_info):
+                if getattr(spec_info, "custom_mask", None) is None:
+                    return None
+    '''
+    found = _uses(source)
+    assert (4, "tested", "") in found and (5, "passed", "") in found and (8, "tested", "") in found

@@ -173,43 +173,112 @@ def verify_width_setting(server_args) -> int | None:
     return int(value) if value is not None else None
 
 
-# The attention facts of SGLang 0.5.11, read from its source by sgl-scan (no fixed table).
-# Backends whose target-verify path reads the verify input's custom mask (the tree mask), and where:
+# --- attention: per model kind (sgl-scan's attention plan; kept apart from the decode code) ---------
+# The attention facts of SGLang 0.5.11, read from its source by sgl-scan (no fixed table), per model
+# kind: "mha" (Llama, Qwen), "sinks" (MHA with learned attention sinks: gpt-oss), "mla" (DeepSeek-V3, Kimi-K2).
+# Backends whose target verify hands the verify input's custom mask (the tree mask) on to its kernel, and where:
 MASK_READING = {
-    'aiter': "AiterAttnBackend.init_forward_metadata reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/aiter_backend.py:884 (registered at sglang/srt/layers/attention/attention_registry.py:66)",
-    'flashinfer': "FlashInferIndicesUpdaterPrefill.call_begin_forward reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/flashinfer_backend.py:1439 (registered at sglang/srt/layers/attention/attention_registry.py:32)",
-    'triton': 'TritonAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/triton_backend.py:374 (registered at sglang/srt/layers/attention/attention_registry.py:96)',
-    'wave': 'WaveAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/wave_backend.py:274 (registered at sglang/srt/layers/attention/attention_registry.py:73)',
+    'mha': {
+        'aiter': "AiterAttnBackend.init_forward_metadata reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/aiter_backend.py:884 (registered at sglang/srt/layers/attention/attention_registry.py:66)",
+        'flashinfer': "FlashInferIndicesUpdaterPrefill.call_begin_forward reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/flashinfer_backend.py:1439 (registered at sglang/srt/layers/attention/attention_registry.py:32)",
+        'triton': 'TritonAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/triton_backend.py:374 (registered at sglang/srt/layers/attention/attention_registry.py:96)',
+        'wave': 'WaveAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/wave_backend.py:274 (registered at sglang/srt/layers/attention/attention_registry.py:73)',
+    },
+    'sinks': {
+        'aiter': "AiterAttnBackend.init_forward_metadata reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/aiter_backend.py:884 (registered at sglang/srt/layers/attention/attention_registry.py:66)",
+        'triton': 'TritonAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/triton_backend.py:374 (registered at sglang/srt/layers/attention/attention_registry.py:96)',
+    },
+    'mla': {
+        'aiter': "AiterAttnBackend.init_forward_metadata reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/aiter_backend.py:884 (registered at sglang/srt/layers/attention/attention_registry.py:66)",
+        'triton': 'TritonAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/triton_backend.py:374 (registered at sglang/srt/layers/attention/attention_registry.py:96)',
+        'wave': 'WaveAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/wave_backend.py:274 (registered at sglang/srt/layers/attention/attention_registry.py:73)',
+    },
 }
-# Backends whose verify does not read it (a causal verify checks a linear block, not the tree), or
-# whose code could not be read: never used for DDTree.
+# Backends whose verify does not (a causal verify checks a linear block, not the tree; an MLA plan that
+# computes the mask and drops it; a forward_extend without sinks), or whose code could not be read:
+# never used for DDTree on that kind of model.
 NOT_MASK_READING = {
-    'ascend': 'unread: sglang.srt.hardware_backend.npu.attention.ascend_backend.AscendAttnBackend is not in the files read',
-    'cutlass_mla': "sglang/srt/layers/attention/cutlass_mla_backend.py never reads the verify input's custom_mask (causal verify)",
-    'dual_chunk_flash_attn': "sglang/srt/layers/attention/dual_chunk_flashattention_backend.py never reads the verify input's custom_mask (causal verify)",
-    'fa3': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:438), the layout of EAGLE's topk > 1; otherwise a causal verify",
-    'fa4': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:438), the layout of EAGLE's topk > 1; otherwise a causal verify",
-    'flashmla': "sglang/srt/layers/attention/flashmla_backend.py never reads the verify input's custom_mask (causal verify)",
-    'flex_attention': "sglang/srt/layers/attention/torch_flex_backend.py never reads the verify input's custom_mask (causal verify)",
-    'intel_amx': "sglang/srt/layers/attention/intel_amx_backend.py never reads the verify input's custom_mask (causal verify)",
-    'intel_xpu': "reads custom_mask only under a topk test (sglang/srt/layers/attention/xpu_backend.py:271), the layout of EAGLE's topk > 1; otherwise a causal verify",
-    'nsa': "sglang/srt/layers/attention/nsa_backend.py never reads the verify input's custom_mask (causal verify)",
-    'torch_native': "sglang/srt/layers/attention/torch_native_backend.py never reads the verify input's custom_mask (causal verify)",
-    'trtllm_mha': "sglang/srt/layers/attention/trtllm_mha_backend.py never reads the verify input's custom_mask (causal verify)",
-    'trtllm_mla': "sglang/srt/layers/attention/trtllm_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+    'mha': {
+        'ascend': 'unread: sglang.srt.hardware_backend.npu.attention.ascend_backend.AscendAttnBackend is not in the files read',
+        'cutlass_mla': "sglang/srt/layers/attention/cutlass_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'dual_chunk_flash_attn': "sglang/srt/layers/attention/dual_chunk_flashattention_backend.py never reads the verify input's custom_mask (causal verify)",
+        'fa3': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:438), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'fa4': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:438), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'flashmla': "sglang/srt/layers/attention/flashmla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'flex_attention': "sglang/srt/layers/attention/torch_flex_backend.py never reads the verify input's custom_mask (causal verify)",
+        'intel_amx': "sglang/srt/layers/attention/intel_amx_backend.py never reads the verify input's custom_mask (causal verify)",
+        'intel_xpu': "reads custom_mask only under a topk test (sglang/srt/layers/attention/xpu_backend.py:271), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'nsa': "sglang/srt/layers/attention/nsa_backend.py never reads the verify input's custom_mask (causal verify)",
+        'torch_native': "sglang/srt/layers/attention/torch_native_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mha': "sglang/srt/layers/attention/trtllm_mha_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mla': "sglang/srt/layers/attention/trtllm_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+    },
+    'sinks': {
+        'ascend': 'unread: sglang.srt.hardware_backend.npu.attention.ascend_backend.AscendAttnBackend is not in the files read',
+        'cutlass_mla': "sglang/srt/layers/attention/cutlass_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'dual_chunk_flash_attn': "sglang/srt/layers/attention/dual_chunk_flashattention_backend.py never reads the verify input's custom_mask (causal verify)",
+        'fa3': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:438), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'fa4': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:438), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'flashinfer': "FlashInferAttnBackend.forward_extend (sglang/srt/layers/attention/flashinfer_backend.py:780) takes no sinks (a TypeError on a sinks model's first forward)",
+        'flashmla': "sglang/srt/layers/attention/flashmla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'flex_attention': "sglang/srt/layers/attention/torch_flex_backend.py never reads the verify input's custom_mask (causal verify)",
+        'intel_amx': "sglang/srt/layers/attention/intel_amx_backend.py never reads the verify input's custom_mask (causal verify)",
+        'intel_xpu': "reads custom_mask only under a topk test (sglang/srt/layers/attention/xpu_backend.py:271), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'nsa': "sglang/srt/layers/attention/nsa_backend.py never reads the verify input's custom_mask (causal verify)",
+        'torch_native': "sglang/srt/layers/attention/torch_native_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mha': "sglang/srt/layers/attention/trtllm_mha_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mla': "sglang/srt/layers/attention/trtllm_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'wave': "WaveAttnBackend.forward_extend (sglang/srt/layers/attention/wave_backend.py:543) takes no sinks (a TypeError on a sinks model's first forward)",
+    },
+    'mla': {
+        'ascend': 'unread: sglang.srt.hardware_backend.npu.attention.ascend_backend.AscendAttnBackend is not in the files read',
+        'cutlass_mla': "sglang/srt/layers/attention/cutlass_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'dual_chunk_flash_attn': "sglang/srt/layers/attention/dual_chunk_flashattention_backend.py never reads the verify input's custom_mask (causal verify)",
+        'fa3': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:438), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'fa4': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:438), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'flashinfer': 'FlashInferMLAIndicesUpdaterPrefill.call_begin_forward computes the custom mask at sglang/srt/layers/attention/flashinfer_mla_backend.py:859 into custom_mask and never hands it on: its verify is planned causal',
+        'flashmla': "sglang/srt/layers/attention/flashmla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'flex_attention': "sglang/srt/layers/attention/torch_flex_backend.py never reads the verify input's custom_mask (causal verify)",
+        'intel_amx': "sglang/srt/layers/attention/intel_amx_backend.py never reads the verify input's custom_mask (causal verify)",
+        'intel_xpu': "reads custom_mask only under a topk test (sglang/srt/layers/attention/xpu_backend.py:271), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'nsa': "sglang/srt/layers/attention/nsa_backend.py never reads the verify input's custom_mask (causal verify)",
+        'torch_native': "sglang/srt/layers/attention/torch_native_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mha': "sglang/srt/layers/attention/trtllm_mha_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mla': "sglang/srt/layers/attention/trtllm_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+    },
 }
-# The release's default backend for MHA models (ServerArgs._get_default_attn_backend), arm by arm:
+# Kinds no backend of this release can verify a tree for: refused, with what would change that.
+NO_READER = {}
+# The release's default backend (ServerArgs._get_default_attn_backend), arm by arm, for MHA and for MLA models:
 # (its architecture test: ("call", module, function, None) | ("platform", module, getter, attribute)
 # | ("else", None, None, None); the backends the arm picks; whether other conditions share the test;
-# where). Evaluated at run time with the release's own predicates, on this machine's GPU.
-DEFAULT_ARMS = (
-    (('call', 'sglang.srt.utils.common', 'is_hopper_with_cuda_12_3', None), ('fa3',), True, 'sglang/srt/server_args.py:2492'),
-    (('call', 'sglang.srt.utils.common', 'is_sm100_supported', None), ('trtllm_mha',), True, 'sglang/srt/server_args.py:2498'),
-    (('call', 'sglang.srt.utils.common', 'is_hip', None), ('aiter',), False, 'sglang/srt/server_args.py:2506'),
-    (('call', 'sglang.srt.utils.common', 'is_mps', None), ('torch_native',), False, 'sglang/srt/server_args.py:2508'),
-    (('else', None, None, None), ('flashinfer', 'triton'), False, 'sglang/srt/server_args.py:2512'),
-)
-DEFAULT_UNREAD = None
+# where; the backends it picks only for models without attention sinks). Evaluated at run time with the
+# release's own predicates, on this machine's GPU.
+DEFAULT_ARMS = {
+    'mha': (
+        (('call', 'sglang.srt.utils.common', 'is_hopper_with_cuda_12_3', None), ('fa3',), True, 'sglang/srt/server_args.py:2492', ()),
+        (('call', 'sglang.srt.utils.common', 'is_sm100_supported', None), ('trtllm_mha',), True, 'sglang/srt/server_args.py:2498', ()),
+        (('call', 'sglang.srt.utils.common', 'is_hip', None), ('aiter',), False, 'sglang/srt/server_args.py:2506', ()),
+        (('call', 'sglang.srt.utils.common', 'is_mps', None), ('torch_native',), False, 'sglang/srt/server_args.py:2508', ()),
+        (('else', None, None, None), ('flashinfer', 'triton'), False, 'sglang/srt/server_args.py:2512', ('flashinfer',)),
+    ),
+    'mla': (
+        (('call', 'sglang.srt.utils.common', 'is_hopper_with_cuda_12_3', None), ('fa3',), False, 'sglang/srt/server_args.py:2517', ()),
+        (('call', 'sglang.srt.utils.common', 'is_sm100_supported', None), ('flashinfer',), False, 'sglang/srt/server_args.py:2519', ()),
+        (('call', 'sglang.srt.utils.common', 'is_hip', None), ('aiter', 'triton'), False, 'sglang/srt/server_args.py:2521', ()),
+        (('call', 'sglang.srt.utils.common', 'is_mps', None), ('torch_native',), False, 'sglang/srt/server_args.py:2528', ()),
+        (('else', None, None, None), ('triton',), False, 'sglang/srt/server_args.py:2531', ()),
+    ),
+}
+DEFAULT_UNREAD = {'mha': None, 'mla': None}
+# How the release itself tells an MLA model and fetches the model config for its default chain (the
+# producers of that chain's arguments: ("call", module, name, where) called with the server arguments,
+# or ("method", None, name, where) of them), and the config attribute it tests for attention sinks.
+KIND_PROBES = {'mla': ('method', None, 'use_mla_backend', 'sglang/srt/server_args.py:2225'), 'config': ('method', None, 'get_model_config', 'sglang/srt/server_args.py:2225')}
+SINKS_ATTRIBUTE = 'has_attention_sinks'
+# Per-model override providers that set an attention backend for an architecture (the backends they
+# may set, () when computed; where): a backend one of them set is the release's choice, not the user's.
+MODEL_OVERRIDES = {}
 # Where the release's CUDA-graph runners capture target verify, with DFlash's verify input: nothing in
 # the release's code shows a replay of those graphs carrying the tree mask, so DDTree runs eager.
 VERIFY_GRAPH_CAPTURE = ('sglang/srt/model_executor/cuda_graph_runner.py:629', 'sglang/srt/model_executor/model_runner.py:2444')
@@ -236,57 +305,102 @@ def _holds(test) -> bool:
     return bool(found() if kind == "call" else getattr(found(), attribute))
 
 
-def release_defaults() -> list:
-    """(backends, where) of each arm of the release's default chain that may pick the backend on this
-    machine, in its order: the first arm whose architecture test holds, and the later ones while a
-    holding arm has other conditions that may fail. RuntimeError where that cannot be told."""
-    if DEFAULT_UNREAD is not None:
-        raise RuntimeError(f"the release's default attention backend could not be read ({DEFAULT_UNREAD})")
+def _probe(probe, settings):
+    kind, module, name, _where = probe
+    if kind == "method":
+        return getattr(settings, name)()
+    return getattr(importlib.import_module(module), name)(settings)
+
+
+def model_kind(settings) -> tuple[tuple[str, ...], str | None, str | None]:
+    """(kinds, architecture, why unknown): ("mla",), ("sinks",) or ("mha",) read with the release's own
+    producers; every kind when they cannot answer (then a backend must verify a tree for all of them)."""
+    every = ("mha", "sinks", "mla")
+    if KIND_PROBES["mla"] is None or KIND_PROBES["config"] is None:
+        return every, None, "the release's MLA/model-config producers of its default chain were not read"
+    try:
+        mla = bool(_probe(KIND_PROBES["mla"], settings))
+        config = _probe(KIND_PROBES["config"], settings)
+    except Exception as exc:  # noqa: BLE001 - the release could not read the model: cannot tell its kind
+        return every, None, f"the release could not read the model config ({type(exc).__name__}: {exc})"
+    architectures = getattr(getattr(config, "hf_config", None), "architectures", None) or [None]
+    sinks = bool(getattr(config, SINKS_ATTRIBUTE, False)) if SINKS_ATTRIBUTE else False
+    return ("mla",) if mla else ("sinks",) if sinks else ("mha",), architectures[0], None
+
+
+def release_defaults(kind: str = "mha") -> list:
+    """(backends, where) of each arm of the release's default chain for this kind of model that may pick
+    the backend on this machine, in its order: the first arm whose architecture test holds, and the
+    later ones while a holding arm has other conditions that may fail. RuntimeError where that cannot be told."""
+    family = "mla" if kind == "mla" else "mha"
+    if DEFAULT_UNREAD[family] is not None:
+        raise RuntimeError(f"the release's default attention backend could not be read ({DEFAULT_UNREAD[family]})")
     reachable = []
-    for test, backends, conditional, where in DEFAULT_ARMS:
+    for test, backends, conditional, where, sinks_skip in DEFAULT_ARMS[family]:
         try:
             holds = _holds(test)
         except Exception as exc:  # noqa: BLE001 - any failure of the release's predicate means: cannot tell
             raise RuntimeError(f"the release's architecture test at {where} failed here ({type(exc).__name__}: {exc})") from None
         if holds:
-            reachable.append((backends, where))
+            reachable.append((tuple(b for b in backends if not (kind == "sinks" and b in sinks_skip)), where))
             if not conditional:
                 break
     return reachable
 
 
-def mask_backend() -> str | None:
+def mask_backend(kinds=("mha",)) -> str | None:
     """The backend DDTree asks for: the release's own fallback order (its default chain's else arm)
-    among the backends whose verify reads the tree mask."""
-    order = [b for test, backends, _, _ in DEFAULT_ARMS if test[0] == "else" for b in backends if b in MASK_READING]
-    order += [b for b in MASK_READING if b not in order]
+    among the backends whose verify reads the tree mask for every kind in `kinds`."""
+    reading = [b for b in MASK_READING[kinds[0]] if all(b in MASK_READING[k] for k in kinds)]
+    order = []
+    for kind in kinds:
+        for test, backends, _, _, sinks_skip in DEFAULT_ARMS["mla" if kind == "mla" else "mha"]:
+            if test[0] == "else":
+                order += [b for b in backends if b in reading and not (kind == "sinks" and b in sinks_skip)]
+    order += [b for b in reading if b not in order]
     return order[0] if order else None
+
+
+def _refused(kinds, backend) -> str:
+    return "; ".join(dict.fromkeys(NOT_MASK_READING[k].get(backend, "not among the backends this release registers")
+                                   for k in kinds if backend not in MASK_READING[k]))
 
 
 def attention_decision(settings) -> tuple[str | None, str | None]:
     """(backend to force, one line) for resolved server arguments on this machine.
 
-    A backend the release picks by default on this GPU whose verify does not read the tree mask is to
-    be replaced (the plugin's server-args hook does; the worker, built after the target model, can only
-    refuse); a backend the user chose that does not read it, or one that cannot be read, is refused.
+    The model's kind (MHA, MHA with attention sinks, MLA) is read with the release's own producers. A
+    backend the release picks for it on this GPU (its default chain, or a per-model override provider
+    for its architecture) whose verify does not get the tree mask is to be replaced (the plugin's
+    server-args hook does; the worker, built after the target model, can only refuse); a backend the user
+    chose that does not, one that cannot be read, or a kind no backend verifies a tree for, is refused.
     (None, None) when the configuration verifies the tree.
     """
     version = "SGLang 0.5.11"
-    wanted = mask_backend()
+    kinds, architecture, unknown_kind = model_kind(settings)
+    label = kinds[0].upper() if len(kinds) == 1 else f"(kind unknown: {unknown_kind})"
+    for kind in kinds:
+        if kind in NO_READER:
+            return None, f"DDTree on {version} refuses this {kind.upper()} target: {NO_READER[kind]}"
+    wanted = mask_backend(kinds)
     ask = f"pass --attention-backend {wanted}" if wanted else "no backend of this release reads the tree mask"
+    reading = {b for b in MASK_READING[kinds[0]] if all(b in MASK_READING[k] for k in kinds)}
     chosen = {name: getattr(settings, name, None) for name in ATTENTION_SETTINGS}
-    wrong = {name: value for name, value in chosen.items() if value is not None and value not in MASK_READING}
+    wrong = {name: value for name, value in chosen.items() if value is not None and value not in reading}
     unset = chosen["attention_backend"] is None and None in (chosen["prefill_attention_backend"], chosen["decode_attention_backend"])
     if not wrong and not unset:
         return None, None
     try:
-        picked, unknown = [(b, where) for backends, where in release_defaults() for b in backends], None
+        picked, unknown = [(b, where) for kind in kinds for backends, where in release_defaults(kind) for b in backends], None
     except RuntimeError as exc:
         picked, unknown = [], exc
+    for backends, where in MODEL_OVERRIDES.get(architecture, ()):
+        current = chosen["attention_backend"]
+        picked += [(b, f"{where}, the release's override for {architecture}") for b in backends or (current,) if b is not None]
     if unset and not wrong:
         if unknown is not None:
             return None, f"DDTree on {version} cannot tell the default attention backend on this GPU ({gpu_arch()}): {unknown}; {ask}"
-        causal = [(b, where) for b, where in picked if b not in MASK_READING]
+        causal = [(b, where) for b, where in picked if b not in reading]
         if not causal:
             return None, None
         backend, where = causal[0]
@@ -295,24 +409,23 @@ def attention_decision(settings) -> tuple[str | None, str | None]:
         where = next(w for b, w in picked if b == backend)
     else:
         name, value = next(iter(wrong.items()))
-        why = NOT_MASK_READING.get(value, "not among the backends this release registers")
-        return None, (f"DDTree on {version} needs an attention backend whose verify reads the tree mask "
-                      f"({', '.join(MASK_READING) or 'none'}); got {name}={value}: {why}; {ask}")
-    why = NOT_MASK_READING.get(backend, "not among the backends this release registers")
-    line = (f"DDTree on {version}: the release's default attention backend on this GPU ({gpu_arch()}) is {backend} ({where}), "
-            f"whose verify does not read the tree mask ({why}); {ask}")
+        return None, (f"DDTree on {version} needs an attention backend whose verify reads the tree mask for this {label} "
+                      f"target ({', '.join(sorted(reading)) or 'none'}); got {name}={value}: {_refused(kinds, value)}; {ask}")
+    line = (f"DDTree on {version}: the release's default attention backend on this GPU ({gpu_arch()}) for this {label} target "
+            f"is {backend} ({where}), whose verify does not read the tree mask ({_refused(kinds, backend)}); {ask}")
     return wanted, line
 
 
 def ddtree_server_args(server_args) -> None:
-    """The plugin's server-args hook: where the release's default backend on this GPU would not read the
-    tree mask, set a mask-reading one (logged); anything else that cannot verify a tree raises, one line."""
+    """The plugin's server-args hook: where the release's backend for this model on this GPU would not
+    verify the tree, set one that does (logged); anything else that cannot verify a tree raises, one line."""
     force, line = attention_decision(server_args)
     if force is not None:
         logger.warning("%s: using --attention-backend %s", line.rsplit("; ", 1)[0], force)
         server_args.attention_backend = force
     elif line is not None:
         raise ValueError(line)
+# --- end attention ------------------------------------------------------------------------------------
 
 
 def _settings(server_args):

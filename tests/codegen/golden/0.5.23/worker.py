@@ -167,49 +167,130 @@ def verify_width_setting(server_args) -> int | None:
     return int(value) if value is not None else None
 
 
-# The attention facts of SGLang 0.5.23, read from its source by sgl-scan (no fixed table).
-# Backends whose target-verify path reads the verify input's custom mask (the tree mask), and where:
+# --- attention: per model kind (sgl-scan's attention plan; kept apart from the decode code) ---------
+# The attention facts of SGLang 0.5.23, read from its source by sgl-scan (no fixed table), per model
+# kind: "mha" (Llama, Qwen), "sinks" (MHA with learned attention sinks: gpt-oss), "mla" (DeepSeek-V3, Kimi-K2).
+# Backends whose target verify hands the verify input's custom mask (the tree mask) on to its kernel, and where:
 MASK_READING = {
-    'aiter': "AiterAttnBackend.init_forward_metadata reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/aiter_backend.py:2282 (registered at sglang/srt/layers/attention/attention_registry.py:128)",
-    'flashinfer': 'FlashInferAttnBackend.init_forward_metadata_out_graph reads custom_mask at sglang/srt/layers/attention/flashinfer_backend.py:867 (registered at sglang/srt/layers/attention/attention_registry.py:56)',
-    'triton': 'TritonAttnBackend._update_target_verify_buffers reads custom_mask at sglang/srt/layers/attention/triton_backend.py:637 (registered at sglang/srt/layers/attention/attention_registry.py:207)',
-    'wave': 'WaveAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/wave_backend.py:284 (registered at sglang/srt/layers/attention/attention_registry.py:135)',
+    'mha': {
+        'aiter': "AiterAttnBackend.init_forward_metadata reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/aiter_backend.py:2282 (registered at sglang/srt/layers/attention/attention_registry.py:128)",
+        'flashinfer': "FlashInferIndicesUpdaterPrefill.call_begin_forward reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/flashinfer_backend.py:2273 (registered at sglang/srt/layers/attention/attention_registry.py:56)",
+        'triton': 'TritonAttnBackend._update_target_verify_buffers reads custom_mask at sglang/srt/layers/attention/triton_backend.py:638 (registered at sglang/srt/layers/attention/attention_registry.py:207)',
+        'wave': 'WaveAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/wave_backend.py:284 (registered at sglang/srt/layers/attention/attention_registry.py:135)',
+    },
+    'sinks': {
+        'aiter': "AiterAttnBackend.init_forward_metadata reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/aiter_backend.py:2282 (registered at sglang/srt/layers/attention/attention_registry.py:128)",
+        'triton': 'TritonAttnBackend._update_target_verify_buffers reads custom_mask at sglang/srt/layers/attention/triton_backend.py:638 (registered at sglang/srt/layers/attention/attention_registry.py:207)',
+    },
+    'mla': {
+        'aiter': "AiterAttnBackend.init_forward_metadata reads spec_info.generate_attn_arg_prefill (the verify input's mask) at sglang/srt/layers/attention/aiter_backend.py:2282 (registered at sglang/srt/layers/attention/attention_registry.py:128)",
+        'triton': 'TritonAttnBackend._update_target_verify_buffers reads custom_mask at sglang/srt/layers/attention/triton_backend.py:638 (registered at sglang/srt/layers/attention/attention_registry.py:207)',
+        'wave': 'WaveAttnBackend.init_forward_metadata reads custom_mask at sglang/srt/layers/attention/wave_backend.py:284 (registered at sglang/srt/layers/attention/attention_registry.py:135)',
+    },
 }
-# Backends whose verify does not read it (a causal verify checks a linear block, not the tree), or
-# whose code could not be read: never used for DDTree.
+# Backends whose verify does not (a causal verify checks a linear block, not the tree; an MLA plan that
+# computes the mask and drops it; a forward_extend without sinks), or whose code could not be read:
+# never used for DDTree on that kind of model.
 NOT_MASK_READING = {
-    'ascend': "sglang/srt/hardware_backend/npu/attention/ascend_backend.py never reads the verify input's custom_mask (causal verify)",
-    'cutedsl_mla': "sglang/srt/layers/attention/cutedsl_mla_backend.py never reads the verify input's custom_mask (causal verify)",
-    'dsa': "sglang/srt/layers/attention/dsa_backend.py never reads the verify input's custom_mask (causal verify)",
-    'dsv4': 'unread: no class built for MHA models at sglang/srt/layers/attention/attention_registry.py:178',
-    'fa3': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:1136), the layout of EAGLE's topk > 1; otherwise a causal verify",
-    'fa4': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:1136), the layout of EAGLE's topk > 1; otherwise a causal verify",
-    'flashmla': "sglang/srt/layers/attention/flashmla_backend.py never reads the verify input's custom_mask (causal verify)",
-    'flex_attention': "sglang/srt/layers/attention/torch_flex_backend.py never reads the verify input's custom_mask (causal verify)",
-    'hpc_ops': "sglang/srt/layers/attention/hpc_ops_backend.py never reads the verify input's custom_mask (causal verify)",
-    'intel_amx': "reads custom_mask only under a topk test (sglang/srt/layers/attention/intel_amx_backend.py:116), the layout of EAGLE's topk > 1; otherwise a causal verify",
-    'intel_xpu': "reads custom_mask only under a topk test (sglang/srt/layers/attention/xpu_backend.py:531), the layout of EAGLE's topk > 1; otherwise a causal verify",
-    'llada2_cfg_flashinfer': "sglang/srt/layers/attention/llada2_cfg_flashinfer_backend.py never reads the verify input's custom_mask (causal verify)",
-    'minicpm_flashattn': 'unread: sglang.srt.layers.attention.minicpm.backend.MiniCPMSparseBackend is not in the files read',
-    'minicpm_flashinfer': 'unread: sglang.srt.layers.attention.minicpm.backend.MiniCPMSparseBackend is not in the files read',
-    'nsa': 'unread: sglang.srt.layers.attention.attention_registry.create_dsa_backend is not in the files read',
-    'qsa': "sglang/srt/layers/attention/qwen_sparse_attn_backend.py never reads the verify input's custom_mask (causal verify)",
-    'torch_native': "sglang/srt/layers/attention/torch_native_backend.py never reads the verify input's custom_mask (causal verify)",
-    'trtllm_mha': "sglang/srt/layers/attention/trtllm_mha_backend.py never reads the verify input's custom_mask (causal verify)",
-    'trtllm_mla': "sglang/srt/layers/attention/trtllm_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+    'mha': {
+        'ascend': "sglang/srt/hardware_backend/npu/attention/ascend_backend.py never reads the verify input's custom_mask (causal verify)",
+        'cutedsl_mla': "sglang/srt/layers/attention/cutedsl_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'dsa': "sglang/srt/layers/attention/dsa_backend.py never reads the verify input's custom_mask (causal verify)",
+        'dsv4': 'unread: no class built for MHA models at sglang/srt/layers/attention/attention_registry.py:178',
+        'fa3': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:1136), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'fa4': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:1136), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'flashmla': "sglang/srt/layers/attention/flashmla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'flex_attention': "sglang/srt/layers/attention/torch_flex_backend.py never reads the verify input's custom_mask (causal verify)",
+        'hpc_ops': "sglang/srt/layers/attention/hpc_ops_backend.py never reads the verify input's custom_mask (causal verify)",
+        'intel_amx': "reads custom_mask only under a topk test (sglang/srt/layers/attention/intel_amx_backend.py:116), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'intel_xpu': "reads custom_mask only under a topk test (sglang/srt/layers/attention/xpu_backend.py:531), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'llada2_cfg_flashinfer': "sglang/srt/layers/attention/llada2_cfg_flashinfer_backend.py never reads the verify input's custom_mask (causal verify)",
+        'minicpm_flashattn': 'unread: sglang.srt.layers.attention.minicpm.backend.MiniCPMSparseBackend is not in the files read',
+        'minicpm_flashinfer': 'unread: sglang.srt.layers.attention.minicpm.backend.MiniCPMSparseBackend is not in the files read',
+        'nsa': 'unread: sglang.srt.layers.attention.attention_registry.create_dsa_backend is not in the files read',
+        'qsa': "sglang/srt/layers/attention/qwen_sparse_attn_backend.py never reads the verify input's custom_mask (causal verify)",
+        'torch_native': "sglang/srt/layers/attention/torch_native_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mha': "sglang/srt/layers/attention/trtllm_mha_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mla': "sglang/srt/layers/attention/trtllm_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+    },
+    'sinks': {
+        'ascend': "sglang/srt/hardware_backend/npu/attention/ascend_backend.py never reads the verify input's custom_mask (causal verify)",
+        'cutedsl_mla': "sglang/srt/layers/attention/cutedsl_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'dsa': "sglang/srt/layers/attention/dsa_backend.py never reads the verify input's custom_mask (causal verify)",
+        'dsv4': 'unread: no class built for MHA models at sglang/srt/layers/attention/attention_registry.py:178',
+        'fa3': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:1136), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'fa4': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:1136), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'flashinfer': "FlashInferAttnBackend.forward_extend (sglang/srt/layers/attention/flashinfer_backend.py:1357) takes no sinks (a TypeError on a sinks model's first forward)",
+        'flashmla': "sglang/srt/layers/attention/flashmla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'flex_attention': "sglang/srt/layers/attention/torch_flex_backend.py never reads the verify input's custom_mask (causal verify)",
+        'hpc_ops': "sglang/srt/layers/attention/hpc_ops_backend.py never reads the verify input's custom_mask (causal verify)",
+        'intel_amx': "reads custom_mask only under a topk test (sglang/srt/layers/attention/intel_amx_backend.py:116), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'intel_xpu': "reads custom_mask only under a topk test (sglang/srt/layers/attention/xpu_backend.py:531), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'llada2_cfg_flashinfer': "sglang/srt/layers/attention/llada2_cfg_flashinfer_backend.py never reads the verify input's custom_mask (causal verify)",
+        'minicpm_flashattn': 'unread: sglang.srt.layers.attention.minicpm.backend.MiniCPMSparseBackend is not in the files read',
+        'minicpm_flashinfer': 'unread: sglang.srt.layers.attention.minicpm.backend.MiniCPMSparseBackend is not in the files read',
+        'nsa': 'unread: sglang.srt.layers.attention.attention_registry.create_dsa_backend is not in the files read',
+        'qsa': "sglang/srt/layers/attention/qwen_sparse_attn_backend.py never reads the verify input's custom_mask (causal verify)",
+        'torch_native': "sglang/srt/layers/attention/torch_native_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mha': "sglang/srt/layers/attention/trtllm_mha_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mla': "sglang/srt/layers/attention/trtllm_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'wave': "WaveAttnBackend.forward_extend (sglang/srt/layers/attention/wave_backend.py:483) takes no sinks (a TypeError on a sinks model's first forward)",
+    },
+    'mla': {
+        'ascend': "sglang/srt/hardware_backend/npu/attention/ascend_backend.py never reads the verify input's custom_mask (causal verify)",
+        'cutedsl_mla': "sglang/srt/layers/attention/cutedsl_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'dsa': "sglang/srt/layers/attention/dsa_backend.py never reads the verify input's custom_mask (causal verify)",
+        'dsv4': 'unread: no class built for MLA models at sglang/srt/layers/attention/attention_registry.py:178',
+        'fa3': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:1136), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'fa4': "reads custom_mask only under a topk test (sglang/srt/layers/attention/flashattention_backend.py:1136), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'flashinfer': 'FlashInferMLAIndicesUpdaterPrefill.call_begin_forward computes the custom mask at sglang/srt/layers/attention/flashinfer_mla_backend.py:1099 into custom_mask and never hands it on: its verify is planned causal',
+        'flashmla': "sglang/srt/layers/attention/flashmla_backend.py never reads the verify input's custom_mask (causal verify)",
+        'flex_attention': "sglang/srt/layers/attention/torch_flex_backend.py never reads the verify input's custom_mask (causal verify)",
+        'hpc_ops': "sglang/srt/layers/attention/hpc_ops_backend.py never reads the verify input's custom_mask (causal verify)",
+        'intel_amx': "reads custom_mask only under a topk test (sglang/srt/layers/attention/intel_amx_backend.py:116), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'intel_xpu': "reads custom_mask only under a topk test (sglang/srt/layers/attention/xpu_backend.py:531), the layout of EAGLE's topk > 1; otherwise a causal verify",
+        'llada2_cfg_flashinfer': "sglang/srt/layers/attention/llada2_cfg_flashinfer_backend.py never reads the verify input's custom_mask (causal verify)",
+        'minicpm_flashattn': 'unread: sglang.srt.layers.attention.minicpm.backend.MiniCPMSparseBackend is not in the files read',
+        'minicpm_flashinfer': 'unread: sglang.srt.layers.attention.minicpm.backend.MiniCPMSparseBackend is not in the files read',
+        'nsa': 'unread: sglang.srt.layers.attention.attention_registry.create_dsa_backend is not in the files read',
+        'qsa': "sglang/srt/layers/attention/qwen_sparse_attn_backend.py never reads the verify input's custom_mask (causal verify)",
+        'torch_native': "sglang/srt/layers/attention/torch_native_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mha': "sglang/srt/layers/attention/trtllm_mha_backend.py never reads the verify input's custom_mask (causal verify)",
+        'trtllm_mla': "sglang/srt/layers/attention/trtllm_mla_backend.py never reads the verify input's custom_mask (causal verify)",
+    },
 }
-# The release's default backend for MHA models (get_default_attn_backend), arm by arm:
+# Kinds no backend of this release can verify a tree for: refused, with what would change that.
+NO_READER = {}
+# The release's default backend (get_default_attn_backend), arm by arm, for MHA and for MLA models:
 # (its architecture test: ("call", module, function, None) | ("platform", module, getter, attribute)
 # | ("else", None, None, None); the backends the arm picks; whether other conditions share the test;
-# where). Evaluated at run time with the release's own predicates, on this machine's GPU.
-DEFAULT_ARMS = (
-    (('platform', 'sglang.srt.runtime_context', 'get_platform', 'is_hopper_with_cuda_12_3'), ('fa3',), True, 'sglang/srt/arg_groups/model_override_base.py:305'),
-    (('platform', 'sglang.srt.runtime_context', 'get_platform', 'is_sm100'), ('fa4', 'trtllm_mha'), True, 'sglang/srt/arg_groups/model_override_base.py:313'),
-    (('platform', 'sglang.srt.runtime_context', 'get_platform', 'is_hip'), ('aiter',), False, 'sglang/srt/arg_groups/model_override_base.py:326'),
-    (('call', 'sglang.srt.utils.common', 'is_mps', None), ('torch_native',), False, 'sglang/srt/arg_groups/model_override_base.py:328'),
-    (('else', None, None, None), ('flashinfer', 'triton'), False, 'sglang/srt/arg_groups/model_override_base.py:332'),
-)
-DEFAULT_UNREAD = None
+# where; the backends it picks only for models without attention sinks). Evaluated at run time with the
+# release's own predicates, on this machine's GPU.
+DEFAULT_ARMS = {
+    'mha': (
+        (('platform', 'sglang.srt.runtime_context', 'get_platform', 'is_hopper_with_cuda_12_3'), ('fa3',), True, 'sglang/srt/arg_groups/model_override_base.py:305', ()),
+        (('platform', 'sglang.srt.runtime_context', 'get_platform', 'is_sm100'), ('fa4', 'trtllm_mha'), True, 'sglang/srt/arg_groups/model_override_base.py:313', ()),
+        (('platform', 'sglang.srt.runtime_context', 'get_platform', 'is_hip'), ('aiter',), False, 'sglang/srt/arg_groups/model_override_base.py:326', ()),
+        (('call', 'sglang.srt.utils.common', 'is_mps', None), ('torch_native',), False, 'sglang/srt/arg_groups/model_override_base.py:328', ()),
+        (('else', None, None, None), ('flashinfer', 'triton'), False, 'sglang/srt/arg_groups/model_override_base.py:332', ('flashinfer',)),
+    ),
+    'mla': (
+        (('platform', 'sglang.srt.runtime_context', 'get_platform', 'is_hopper_with_cuda_12_3'), ('fa3',), False, 'sglang/srt/arg_groups/model_override_base.py:337', ()),
+        (('platform', 'sglang.srt.runtime_context', 'get_platform', 'is_sm100'), ('flashinfer',), False, 'sglang/srt/arg_groups/model_override_base.py:339', ()),
+        (('platform', 'sglang.srt.runtime_context', 'get_platform', 'is_hip'), ('aiter', 'triton'), False, 'sglang/srt/arg_groups/model_override_base.py:341', ()),
+        (('call', 'sglang.srt.utils.common', 'is_mps', None), ('torch_native',), False, 'sglang/srt/arg_groups/model_override_base.py:348', ()),
+        (('else', None, None, None), ('triton',), False, 'sglang/srt/arg_groups/model_override_base.py:351', ()),
+    ),
+}
+DEFAULT_UNREAD = {'mha': None, 'mla': None}
+# How the release itself tells an MLA model and fetches the model config for its default chain (the
+# producers of that chain's arguments: ("call", module, name, where) called with the server arguments,
+# or ("method", None, name, where) of them), and the config attribute it tests for attention sinks.
+KIND_PROBES = {'mla': ('call', 'sglang.srt.arg_groups.model_override_base', 'use_mla_backend', 'sglang/srt/arg_groups/model_overrides/qwen3_5.py:34'), 'config': ('call', 'sglang.srt.arg_groups.model_override_base', 'model_config_of', 'sglang/srt/arg_groups/model_overrides/qwen3_5.py:34')}
+SINKS_ATTRIBUTE = 'has_attention_sinks'
+# Per-model override providers that set an attention backend for an architecture (the backends they
+# may set, () when computed; where): a backend one of them set is the release's choice, not the user's.
+MODEL_OVERRIDES = {'BeamForCausalLM': ((('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/beam.py:31'),), 'DeepseekV32ForCausalLM': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'DeepseekV3ForCausalLM': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'DiffusionGemmaForBlockDiffusion': (((), 'sglang/srt/arg_groups/model_overrides/gemma4.py:39'), ((), 'sglang/srt/arg_groups/model_overrides/gemma4.py:44')), 'Dots3NoteForCausalLM': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'EmbeddingGemma2Model': ((('triton',), 'sglang/srt/arg_groups/model_overrides/embedding_gemma2.py:41'),), 'Exaone4ForCausalLM': ((('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/exaone.py:25'), (('fa3',), 'sglang/srt/arg_groups/model_overrides/exaone.py:27'), (('triton',), 'sglang/srt/arg_groups/model_overrides/exaone.py:29')), 'ExaoneMoEForCausalLM': ((('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/exaone.py:25'), (('fa3',), 'sglang/srt/arg_groups/model_overrides/exaone.py:27'), (('triton',), 'sglang/srt/arg_groups/model_overrides/exaone.py:29')), 'ExaoneMoeForCausalLM': ((('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/exaone.py:25'), (('fa3',), 'sglang/srt/arg_groups/model_overrides/exaone.py:27'), (('triton',), 'sglang/srt/arg_groups/model_overrides/exaone.py:29')), 'Gemma4ForCausalLM': (((), 'sglang/srt/arg_groups/model_overrides/gemma4.py:39'), ((), 'sglang/srt/arg_groups/model_overrides/gemma4.py:44')), 'Gemma4ForConditionalGeneration': (((), 'sglang/srt/arg_groups/model_overrides/gemma4.py:39'), ((), 'sglang/srt/arg_groups/model_overrides/gemma4.py:44')), 'Gemma4UnifiedForConditionalGeneration': (((), 'sglang/srt/arg_groups/model_overrides/gemma4.py:39'), ((), 'sglang/srt/arg_groups/model_overrides/gemma4.py:44')), 'Glm5NextForConditionalGeneration': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'GlmMoeDsaForCausalLM': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'GptOssForCausalLM': ((('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/gpt_oss.py:31'), (('fa3',), 'sglang/srt/arg_groups/model_overrides/gpt_oss.py:33'), (('intel_amx',), 'sglang/srt/arg_groups/model_overrides/gpt_oss.py:35'), (('intel_xpu',), 'sglang/srt/arg_groups/model_overrides/gpt_oss.py:37'), (('aiter',), 'sglang/srt/arg_groups/model_overrides/gpt_oss.py:39'), (('triton',), 'sglang/srt/arg_groups/model_overrides/gpt_oss.py:44')), 'HYV4ForCausalLM': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'HYV4ForCausalLMNextN': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'IQuestQ1ForCausalLM': ((('fa3',), 'sglang/srt/arg_groups/model_overrides/iquest_q1.py:43'),), 'IQuestQ1MTP': ((('fa3',), 'sglang/srt/arg_groups/model_overrides/iquest_q1.py:43'),), 'InklingForConditionalGeneration': (((), 'sglang/srt/arg_groups/model_overrides/inkling.py:73'),), 'InklingForConditionalGenerationMTP': (((), 'sglang/srt/arg_groups/model_overrides/inkling.py:73'),), 'KimiK25ForConditionalGeneration': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'Llama4ForCausalLM': (((), 'sglang/srt/arg_groups/model_overrides/llama4.py:37'),), 'Llama4ForConditionalGeneration': (((), 'sglang/srt/arg_groups/model_overrides/llama4.py:37'),), 'LongcatFlashForCausalLM': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'LongcatFlashForCausalLMNextN': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'MiMoV2FlashForCausalLM': ((('fa4',), 'sglang/srt/arg_groups/model_overrides/mimo_v2.py:28'),), 'MiMoV2ForCausalLM': ((('fa4',), 'sglang/srt/arg_groups/model_overrides/mimo_v2.py:28'),), 'MiniCPMForCausalLM': (((), 'sglang/srt/arg_groups/model_overrides/minicpm.py:37'), (('minicpm_flashinfer', 'minicpm_flashattn'), 'sglang/srt/arg_groups/model_overrides/minicpm.py:58')), 'MiniCPMSALAForCausalLM': (((), 'sglang/srt/arg_groups/model_overrides/minicpm.py:37'), (('minicpm_flashinfer', 'minicpm_flashattn'), 'sglang/srt/arg_groups/model_overrides/minicpm.py:58')), 'MiniMaxM3SparseForCausalLM': ((('fa3',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:101'), (('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:121'), (('triton',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:126'), (('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:158'), (('fa4',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:160'), (('fa3',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:180')), 'MiniMaxM3SparseForConditionalGeneration': ((('fa3',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:101'), (('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:121'), (('triton',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:126'), (('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:158'), (('fa4',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:160'), (('fa3',), 'sglang/srt/arg_groups/model_overrides/minimax_m3.py:180')), 'MistralLarge3ForCausalLM': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'NemotronHForCausalLM': ((('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/nemotron_h.py:130'), (('triton',), 'sglang/srt/arg_groups/model_overrides/nemotron_h.py:141'), (('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/nemotron_h.py:148')), 'NemotronHPuzzleForCausalLM': ((('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/nemotron_h.py:130'), (('triton',), 'sglang/srt/arg_groups/model_overrides/nemotron_h.py:141'), (('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/nemotron_h.py:148')), 'NemotronH_Omni_Reasoning_V3': ((('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/nemotron_h.py:130'), (('triton',), 'sglang/srt/arg_groups/model_overrides/nemotron_h.py:141'), (('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/nemotron_h.py:148')), 'Olmo2ForCausalLM': ((('trtllm_mha',), 'sglang/srt/arg_groups/model_overrides/olmo2.py:26'), (('fa3',), 'sglang/srt/arg_groups/model_overrides/olmo2.py:28'), (('triton',), 'sglang/srt/arg_groups/model_overrides/olmo2.py:30')), 'PixtralForConditionalGeneration': ((('dsa',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:103'), (('trtllm_mla',), 'sglang/srt/arg_groups/model_overrides/deepseek_v2.py:185')), 'Qwen4ExpForConditionalGeneration': (((), 'sglang/srt/arg_groups/model_overrides/qwen4_exp.py:70'),)}
 # Where the release's CUDA-graph runners capture target verify, with DFlash's verify input: nothing in
 # the release's code shows a replay of those graphs carrying the tree mask, so DDTree runs eager.
 VERIFY_GRAPH_CAPTURE = ('sglang/srt/model_executor/runner/base_runner.py:515', 'sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:367')
@@ -236,57 +317,102 @@ def _holds(test) -> bool:
     return bool(found() if kind == "call" else getattr(found(), attribute))
 
 
-def release_defaults() -> list:
-    """(backends, where) of each arm of the release's default chain that may pick the backend on this
-    machine, in its order: the first arm whose architecture test holds, and the later ones while a
-    holding arm has other conditions that may fail. RuntimeError where that cannot be told."""
-    if DEFAULT_UNREAD is not None:
-        raise RuntimeError(f"the release's default attention backend could not be read ({DEFAULT_UNREAD})")
+def _probe(probe, settings):
+    kind, module, name, _where = probe
+    if kind == "method":
+        return getattr(settings, name)()
+    return getattr(importlib.import_module(module), name)(settings)
+
+
+def model_kind(settings) -> tuple[tuple[str, ...], str | None, str | None]:
+    """(kinds, architecture, why unknown): ("mla",), ("sinks",) or ("mha",) read with the release's own
+    producers; every kind when they cannot answer (then a backend must verify a tree for all of them)."""
+    every = ("mha", "sinks", "mla")
+    if KIND_PROBES["mla"] is None or KIND_PROBES["config"] is None:
+        return every, None, "the release's MLA/model-config producers of its default chain were not read"
+    try:
+        mla = bool(_probe(KIND_PROBES["mla"], settings))
+        config = _probe(KIND_PROBES["config"], settings)
+    except Exception as exc:  # noqa: BLE001 - the release could not read the model: cannot tell its kind
+        return every, None, f"the release could not read the model config ({type(exc).__name__}: {exc})"
+    architectures = getattr(getattr(config, "hf_config", None), "architectures", None) or [None]
+    sinks = bool(getattr(config, SINKS_ATTRIBUTE, False)) if SINKS_ATTRIBUTE else False
+    return ("mla",) if mla else ("sinks",) if sinks else ("mha",), architectures[0], None
+
+
+def release_defaults(kind: str = "mha") -> list:
+    """(backends, where) of each arm of the release's default chain for this kind of model that may pick
+    the backend on this machine, in its order: the first arm whose architecture test holds, and the
+    later ones while a holding arm has other conditions that may fail. RuntimeError where that cannot be told."""
+    family = "mla" if kind == "mla" else "mha"
+    if DEFAULT_UNREAD[family] is not None:
+        raise RuntimeError(f"the release's default attention backend could not be read ({DEFAULT_UNREAD[family]})")
     reachable = []
-    for test, backends, conditional, where in DEFAULT_ARMS:
+    for test, backends, conditional, where, sinks_skip in DEFAULT_ARMS[family]:
         try:
             holds = _holds(test)
         except Exception as exc:  # noqa: BLE001 - any failure of the release's predicate means: cannot tell
             raise RuntimeError(f"the release's architecture test at {where} failed here ({type(exc).__name__}: {exc})") from None
         if holds:
-            reachable.append((backends, where))
+            reachable.append((tuple(b for b in backends if not (kind == "sinks" and b in sinks_skip)), where))
             if not conditional:
                 break
     return reachable
 
 
-def mask_backend() -> str | None:
+def mask_backend(kinds=("mha",)) -> str | None:
     """The backend DDTree asks for: the release's own fallback order (its default chain's else arm)
-    among the backends whose verify reads the tree mask."""
-    order = [b for test, backends, _, _ in DEFAULT_ARMS if test[0] == "else" for b in backends if b in MASK_READING]
-    order += [b for b in MASK_READING if b not in order]
+    among the backends whose verify reads the tree mask for every kind in `kinds`."""
+    reading = [b for b in MASK_READING[kinds[0]] if all(b in MASK_READING[k] for k in kinds)]
+    order = []
+    for kind in kinds:
+        for test, backends, _, _, sinks_skip in DEFAULT_ARMS["mla" if kind == "mla" else "mha"]:
+            if test[0] == "else":
+                order += [b for b in backends if b in reading and not (kind == "sinks" and b in sinks_skip)]
+    order += [b for b in reading if b not in order]
     return order[0] if order else None
+
+
+def _refused(kinds, backend) -> str:
+    return "; ".join(dict.fromkeys(NOT_MASK_READING[k].get(backend, "not among the backends this release registers")
+                                   for k in kinds if backend not in MASK_READING[k]))
 
 
 def attention_decision(settings) -> tuple[str | None, str | None]:
     """(backend to force, one line) for resolved server arguments on this machine.
 
-    A backend the release picks by default on this GPU whose verify does not read the tree mask is to
-    be replaced (the plugin's server-args hook does; the worker, built after the target model, can only
-    refuse); a backend the user chose that does not read it, or one that cannot be read, is refused.
+    The model's kind (MHA, MHA with attention sinks, MLA) is read with the release's own producers. A
+    backend the release picks for it on this GPU (its default chain, or a per-model override provider
+    for its architecture) whose verify does not get the tree mask is to be replaced (the plugin's
+    server-args hook does; the worker, built after the target model, can only refuse); a backend the user
+    chose that does not, one that cannot be read, or a kind no backend verifies a tree for, is refused.
     (None, None) when the configuration verifies the tree.
     """
     version = "SGLang 0.5.23"
-    wanted = mask_backend()
+    kinds, architecture, unknown_kind = model_kind(settings)
+    label = kinds[0].upper() if len(kinds) == 1 else f"(kind unknown: {unknown_kind})"
+    for kind in kinds:
+        if kind in NO_READER:
+            return None, f"DDTree on {version} refuses this {kind.upper()} target: {NO_READER[kind]}"
+    wanted = mask_backend(kinds)
     ask = f"pass --attention-backend {wanted}" if wanted else "no backend of this release reads the tree mask"
+    reading = {b for b in MASK_READING[kinds[0]] if all(b in MASK_READING[k] for k in kinds)}
     chosen = {name: getattr(settings, name, None) for name in ATTENTION_SETTINGS}
-    wrong = {name: value for name, value in chosen.items() if value is not None and value not in MASK_READING}
+    wrong = {name: value for name, value in chosen.items() if value is not None and value not in reading}
     unset = chosen["attention_backend"] is None and None in (chosen["prefill_attention_backend"], chosen["decode_attention_backend"])
     if not wrong and not unset:
         return None, None
     try:
-        picked, unknown = [(b, where) for backends, where in release_defaults() for b in backends], None
+        picked, unknown = [(b, where) for kind in kinds for backends, where in release_defaults(kind) for b in backends], None
     except RuntimeError as exc:
         picked, unknown = [], exc
+    for backends, where in MODEL_OVERRIDES.get(architecture, ()):
+        current = chosen["attention_backend"]
+        picked += [(b, f"{where}, the release's override for {architecture}") for b in backends or (current,) if b is not None]
     if unset and not wrong:
         if unknown is not None:
             return None, f"DDTree on {version} cannot tell the default attention backend on this GPU ({gpu_arch()}): {unknown}; {ask}"
-        causal = [(b, where) for b, where in picked if b not in MASK_READING]
+        causal = [(b, where) for b, where in picked if b not in reading]
         if not causal:
             return None, None
         backend, where = causal[0]
@@ -295,24 +421,23 @@ def attention_decision(settings) -> tuple[str | None, str | None]:
         where = next(w for b, w in picked if b == backend)
     else:
         name, value = next(iter(wrong.items()))
-        why = NOT_MASK_READING.get(value, "not among the backends this release registers")
-        return None, (f"DDTree on {version} needs an attention backend whose verify reads the tree mask "
-                      f"({', '.join(MASK_READING) or 'none'}); got {name}={value}: {why}; {ask}")
-    why = NOT_MASK_READING.get(backend, "not among the backends this release registers")
-    line = (f"DDTree on {version}: the release's default attention backend on this GPU ({gpu_arch()}) is {backend} ({where}), "
-            f"whose verify does not read the tree mask ({why}); {ask}")
+        return None, (f"DDTree on {version} needs an attention backend whose verify reads the tree mask for this {label} "
+                      f"target ({', '.join(sorted(reading)) or 'none'}); got {name}={value}: {_refused(kinds, value)}; {ask}")
+    line = (f"DDTree on {version}: the release's default attention backend on this GPU ({gpu_arch()}) for this {label} target "
+            f"is {backend} ({where}), whose verify does not read the tree mask ({_refused(kinds, backend)}); {ask}")
     return wanted, line
 
 
 def ddtree_server_args(server_args) -> None:
-    """The plugin's server-args hook: where the release's default backend on this GPU would not read the
-    tree mask, set a mask-reading one (logged); anything else that cannot verify a tree raises, one line."""
+    """The plugin's server-args hook: where the release's backend for this model on this GPU would not
+    verify the tree, set one that does (logged); anything else that cannot verify a tree raises, one line."""
     force, line = attention_decision(server_args)
     if force is not None:
         logger.warning("%s: using --attention-backend %s", line.rsplit("; ", 1)[0], force)
         server_args.attention_backend = force
     elif line is not None:
         raise ValueError(line)
+# --- end attention ------------------------------------------------------------------------------------
 
 
 def _settings(server_args):

@@ -299,6 +299,8 @@ def worker_module(monkeypatch):
     name = "ddtree_sglang.worker"
     sys.modules.pop(name, None)
     module = importlib.import_module(name)
+    # stand-in server arguments carry their model kind (the release's own producers are tested on the real package)
+    monkeypatch.setattr(module, "model_kind", lambda settings: (getattr(settings, "ddtree_kinds", ("mha",)), getattr(settings, "ddtree_arch", None), None))
     yield module
     sys.modules.pop(name, None)
 
@@ -415,31 +417,34 @@ def test_constructor_refuses_what_would_not_be_exact_before_the_base_runs(worker
     assert "\n" not in str(info.value)
 
 
-def _gpu(monkeypatch, module, arms):
+def _gpu(monkeypatch, module, arms, family="mha"):
     """The release's architecture tests answered as on a GPU where exactly the arms `arms` (indices into
-    DEFAULT_ARMS) hold; the final else always does."""
-    holding = [module.DEFAULT_ARMS[i][0] for i in arms]
+    DEFAULT_ARMS[family]) hold; the final else always does."""
+    holding = [module.DEFAULT_ARMS[family][i][0] for i in arms]
     monkeypatch.setattr(module, "_holds", lambda test: test[0] == "else" or test in holding)
 
 
-def _causal_arm(module):
-    """(index, arm) of the first arm of the release's default chain that picks a backend whose verify
-    does not read the tree mask (fa3 on Hopper, trtllm_mha on sm100 ...), or None."""
-    return next(((i, arm) for i, arm in enumerate(module.DEFAULT_ARMS) if any(b not in module.MASK_READING for b in arm[1])), None)
+def _causal_arm(module, kind="mha"):
+    """(index, arm) of the first arm of the release's default chain for `kind` that picks a backend whose
+    verify does not get the tree mask (fa3 on Hopper, trtllm_mha on sm100, flashinfer for MLA ...), or None."""
+    family = "mla" if kind == "mla" else "mha"
+    return next(((i, arm) for i, arm in enumerate(module.DEFAULT_ARMS[family])
+                 if any(b not in module.MASK_READING[kind] and not (kind == "sinks" and b in arm[4]) for b in arm[1])), None)
 
 
 def test_a_default_that_ignores_the_tree_mask_is_refused_naming_the_release_line(worker_module, monkeypatch):
     found = _causal_arm(worker_module)
     if found is None:
         pytest.skip("no arm of this release's default chain picks a backend that ignores the tree mask")
-    index, (test, backends, _, where) = found
-    causal = next(b for b in backends if b not in worker_module.MASK_READING)
+    index, (test, backends, _, where, _) = found
+    causal = next(b for b in backends if b not in worker_module.MASK_READING["mha"])
     _gpu(monkeypatch, worker_module, [index])
     for chosen in (causal, None):  # resolved to the default, or not yet resolved
         with pytest.raises(RuntimeError, match=re.escape(f"default attention backend on this GPU")) as info:
             _worker(worker_module, server_args=_args(attention_backend=chosen))
         assert f"is {causal} ({where})" in str(info.value) and f"--attention-backend {worker_module.mask_backend()}" in str(info.value)
-    monkeypatch.setattr(worker_module, "MASK_READING", {**worker_module.MASK_READING, causal: "as if it read the mask"})
+    reading = {**worker_module.MASK_READING, "mha": {**worker_module.MASK_READING["mha"], causal: "as if it read the mask"}}
+    monkeypatch.setattr(worker_module, "MASK_READING", reading)
     _worker(worker_module, server_args=_args(attention_backend=causal))  # the refusal follows the facts
 
 
@@ -447,20 +452,67 @@ def test_the_server_args_hook_forces_a_mask_reading_backend_where_the_default_wo
     found = _causal_arm(worker_module)
     if found is None:
         pytest.skip("no arm of this release's default chain picks a backend that ignores the tree mask")
-    index, (_, backends, _, _) = found
-    causal = next(b for b in backends if b not in worker_module.MASK_READING)
+    index, (_, backends, _, _, _) = found
+    causal = next(b for b in backends if b not in worker_module.MASK_READING["mha"])
     _gpu(monkeypatch, worker_module, [index])
     args = _args(attention_backend=causal)
     worker_module.ddtree_server_args(args)
-    assert args.attention_backend == worker_module.mask_backend() in worker_module.MASK_READING
+    assert args.attention_backend == worker_module.mask_backend() in worker_module.MASK_READING["mha"]
     _worker(worker_module, server_args=args)  # and the worker then runs
     chosen = _args(attention_backend="fa3" if causal != "fa3" else "torch_native")  # chosen by the user, not the default here
     with pytest.raises(ValueError, match="needs an attention backend whose verify reads the tree mask"):
         worker_module.ddtree_server_args(chosen)
 
 
+def test_an_mla_target_is_routed_to_a_backend_whose_mla_verify_gets_the_mask_or_refused(worker_module, monkeypatch):
+    """MLA models build other classes (FlashInferMLAAttnBackend ...): the MLA facts decide, never the MHA ones."""
+    if "mla" in worker_module.NO_READER:
+        with pytest.raises(ValueError, match="refuses this MLA target"):
+            worker_module.ddtree_server_args(_args(attention_backend="triton", ddtree_kinds=("mla",)))
+        return
+    found = _causal_arm(worker_module, "mla")
+    if found is None:
+        pytest.skip("no arm of this release's MLA default picks a backend that drops the tree mask")
+    index, (_, backends, _, where, _) = found
+    causal = next(b for b in backends if b not in worker_module.MASK_READING["mla"])
+    _gpu(monkeypatch, worker_module, [index], "mla")
+    args = _args(attention_backend=causal, ddtree_kinds=("mla",))
+    worker_module.ddtree_server_args(args)
+    assert args.attention_backend == worker_module.mask_backend(("mla",)) in worker_module.MASK_READING["mla"]
+    with pytest.raises(RuntimeError, match=re.escape(f"is {causal} ({where})")):  # the worker alone can only refuse
+        _worker(worker_module, server_args=_args(attention_backend=causal, ddtree_kinds=("mla",)))
+    mha_only = [b for b in worker_module.MASK_READING["mha"] if b not in worker_module.MASK_READING["mla"]]
+    for backend in mha_only:  # reads the mask for MHA models, drops it for MLA ones: chosen by the user, refused
+        with pytest.raises(ValueError, match=f"got attention_backend={backend}"):
+            worker_module.ddtree_server_args(_args(attention_backend=backend, ddtree_kinds=("mla",)))
+
+
+def test_a_sinks_target_never_gets_a_backend_without_sinks(worker_module, monkeypatch):
+    """gpt-oss: the release's own else arm skips flashinfer for attention sinks; a user's flashinfer is refused."""
+    no_sinks = [b for b in worker_module.MASK_READING["mha"] if b not in worker_module.MASK_READING["sinks"]]
+    for backend in no_sinks:
+        with pytest.raises(ValueError, match=f"got attention_backend={backend}"):
+            worker_module.ddtree_server_args(_args(attention_backend=backend, ddtree_kinds=("sinks",)))
+    _gpu(monkeypatch, worker_module, [])  # only the else arm holds
+    args = _args(attention_backend=None, ddtree_kinds=("sinks",))
+    worker_module.ddtree_server_args(args)
+    assert args.attention_backend in (None, *worker_module.MASK_READING["sinks"])
+
+
+def test_a_backend_a_model_override_set_is_the_releases_choice(worker_module, monkeypatch):
+    """A per-model override provider's backend is forced away like the default chain's, naming its line."""
+    arch, entries = next(((a, e) for a, e in worker_module.MODEL_OVERRIDES.items()
+                          if any(b not in worker_module.MASK_READING["mha"] for bs, _ in e for b in bs)), (None, ()))
+    if arch is None:
+        pytest.skip("no per-model override of this release sets a backend that ignores the tree mask")
+    backend, where = next((b, w) for bs, w in entries for b in bs if b not in worker_module.MASK_READING["mha"])
+    _gpu(monkeypatch, worker_module, [])
+    force, line = worker_module.attention_decision(_args(attention_backend=backend, ddtree_arch=arch))
+    assert force == worker_module.mask_backend() and f"{where}, the release's override for {arch}" in line
+
+
 def test_a_release_predicate_that_cannot_answer_is_refused(worker_module, monkeypatch):
-    if all(arm[0][0] == "else" for arm in worker_module.DEFAULT_ARMS) and worker_module.DEFAULT_UNREAD is None:
+    if all(arm[0][0] == "else" for arm in worker_module.DEFAULT_ARMS["mha"]) and worker_module.DEFAULT_UNREAD["mha"] is None:
         pytest.skip("this release's default chain tests no architecture")
 
     def cannot_answer(test):
@@ -476,9 +528,9 @@ def test_a_release_predicate_that_cannot_answer_is_refused(worker_module, monkey
 
 def test_a_gpu_whose_default_reads_the_tree_mask_needs_nothing(worker_module, monkeypatch):
     _gpu(monkeypatch, worker_module, [])  # only the else arm holds (e.g. sm120 where no arm names it)
-    otherwise = worker_module.DEFAULT_ARMS[-1][1]
+    otherwise = worker_module.DEFAULT_ARMS["mha"][-1][1]
     args = _args(attention_backend=None)
-    if all(b in worker_module.MASK_READING for b in otherwise):
+    if all(b in worker_module.MASK_READING["mha"] for b in otherwise):
         worker_module.ddtree_server_args(args)
         assert args.attention_backend is None
         _worker(worker_module, server_args=args)
