@@ -31,7 +31,7 @@ def test_generated_tests_pass(release_0_5_11, tmp_path):
         cwd=out, capture_output=True, text=True, env=env, timeout=1200,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "48 passed" in result.stdout
+    assert "49 passed" in result.stdout
 
 
 def test_generated_worker_tests_pass_for_the_v2_worker(release_0_5_23, tmp_path):
@@ -46,7 +46,7 @@ def test_generated_worker_tests_pass_for_the_v2_worker(release_0_5_23, tmp_path)
         cwd=out, capture_output=True, text=True, env=env, timeout=600,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "43 passed" in result.stdout
+    assert "44 passed" in result.stdout
 
 
 def test_a_release_without_the_verify_glue_gets_a_worker_that_refuses_to_construct(release_0_5_23, tmp_path):

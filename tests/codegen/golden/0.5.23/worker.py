@@ -53,6 +53,7 @@ from sglang.srt.speculative.spec_utils import move_accept_tokens_to_target_kvcac
 from . import tree as ddtree
 
 BUDGET_ENV = "SGLANG_DDTREE_BUDGET"
+TRACE_ENV = "SGLANG_DDTREE_TRACE"  # a folder: each tree step's accepted paths and their verify log-probs go there
 TOPK_ENV = "SGLANG_DDTREE_TOPK"
 logger = logging.getLogger(__name__)
 
@@ -95,6 +96,27 @@ def path_first_order(accepted: torch.Tensor, counts: torch.Tensor, width: int) -
     on_path.scatter_add_(1, path, (columns < counts).to(torch.int64))
     rest = torch.sort(torch.where(on_path > 0, columns + width, columns), dim=1, stable=True).indices
     return torch.where(columns < counts, path, rest.gather(1, (columns - counts).clamp(min=0)))
+
+
+def ddtree_trace(folder: str, batch, trees, target_logits: torch.Tensor, accepted: torch.Tensor, counts: torch.Tensor) -> None:
+    """Save, per request of this step, what the GPU check compares with the target's own teacher-forced
+    log-probs: the request's tokens so far (its last one is the tree's root), the accepted path's tokens
+    (root first) and the verify's log-softmax after each accepted node ([n, V], fp32, on the host)."""
+    reqs = getattr(batch, "reqs", None) or []
+    bs, width = int(trees.tokens.shape[0]), int(trees.tokens.shape[1])
+    rows = target_logits.view(bs, width, -1)
+    records = []
+    for b, req in enumerate(reqs[:bs]):
+        n = int(counts[b])
+        nodes = accepted[b, :n].to(torch.int64)
+        records.append({
+            "tokens": list(getattr(req, "origin_input_ids", []) or []) + list(getattr(req, "output_ids", []) or []),
+            "path": trees.tokens[b].gather(0, nodes).tolist(),
+            "logprobs": torch.log_softmax(rows[b].index_select(0, nodes).float(), dim=-1).cpu(),
+        })
+    os.makedirs(folder, exist_ok=True)
+    step = len(os.listdir(folder))
+    torch.save(records, os.path.join(folder, f"{os.getpid()}-{step:07d}.pt"))
 
 
 def _kernels():
@@ -627,6 +649,8 @@ class DDTreeWorker(DFlashWorkerV2):
         target_logits, verified = self.ddtree_target_verify(batch, trees, custom_mask, *args, **kwargs)
         choice = self.ddtree_target_choice(batch, target_logits.view(trees.tokens.shape[0], trees.tokens.shape[1], -1))
         accepted, counts, bonus = walk_trees(trees, choice)
+        if os.environ.get(TRACE_ENV):  # the GPU check's logits-level losslessness (host reads: only when tracing)
+            ddtree_trace(os.environ[TRACE_ENV], batch, trees, target_logits, accepted, counts)
         return self.ddtree_commit(batch, trees, verified, accepted, counts, bonus, *args, **kwargs)
 
     @staticmethod

@@ -879,3 +879,22 @@ def test_a_tree_step_reads_nothing_back_from_the_device(worker_module, monkeypat
     result = worker.forward_batch_generation(batch=batch)
     guard.on = False
     assert not isinstance(result, tuple) and worker.target_worker.calls == 1
+
+
+def test_a_traced_step_saves_the_accepted_paths_and_their_verify_log_probs(worker_module, monkeypatch, tmp_path):
+    """SGLANG_DDTREE_TRACE (the GPU check's logits-level losslessness): per request, its tokens, the accepted path
+    (root first) and the log-softmax of the verify row of each accepted node; off, nothing is written."""
+    worker = _worker(worker_module)
+    draft = torch.randn(1, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(5))
+    batch = _batch([[1, 2, 3, 9]], draft)
+    batch.sampling_info = _sampling()
+    batch.reqs[0].origin_input_ids, batch.reqs[0].output_ids = [1, 2, 3], [9]
+    monkeypatch.setenv("SGLANG_DDTREE_TRACE", str(tmp_path / "trace"))
+    worker.forward_batch_generation(batch=batch)
+    (saved,) = list((tmp_path / "trace").iterdir())
+    (record,) = torch.load(saved)
+    assert record["tokens"] == [1, 2, 3, 9] and record["path"][0] == 9
+    assert record["logprobs"].shape == (len(record["path"]), VOCAB) and record["logprobs"].dtype == torch.float32
+    seq = [1, 2, 3]
+    for i in range(len(record["path"])):  # the toy target puts all its mass on _next_token(context + path[:i + 1])
+        assert int(record["logprobs"][i].argmax()) == _next_token(seq + record["path"][: i + 1])
