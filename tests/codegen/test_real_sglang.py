@@ -209,6 +209,11 @@ def test_the_worker_subclasses_the_release_base_and_refuses_before_loading(real)
             except ValueError as exc:  # the plugin's server-args hook refused first
                 refusals[case] = "hook: " + str(exc)
                 continue
+            try:  # spec v2 reads the scheduler's per-step reservation from the published settings, as the release does
+                from sglang.srt.runtime_context import get_context
+                get_context().set_server_args(args)
+            except ImportError:
+                pass
             params = dict.fromkeys(worker.DDTreeWorker.__init__.__code__.co_varnames[1:worker.DDTreeWorker.__init__.__code__.co_argcount], 0)
             params.update(server_args=args, target_worker=None)
             try:
@@ -222,16 +227,65 @@ def test_the_worker_subclasses_the_release_base_and_refuses_before_loading(real)
     assert found["subclass"], found
     refusals = found["refusals"]
     assert "refuses tensor parallelism (tp_size=2)" in refusals["tp"], refusals
-    assert "refuses CUDA graphs: the release captures verify graphs with DFlash's verify input" in refusals["graphs"], refusals
-    for site in (str(g) for g in real.plan.attention.verify_graphs):
-        assert site in refusals["graphs"], (site, refusals)
-    assert "CUDA graphs are captured for speculative_num_draft_tokens=16" in refusals["width"], refusals
+    # CUDA graphs on: nothing refused, the release's own constructor ran (only the tree verify runs eager, see
+    # test_the_tree_verify_closes_the_releases_own_graph_gates)
+    assert refusals["graphs"].startswith("base: "), refusals
+    if real.plan.engine.reservation_attr:  # spec v2: the window comes from the scheduler's per-step reservation
+        assert "the tree verifies budget + 1 = 33 tokens" in refusals["width"] and "= 16" in refusals["width"], refusals
+    else:  # spec v1: the verify's own prepare allocates the tree's window; the graphs' width no longer matters (eager verify)
+        assert refusals["width"].startswith("base: "), refusals
     # fa3 chosen on a machine whose default is not fa3: refused at server-args time (0.5.23's hook, 0.5.11's patched ServerArgs)
     assert real.routes and refusals["fa3"].startswith("hook: "), refusals
     assert "needs an attention backend whose verify reads the tree mask" in refusals["fa3"] and "attention_backend=fa3" in refusals["fa3"], refusals
     assert refusals["ok"].startswith("base: "), refusals  # nothing refused: the release's own constructor ran
-    for case in ("tp", "graphs", "width", "fa3"):
+    for case in ("tp", "width", "fa3")[:: 1 if real.plan.engine.reservation_attr else 2]:
         assert "\n" not in refusals[case]
+
+
+# The graph runner classes each release's model runner keeps in the attributes it asks before a replay.
+GRAPH_RUNNERS = {
+    "0.5.23": {"decode_cuda_graph_runner": "sglang.srt.model_executor.runner.decode_cuda_graph_runner.DecodeCudaGraphRunner"},
+    "0.5.11": {"graph_runner": "sglang.srt.model_executor.cuda_graph_runner.CudaGraphRunner"},
+}
+
+
+def test_the_tree_verify_closes_the_releases_own_graph_gates(real):
+    """Graphs stay on; the tree verify runs eager because, inside eager_verify, the gate methods the release's
+    model runner asks (read from model_runner.py by sgl-scan) answer no on the release's own graph runner objects,
+    and afterwards the release's own method answers again (here: it fails on a bare object, proving it is the
+    real one), as the base forces its single eager verify."""
+    runners = GRAPH_RUNNERS[real.version]
+    found = real.run(f'''
+        import importlib, inspect
+        from types import SimpleNamespace
+        from ddtree_sglang import worker
+        gates = {{a: m for a, m, _ in worker.GRAPH_GATES}}
+        model_runner = SimpleNamespace()
+        objects = {{}}
+        for attribute, qualname in {runners!r}.items():
+            module, _, name = qualname.rpartition(".")
+            cls = getattr(importlib.import_module(module), name)
+            objects[attribute] = object.__new__(cls)
+            setattr(model_runner, attribute, objects[attribute])
+        fb = SimpleNamespace(can_run_decode_cuda_graph=True)
+        inside = {{}}
+        with worker.eager_verify(model_runner, fb):
+            for attribute, runner in objects.items():
+                inside[attribute] = getattr(runner, gates[attribute])(fb)
+        after = {{}}
+        for attribute, runner in objects.items():
+            try:
+                after[attribute] = getattr(runner, gates[attribute])(SimpleNamespace())
+            except Exception as exc:
+                after[attribute] = "real: " + type(exc).__name__
+        source = inspect.getsource(worker.DDTreeWorker.ddtree_target_verify)
+        print(json.dumps({{"gates": gates, "inside": inside, "after": after, "flag": fb.can_run_decode_cuda_graph,
+                          "scoped": "with eager_verify(self." in source}}))
+    ''')
+    assert set(runners) <= set(found["gates"]), found
+    assert found["inside"] == {a: False for a in runners}, found
+    assert all(str(v).startswith("real: ") for v in found["after"].values()), found
+    assert found["flag"] is False and found["scoped"], found
 
 
 # How the release's own DFlash worker reads the setting it takes its block size from (dflash_worker_v2.py:507,
@@ -472,6 +526,60 @@ def test_a_sinks_target_is_routed_or_refused_on_the_real_server_args(real):
         for key in ("sm90", "fa3"):
             refusal = found[key]["refusal"]
             assert "fa3" in refusal and "SINKS target" in refusal and "--attention-backend triton" in refusal, found
+
+
+PROBE = '''
+def check(queue=None):
+    """What every SGLang process does first (load_plugins()), then whether DDTREE is known."""
+    from sglang.srt.plugins import load_plugins
+    load_plugins()
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+    try:
+        answer = str(SpeculativeAlgorithm.from_string("DDTREE"))
+    except Exception as exc:
+        answer = "unknown: " + type(exc).__name__
+    if queue is not None:
+        queue.put(answer)
+    return answer
+'''
+
+
+def test_the_hook_registers_ddtree_in_every_fresh_process_through_the_releases_entry_point(real, tmp_path):
+    """Item 3: `python -m ddtree_sglang.hook install SITE` makes DDTREE an entry point of the release's plugin group;
+    a fresh `python -c` and a multiprocessing spawn child (how SGLang starts schedulers/TP workers and the
+    detokenizer) that only run the release's load_plugins() know DDTREE, with no register() by hand. Before the
+    install, the same processes do not (the control). 0.5.11 is patched: DDTREE is in its enum, no hook."""
+    files = sorted(p.name for p in (real.root / "ddtree_sglang").iterdir())
+    if real.plan.mode != "plugin":
+        assert "hook.py" not in files
+        return
+    assert "hook.py" in files
+    (tmp_path / "probe.py").write_text(PROBE)
+    site = tmp_path / "site"
+    site.mkdir()
+    code = textwrap.dedent('''
+        import json, multiprocessing as mp, subprocess, sys
+        from probe import check
+        fresh = subprocess.run([sys.executable, "-c", "from probe import check; print(check())"], capture_output=True, text=True)
+        ctx = mp.get_context("spawn")
+        queue = ctx.Queue()
+        child = ctx.Process(target=check, args=(queue,))
+        child.start()
+        spawned = queue.get(timeout=300)
+        child.join(60)
+        print(json.dumps({"fresh": fresh.stdout.strip().splitlines()[-1:] or [fresh.stderr[-500:]], "spawned": spawned}))
+    ''')
+    before = run_python(real.site, code, extra_path=(site, tmp_path, real.root), cwd=tmp_path)
+    installed = run_python(real.site, "import json\nfrom ddtree_sglang import hook\nprint(json.dumps([str(p) for p in hook.install(%r)]))" % str(site),
+                           extra_path=(real.root,), cwd=tmp_path)
+    assert any(p.endswith("entry_points.txt") for p in installed), installed
+    assert (site / "ddtree_sglang_ddtree_plugin.pth").read_text().strip() == str(real.root.resolve())
+    after = run_python(real.site, code, extra_path=(site, tmp_path, real.root), cwd=tmp_path)
+    assert before["spawned"].startswith("unknown") and before["fresh"][0].startswith("unknown"), before
+    assert "DDTREE" in after["spawned"] and "DDTREE" in after["fresh"][0], after
+    run_python(real.site, "import json\nfrom ddtree_sglang import hook\nprint(json.dumps([str(p) for p in hook.uninstall(%r)]))" % str(site),
+               extra_path=(real.root,), cwd=tmp_path)
+    assert list(site.iterdir()) == []
 
 
 def test_the_generated_worker_tests_run_with_the_real_package_importable(real):

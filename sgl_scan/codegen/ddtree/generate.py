@@ -10,6 +10,7 @@ from sgl_scan.analyzer.model import Analysis
 from sgl_scan.codegen.ddtree.patch import PatchResult, build_patch
 from sgl_scan.codegen.ddtree.plan import DDTreePlan, plan_ddtree
 from sgl_scan.codegen.ddtree.render import environment, render_ddtree
+from sgl_scan.codegen.ddtree.runtime import read_runtime_facts
 from sgl_scan.codegen.ddtree.validate import validate_output
 from sgl_scan.errors import CodegenError
 
@@ -41,7 +42,7 @@ def generate_ddtree(
     if plan.unwired and not allow_unwired:
         raise CodegenError(plan.unwired)
     patch = build_patch(plan, analysis, tree, package) if plan.mode == "patch" else None
-    files = render_ddtree(plan, package, patch, regenerate)
+    files = render_ddtree(plan, package, patch, regenerate, read_runtime_facts(tree, plan.base.module))
     validate_output(files, plan, analysis, tree, patch)
     return Generated(plan, patch, files)
 

@@ -13,6 +13,7 @@ from sgl_scan.codegen.ddtree import checks
 from sgl_scan.codegen.ddtree.patch import PatchResult
 from sgl_scan.analyzer.query import Signature
 from sgl_scan.codegen.ddtree.plan import BASE_ALGORITHM, VERIFY_MODE, DDTreePlan
+from sgl_scan.codegen.ddtree.runtime import EMPTY as NO_RUNTIME_FACTS, RuntimeFacts
 from sgl_scan.codegen.ddtree.trust import check_patch_notes, check_plan
 from sgl_scan.codegen.ddtree.width import LOADER_VALUES, SETTING as WIDTH_SETTING
 from sgl_scan.errors import CodegenError
@@ -59,8 +60,9 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_ddtree(plan: DDTreePlan, package: str, patch: PatchResult | None, regenerate: str) -> dict[str, str]:
-    """Every generated file, by path relative to the output folder."""
+def render_ddtree(plan: DDTreePlan, package: str, patch: PatchResult | None, regenerate: str,
+                  runtime: RuntimeFacts = NO_RUNTIME_FACTS) -> dict[str, str]:
+    """Every generated file, by path relative to the output folder; `runtime`: the release's runtime facts (runtime.py)."""
     if not package.isidentifier():
         raise CodegenError(f"the output folder name {package!r} is not a Python identifier (it becomes the package name)")
     check_plan(plan)  # every tree-derived string matches its strict pattern (trust.py), else refused
@@ -68,11 +70,15 @@ def render_ddtree(plan: DDTreePlan, package: str, patch: PatchResult | None, reg
         check_patch_notes(patch.edits + patch.skipped)  # their lines reach README.md and the plan text
     env = environment()
     context = _context(plan, package, patch, regenerate)
+    context["runtime"] = runtime
+    context["dist_name"] = f"{package}_ddtree_plugin"
     files: dict[str, str] = {}
     for path, template in COMMON_FILES:
         files[path] = env.get_template(template).render(**context) if template else ""
     if plan.mode == "plugin":
         files["register.py"] = env.get_template("register.py.j2").render(**context)
+        if runtime.plugin_group is not None:  # the release's own plugin entry point registers in every process
+            files["hook.py"] = env.get_template("hook.py.j2").render(**context)
     else:
         if patch is None:
             raise CodegenError("patch mode needs the patch")

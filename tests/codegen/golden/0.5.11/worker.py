@@ -50,6 +50,7 @@ from sglang.srt.managers.scheduler import GenerationBatchResult
 from . import tree as ddtree
 
 BUDGET_ENV = "SGLANG_DDTREE_BUDGET"
+TRACE_ENV = "SGLANG_DDTREE_TRACE"  # a folder: each tree step's accepted paths and their verify log-probs go there
 TOPK_ENV = "SGLANG_DDTREE_TOPK"
 logger = logging.getLogger(__name__)
 
@@ -101,6 +102,27 @@ def path_first_order(accepted: torch.Tensor, counts: torch.Tensor, width: int) -
     on_path.scatter_add_(1, path, (columns < counts).to(torch.int64))
     rest = torch.sort(torch.where(on_path > 0, columns + width, columns), dim=1, stable=True).indices
     return torch.where(columns < counts, path, rest.gather(1, (columns - counts).clamp(min=0)))
+
+
+def ddtree_trace(folder: str, batch, trees, target_logits: torch.Tensor, accepted: torch.Tensor, counts: torch.Tensor) -> None:
+    """Save, per request of this step, what the GPU check compares with the target's own teacher-forced
+    log-probs: the request's tokens so far (its last one is the tree's root), the accepted path's tokens
+    (root first) and the verify's log-softmax after each accepted node ([n, V], fp32, on the host)."""
+    reqs = getattr(batch, "reqs", None) or []
+    bs, width = int(trees.tokens.shape[0]), int(trees.tokens.shape[1])
+    rows = target_logits.view(bs, width, -1)
+    records = []
+    for b, req in enumerate(reqs[:bs]):
+        n = int(counts[b])
+        nodes = accepted[b, :n].to(torch.int64)
+        records.append({
+            "tokens": list(getattr(req, "origin_input_ids", []) or []) + list(getattr(req, "output_ids", []) or []),
+            "path": trees.tokens[b].gather(0, nodes).tolist(),
+            "logprobs": torch.log_softmax(rows[b].index_select(0, nodes).float(), dim=-1).cpu(),
+        })
+    os.makedirs(folder, exist_ok=True)
+    step = len(os.listdir(folder))
+    torch.save(records, os.path.join(folder, f"{os.getpid()}-{step:07d}.pt"))
 
 
 def _kernels():
@@ -282,6 +304,93 @@ MODEL_OVERRIDES = {}
 # Where the release's CUDA-graph runners capture target verify, with DFlash's verify input: nothing in
 # the release's code shows a replay of those graphs carrying the tree mask, so DDTree runs eager.
 VERIFY_GRAPH_CAPTURE = ('sglang/srt/model_executor/cuda_graph_runner.py:629', 'sglang/srt/model_executor/model_runner.py:2444')
+
+# --- CUDA graphs (worker side) -------------------------------------------------------------------
+# Where the release's model runner asks a graph runner whether to replay a CUDA graph for a batch
+# ((model-runner attribute, method, where)). The tree verify closes exactly these gates for its one
+# forward (prepare and run), as the base forces its own single verify eager; the draft block, prefill,
+# idle and fallback steps keep every graph the base keeps.
+GRAPH_GATES = (
+    ('piecewise_cuda_graph_runner', 'can_run', 'sglang/srt/model_executor/model_runner.py:3034'),
+    ('graph_runner', 'can_run', 'sglang/srt/model_executor/model_runner.py:3211'),
+)
+
+# --- Draft head (worker side) ----------------------------------------------------------------------
+# The base's own LM-head path, read from the release: LoRA unwrapping, the dense-or-quantized test and
+# the quantized head's logits, and the rows per head matmul (the base's chunk).
+LORA_UNWRAP = None  # (module, where) of unwrap_lora_layer, or None: the release has none
+DENSE_CHECK = None  # (module, where) of is_dense_head_weight, or None
+QUANTIZED_HEAD = None  # where the base takes logits from a quantized head, or None
+HEAD_CHUNK = 256  # rows per head matmul and per sampling softmax (sglang/srt/speculative/dflash_worker.py:702)
+
+
+@contextmanager
+def eager_verify(model_runner, forward_batch=None):
+    """Inside: every graph gate of GRAPH_GATES answers no, so the release prepares and runs this forward eager.
+
+    The gates are closed on the runner objects only (an instance attribute shadowing the method), and
+    reopened on exit whatever happens. `forward_batch.can_run_decode_cuda_graph`, the base's own switch
+    (read where DP attention syncs it), is cleared too when the batch has it.
+    """
+    closed = []
+    for attribute, method, _ in GRAPH_GATES:
+        runner = getattr(model_runner, attribute, None)
+        if runner is None or not callable(getattr(runner, method, None)):
+            continue
+        own = runner.__dict__.get(method, _MISSING) if hasattr(runner, "__dict__") else _MISSING
+        setattr(runner, method, _never)
+        closed.append((runner, method, own))
+    if forward_batch is not None and hasattr(forward_batch, "can_run_decode_cuda_graph"):
+        forward_batch.can_run_decode_cuda_graph = False
+    try:
+        yield
+    finally:
+        for runner, method, own in reversed(closed):
+            if own is _MISSING:
+                delattr(runner, method)
+            else:
+                setattr(runner, method, own)
+
+
+_MISSING = object()
+
+
+def _never(*args, **kwargs) -> bool:
+    return False
+
+
+class DraftHead:
+    """The target's LM head as the base drafts with it: `logits(rows)` -> [rows, V] in the head's dtype.
+
+    V = model_config.vocab_size (the head's padding rows excluded). Dense heads: a matmul with
+    `weight[:V]` in the weight's dtype (no fp32 copy); quantized heads (no dense weight): the head's own
+    `quant_method.apply`, as the base's quantized-head path, padding columns dropped.
+    """
+
+    def __init__(self, model_runner):
+        head = getattr(model_runner.model, "lm_head", None)
+        if LORA_UNWRAP is not None:
+            head = getattr(importlib.import_module(LORA_UNWRAP[0]), "unwrap_lora_layer")(head)
+        self.vocab = int(model_runner.model_config.vocab_size)
+        weight = getattr(head, "weight", None)
+        if DENSE_CHECK is not None:
+            dense = bool(getattr(importlib.import_module(DENSE_CHECK[0]), "is_dense_head_weight")(weight))
+        else:
+            dense = isinstance(weight, torch.Tensor) and weight.is_floating_point()
+        apply = getattr(getattr(head, "quant_method", None), "apply", None)
+        if not dense and (QUANTIZED_HEAD is None or not callable(apply)):
+            raise RuntimeError(
+                "DDTree on SGLang 0.5.11: the target's lm_head has no dense weight"
+                + ("" if QUANTIZED_HEAD is None else " and no quant_method.apply")
+                + " (the release's DFlash drafts only through such a head)"
+            )
+        self.head, self.weight, self.apply = head, (weight[: self.vocab] if dense else None), apply
+
+    def logits(self, rows: torch.Tensor) -> torch.Tensor:
+        if self.weight is not None:
+            return torch.matmul(rows.to(self.weight.dtype), self.weight.t())
+        out = self.apply(self.head, rows, None)
+        return out[:, : self.vocab] if out.shape[-1] > self.vocab else out
 ATTENTION_SETTINGS = ("attention_backend", "prefill_attention_backend", "decode_attention_backend")
 
 
@@ -456,18 +565,14 @@ def ddtree_refusal(server_args, budget: int) -> str | None:
             f"DDTree on {version} refuses tensor parallelism (tp_size={tp_size}): the draft logits come from the "
             "local LM-head shard and per-node sampling is not synchronised across ranks; run with --tp-size 1"
         )
-    if _cuda_graphs_on(server_args):
-        width = getattr(server_args, "speculative_num_draft_tokens", None)
-        if width is not None and budget + 1 != int(width):
-            return (
-                f"DDTree on {version}: CUDA graphs are captured for speculative_num_draft_tokens={width} tokens per "
-                f"request, but the tree verifies budget + 1 = {budget + 1}; set --speculative-num-draft-tokens "
-                f"{budget + 1} and disable CUDA graphs (--disable-cuda-graph)"
-            )
+    if _cuda_graphs_on(server_args) and not GRAPH_GATES:
+        # the tree verify must run eager (the release's verify graphs are captured with DFlash's verify input,
+        # not the tree mask), and no graph gate of this release's model runner could be read to close for it
         where = ", ".join(VERIFY_GRAPH_CAPTURE) or "its CUDA-graph runner (capture site unread)"
         return (
             f"DDTree on {version} refuses CUDA graphs: the release captures verify graphs with DFlash's verify input "
-            f"({where}) and nothing in its code shows a replay carrying the tree mask; run eager with --disable-cuda-graph"
+            f"({where}) and sgl-scan could not read where its model runner decides a replay, so the tree verify cannot "
+            "be kept eager; run with --disable-cuda-graph"
         )
     return attention_decision(server_args)[1]  # a backend to force is refused here: the target model is already built
 
@@ -494,20 +599,27 @@ def build_tree_batch(
     draft logits' vocabulary (the target's, without the LM head's padding rows), `topk` an optional cap.
     """
     logprobs, ids = ddtree.topk_logprobs(draft_logits, ddtree.candidates(budget, draft_logits.shape[-1], topk))
-    max_depth = int(draft_logits.shape[1])
-    kernels = _kernels() if draft_logits.is_cuda or os.environ.get("TRITON_INTERPRET") == "1" else None
+    return build_tree_batch_topk(logprobs, ids, root_tokens, committed_lens, budget)
+
+
+def build_tree_batch_topk(
+    logprobs: torch.Tensor, ids: torch.Tensor, root_tokens: torch.Tensor, committed_lens: torch.Tensor, budget: int
+) -> TreeBatch:
+    """build_tree_batch from top-K log-probs and ids [B, L, K] (ddtree_draft_topk)."""
+    max_depth = int(logprobs.shape[1])
+    kernels = _kernels() if logprobs.is_cuda or os.environ.get("TRITON_INTERPRET") == "1" else None
     if kernels is not None:
         tokens, parents, _, sizes = kernels.best_first_build(logprobs, ids, root_tokens, budget)
         mask, depths, positions = kernels.tree_mask(parents, sizes, committed_lens, max_depth)
         return TreeBatch(tokens, parents, sizes, mask, depths, positions, max_depth)
-    trees = [ddtree.build_tree(logprobs[b], ids[b], int(root_tokens[b]), budget) for b in range(draft_logits.shape[0])]
+    trees = [ddtree.build_tree(logprobs[b], ids[b], int(root_tokens[b]), budget) for b in range(logprobs.shape[0])]
     tokens, parents, sizes = ddtree.pack_trees(trees, budget + 1)
     depths = torch.zeros_like(parents)
     for b, t in enumerate(trees):
         depths[b, : t.size] = t.depths
     positions = depths + committed_lens.to("cpu", torch.int64).unsqueeze(1)
     mask = ddtree.padded_masks(trees, budget + 1)
-    device = draft_logits.device
+    device = logprobs.device
     return TreeBatch(tokens.to(device), parents.to(device), sizes.to(device), mask.to(device), depths.to(device), positions.to(device), max_depth)
 
 
@@ -622,14 +734,16 @@ class DDTreeWorker(DFlashWorker):
     def ddtree_decode(self, batch, *args, **kwargs):
         """draft block -> top-K -> tree -> verify layout -> target forward -> walk -> commit."""
         self.ddtree_check_target()  # the backend may be set up after construction
-        draft_logits, root_tokens, committed_lens = self.ddtree_draft_logits(batch)
-        trees = build_tree_batch(draft_logits, root_tokens, committed_lens, self.ddtree_budget, self.ddtree_topk)
+        logprobs, ids, root_tokens, committed_lens = self.ddtree_draft_topk(batch, self.ddtree_budget, self.ddtree_topk)
+        trees = build_tree_batch_topk(logprobs, ids, root_tokens, committed_lens, self.ddtree_budget)
         host = getattr(batch, "seq_lens_cpu", None)  # a host copy of the committed lengths sizes the mask without a device sync
         total = int(((host.to(torch.int64) + trees.tokens.shape[1]) * trees.tokens.shape[1]).sum()) if host is not None else None
         custom_mask = ddtree.verify_custom_mask(trees.mask, committed_lens, total)
         target_logits, verified = self.ddtree_target_verify(batch, trees, custom_mask, *args, **kwargs)
         choice = self.ddtree_target_choice(batch, target_logits.view(trees.tokens.shape[0], trees.tokens.shape[1], -1))
         accepted, counts, bonus = walk_trees(trees, choice)
+        if os.environ.get(TRACE_ENV):  # the GPU check's logits-level losslessness (host reads: only when tracing)
+            ddtree_trace(os.environ[TRACE_ENV], batch, trees, target_logits, accepted, counts)
         return self.ddtree_commit(batch, trees, verified, accepted, counts, bonus, *args, **kwargs)
 
     @staticmethod
@@ -644,20 +758,47 @@ class DDTreeWorker(DFlashWorker):
         # batched over requests (no per-request loop or host sync): argmax where T = 0, else a sample at T
         temps = temperatures.view(-1).to(target_logits.device, torch.float32)
         greedy = torch.argmax(target_logits, dim=-1)
-        scale = torch.where(temps > 0, temps, torch.ones_like(temps)).view(-1, 1, 1)
-        probs = torch.softmax(target_logits.float() / scale, dim=-1)
-        sampled = torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1).view(greedy.shape)
-        return torch.where((temps > 0).view(-1, 1), sampled, greedy)
+        bs, width, vocab = target_logits.shape
+        scale = torch.where(temps > 0, temps, torch.ones_like(temps)).repeat_interleave(width).view(-1, 1)
+        rows = target_logits.reshape(bs * width, vocab)
+        sampled = torch.empty((bs * width,), dtype=torch.int64, device=target_logits.device)
+        for start in range(0, bs * width, HEAD_CHUNK):  # one chunk's fp32 softmax at a time, not [B * W, V]
+            end = min(start + HEAD_CHUNK, bs * width)
+            probs = torch.softmax(rows[start:end].float() / scale[start:end], dim=-1)
+            sampled[start:end] = torch.multinomial(probs, 1).view(-1)
+        return torch.where((temps > 0).view(-1, 1), sampled.view(bs, width), greedy)
+
+    def ddtree_head(self) -> DraftHead:
+        """The target's LM head through the base's own head path (LoRA unwrapped, quantized heads by their kernel)."""
+        return DraftHead(self.target_worker.model_runner)
 
     def ddtree_draft_logits(self, batch):
-        """Full-vocabulary draft logits [B, L, V], root (last bonus) tokens [B], committed lengths [B].
+        """Full-vocabulary draft logits [B, L, V], root tokens [B], committed lengths [B] (tests and checks only:
+        the decode step takes top-K per chunk of rows, ddtree_draft_topk)."""
+        hidden, roots, committed = self.ddtree_draft_hidden(batch)
+        head = self.ddtree_head()
+        return head.logits(hidden.reshape(-1, hidden.shape[-1])).view(hidden.shape[0], hidden.shape[1], -1), roots, committed
+
+    def ddtree_draft_topk(self, batch, budget: int, cap: int | None):
+        """Top-K draft log-probs and ids [B, L, K], roots [B], committed lengths [B], K = candidates(budget, V, cap).
+
+        The head runs on HEAD_CHUNK rows at a time, in its own dtype; only one chunk's log-softmax is fp32.
+        """
+        hidden, roots, committed = self.ddtree_draft_hidden(batch)
+        head = self.ddtree_head()
+        k = ddtree.candidates(budget, head.vocab, cap)
+        logprobs, ids = ddtree.topk_logprobs_chunked(head.logits, hidden, k, HEAD_CHUNK)
+        return logprobs, ids, roots, committed
+
+    def ddtree_draft_hidden(self, batch):
+        """The draft block's hidden states of positions 1.. [B, L, H], root (last bonus) tokens [B], committed lengths [B].
 
         L = the drafter's block - 1 (the base drafts on its trained block, see draft_width_scope); V = the
         target's vocabulary (model_config.vocab_size), without the LM head's padding rows.
 
         Runs the release's own draft block (sglang/srt/speculative/dflash_worker.py:660) and stops it right after
-        `self.draft_model_runner.forward`, before it samples; the draft hidden states of the
-        block's positions 1.. go through the target's lm_head over the whole vocabulary.
+        `self.draft_model_runner.forward`, before it samples (the draft forward keeps the CUDA graphs the
+        base captured for it).
         The verify window (B * (budget + 1) slots) is reserved by `prepare_for_verify`
         (sglang/srt/speculative/dflash_info.py:178), which `ddtree_target_verify` calls, as the base does.
         """
@@ -689,11 +830,7 @@ class DDTreeWorker(DFlashWorker):
             raise RuntimeError("DDTree: the draft block returned no hidden states")
         bs = int(roots.shape[0])
         hidden = hidden.view(bs, -1, hidden.shape[-1])[:, 1:, :]
-        model_runner = self.target_worker.model_runner
-        vocab = int(model_runner.model_config.vocab_size)
-        weight = model_runner.model.lm_head.weight[:vocab]  # rows past the vocabulary are the head's padding; the model's dtype, no fp32 copy
-        draft_logits = torch.matmul(hidden.to(weight.dtype), weight.t())  # topk_logprobs' log-softmax runs in fp32 over these
-        return draft_logits, roots, committed
+        return hidden, roots, committed
 
     def ddtree_target_verify(self, batch, trees: TreeBatch, custom_mask: torch.Tensor, *args, **kwargs):
         """Target logits [B * W, V] for the flattened tree, and the release's logits output (hidden states).
@@ -708,11 +845,13 @@ class DDTreeWorker(DFlashWorker):
             draft_token_num=width,
             custom_mask=custom_mask,
         )
-        verify_input.prepare_for_verify(batch, self.page_size, build_custom_mask=False)
-        verify_input.custom_mask = custom_mask  # a prepare step may reset or rebuild it as a causal block mask
-        batch.forward_mode = ForwardMode.TARGET_VERIFY
-        batch.spec_info = verify_input
-        result = self.target_worker.forward_batch_generation(batch.get_model_worker_batch(), is_verify=True)
+        # eager (the only forward without graphs): the release's model runner decides graph or eager in the forward
+        with eager_verify(self.target_worker.model_runner):
+            verify_input.prepare_for_verify(batch, self.page_size, build_custom_mask=False)
+            verify_input.custom_mask = custom_mask  # a prepare step may reset or rebuild it as a causal block mask
+            batch.forward_mode = ForwardMode.TARGET_VERIFY
+            batch.spec_info = verify_input
+            result = self.target_worker.forward_batch_generation(batch.get_model_worker_batch(), is_verify=True)
         self.ddtree_target_result = result
         output = getattr(result, "logits_output", None)
         logits = getattr(output, "next_token_logits", None)

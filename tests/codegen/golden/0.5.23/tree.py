@@ -58,6 +58,30 @@ def topk_logprobs(draft_logits: torch.Tensor, topk: int) -> Tuple[torch.Tensor, 
     return values, ids.to(torch.int64)
 
 
+def topk_logprobs_chunked(head, hidden: torch.Tensor, topk: int, chunk: int = 256) -> Tuple[torch.Tensor, torch.Tensor]:
+    """`topk_logprobs(head(hidden))` without the full [..., L, V] logits or their fp32 copy.
+
+    `head(rows [c, H]) -> logits [c, V]` (any dtype) runs on `chunk` rows at a time; per chunk the top-K
+    is taken on the head's own logits and the log-normaliser (logsumexp) in fp32, so at most one
+    chunk of fp32 logits exists at once. Same values and order as `topk_logprobs` (log-softmax is a
+    per-row shift, which keeps the order).
+    """
+    lead = hidden.shape[:-1]
+    rows = hidden.reshape(-1, hidden.shape[-1])
+    values, ids = [], []
+    for start in range(0, rows.shape[0], max(int(chunk), 1)):
+        logits = head(rows[start : start + int(chunk)])
+        k = min(int(topk), int(logits.shape[-1]))
+        top, top_ids = torch.topk(logits, k=k, dim=-1)
+        norm = torch.logsumexp(logits.float(), dim=-1, keepdim=True)
+        values.append(top.float() - norm)
+        ids.append(top_ids.to(torch.int64))
+    if not values:
+        k = int(topk)
+        return torch.empty((*lead, k), dtype=torch.float32, device=hidden.device), torch.empty((*lead, k), dtype=torch.int64, device=hidden.device)
+    return torch.cat(values).view(*lead, -1), torch.cat(ids).view(*lead, -1)
+
+
 def build_tree(
     top_logprobs: torch.Tensor,
     top_ids: torch.Tensor,

@@ -33,8 +33,9 @@ BUDGET = 10
 BLOCK = 7  # the drafter's trained block: the root and L = 6 draft positions (its config's block_size)
 WIDTH = BUDGET + 1  # the tree's verify width, speculative_num_draft_tokens
 _INHERITED = object()
-# Server arguments DDTree runs exactly under: one rank, no CUDA graphs, a backend that applies the mask.
-EXACT_ARGS = dict(tp_size=1, disable_cuda_graph=True, attention_backend="triton", speculative_num_draft_tokens=WIDTH, page_size=None,
+# Server arguments DDTree runs exactly under: one rank, CUDA graphs on (the tree verify runs eager), a
+# backend that applies the mask.
+EXACT_ARGS = dict(tp_size=1, disable_cuda_graph=False, attention_backend="triton", speculative_num_draft_tokens=WIDTH, page_size=None,
                   speculative_draft_model_path="<drafter>")
 VERIFY_MODULE = "sglang.srt.speculative.dflash_info"
 VERIFY_NAME = "DFlashVerifyInput"
@@ -193,6 +194,18 @@ class _StubVerifyInput:
         return torch.tensor(roots), torch.tensor(commit_lens, dtype=torch.int32), next_hidden, accepted
 
 
+# The model runner's graph gates, as the release's model runner asks them (read by sgl-scan).
+GRAPH_GATES = (
+    ('piecewise_cuda_graph_runner', 'can_run', 'sglang/srt/model_executor/model_runner.py:3034'),
+    ('graph_runner', 'can_run', 'sglang/srt/model_executor/model_runner.py:3211'),
+)
+
+
+def _GraphRunner(method):
+    """A CUDA graph runner whose gate method (the release's name for it) would replay every batch."""
+    return type("_GraphRunner", (), {method: lambda self, forward_batch: True})()
+
+
 class _StubTarget:
     """The target worker's `forward_batch_generation` with the release's parameters; writes KV and hidden states per verify row."""
 
@@ -205,10 +218,17 @@ class _StubTarget:
         head = torch.cat([torch.eye(VOCAB), torch.full((PAD, VOCAB), 100.0)])  # padding rows past the vocabulary
         self.model_runner = SimpleNamespace(model=SimpleNamespace(lm_head=SimpleNamespace(weight=head)), attn_backend=backend,
                                             model_config=SimpleNamespace(vocab_size=VOCAB))
+        for attribute, method, _ in GRAPH_GATES:  # the release's graph runners, each willing to replay
+            setattr(self.model_runner, attribute, _GraphRunner(method))
+        self.gates_seen = []  # per verify forward: what every graph gate answered during it
+
+    def gates(self):
+        return [getattr(getattr(self.model_runner, attribute), method)(None) for attribute, method, _ in GRAPH_GATES]
 
     def forward_batch_generation(self, model_worker_batch, forward_batch=None, pp_proxy_tensors=None, is_verify=False, skip_attn_backend_init=False):
         assert is_verify is True
         self.calls += 1
+        self.gates_seen.append(self.gates())
         batch = model_worker_batch
         spec = batch.spec_info
         assert batch.forward_mode == "TARGET_VERIFY"
@@ -405,13 +425,11 @@ def test_constructor_forwards_every_parameter(worker_module):
 
 @pytest.mark.parametrize(("changes", "reason"), [
     ({"tp_size": 2}, "refuses tensor parallelism (tp_size=2)"),
-    ({"disable_cuda_graph": False}, "refuses CUDA graphs: the release captures verify graphs with DFlash's verify input"),
-    ({"disable_cuda_graph": False, "speculative_num_draft_tokens": 16}, "captured for speculative_num_draft_tokens=16 tokens per request"),
     ({"attention_backend": "fa3"}, "needs an attention backend whose verify reads the tree mask"),
     ({"decode_attention_backend": "fa3"}, "decode_attention_backend=fa3"),
 ])
 def test_constructor_refuses_what_would_not_be_exact_before_the_base_runs(worker_module, changes, reason):
-    """A causal-only backend (fa3), CUDA graphs captured without the tree mask, and TP > 1 are refused in one line."""
+    """A causal-only backend (fa3) and TP > 1 are refused in one line (CUDA graphs are not: see the graph tests)."""
     with pytest.raises(RuntimeError, match=re.escape(reason)) as info:
         _worker(worker_module, server_args=_args(**changes))
     assert "\n" not in str(info.value)
@@ -621,6 +639,106 @@ def test_decode_equals_greedy_decoding(worker_module):
     _decode_against_greedy(_worker(worker_module), exact=True)
 
 
+# --- CUDA graphs: kept everywhere but the tree verify ------------------------------------------------
+
+
+def test_with_cuda_graphs_on_only_the_tree_verify_runs_eager(worker_module):
+    """Graphs on (the release's default): constructed, and during each tree verify forward every graph gate of
+    the release's model runner answers no; before and after, each answers as the release's runner does."""
+    assert GRAPH_GATES, "sgl-scan read no graph gate from this release's model runner"
+    worker = _worker(worker_module, server_args=_args(disable_cuda_graph=False))
+    target = worker.target_worker
+    assert target.gates() == [True] * len(GRAPH_GATES)
+    _decode_against_greedy(worker, exact=True)
+    assert target.gates_seen and all(seen == [False] * len(GRAPH_GATES) for seen in target.gates_seen)
+    assert target.gates() == [True] * len(GRAPH_GATES)  # reopened
+    for attribute, method, _ in GRAPH_GATES:
+        assert method not in vars(getattr(target.model_runner, attribute))  # no instance override left behind
+
+
+def test_the_gates_reopen_when_the_verify_raises(worker_module):
+    worker = _worker(worker_module)
+    runner = worker.target_worker.model_runner
+    with pytest.raises(KeyError):
+        with worker_module.eager_verify(runner):
+            raise KeyError("boom")
+    assert worker.target_worker.gates() == [True] * len(GRAPH_GATES)
+
+
+def test_the_eager_scope_is_what_keeps_the_verify_off_graphs(worker_module, monkeypatch):
+    """Negative control: with the scope made a no-op, the verify forward sees open gates (would replay a graph
+    captured without the tree mask), so the test above can fail."""
+    import contextlib
+
+    monkeypatch.setattr(worker_module, "eager_verify", lambda *a, **k: contextlib.nullcontext())
+    worker = _worker(worker_module)
+    _decode_against_greedy(worker, exact=True)  # the stand-in target ignores graphs; only the gates tell
+    assert any(seen != [False] * len(GRAPH_GATES) for seen in worker.target_worker.gates_seen)
+
+
+def test_graphs_are_refused_where_no_graph_gate_could_be_read(worker_module, monkeypatch):
+    monkeypatch.setattr(worker_module, "GRAPH_GATES", ())
+    with pytest.raises(RuntimeError, match="refuses CUDA graphs") as info:
+        _worker(worker_module, server_args=_args(disable_cuda_graph=False))
+    assert "\n" not in str(info.value) and "--disable-cuda-graph" in str(info.value)
+    _worker(worker_module, server_args=_args(disable_cuda_graph=True))  # eager everywhere: nothing to close
+
+
+# --- Draft logits through the base's head path -------------------------------------------------------
+
+
+def test_draft_top_k_in_chunks_equals_top_k_of_the_full_logits(worker_module, monkeypatch):
+    """The decode step never builds [B, L, V] logits or their fp32 copy: the head runs on HEAD_CHUNK rows at a time
+    and gives the same top-K log-probs and ids as the full log-softmax."""
+    monkeypatch.setattr(worker_module, "HEAD_CHUNK", 4)
+    worker = _worker(worker_module)
+    head = worker.target_worker.model_runner.model.lm_head
+    head.weight = torch.randn(VOCAB + PAD, VOCAB, generator=torch.Generator().manual_seed(8))
+    draft = torch.randn(2, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(9))
+    seqs = [[1, 2, 3, 9], [4, 5, 6, 7, 8, 2]]
+    full, roots, committed = worker.ddtree_draft_logits(_batch(seqs, draft))
+    rows_seen = []
+    logits_of = worker_module.DraftHead.logits
+    monkeypatch.setattr(worker_module.DraftHead, "logits", lambda self, rows: rows_seen.append(rows.shape[0]) or logits_of(self, rows))
+    logprobs, ids, roots2, committed2 = worker.ddtree_draft_topk(_batch(seqs, draft), 6, None)
+    expected_lp, expected_ids = worker_module.ddtree.topk_logprobs(full, 6)
+    assert torch.equal(ids, expected_ids) and torch.allclose(logprobs, expected_lp, atol=1e-5)
+    assert max(rows_seen) <= 4 and sum(rows_seen) == 2 * (BLOCK - 1)
+    assert roots2.tolist() == roots.tolist() and committed2.tolist() == committed.tolist()
+    assert int(ids.max()) < VOCAB  # never a padding row
+
+
+def test_a_quantized_head_drafts_through_its_own_kernel(worker_module):
+    """A head without a dense weight: refused in one line, as this release's DFlash has no quantized-head path."""
+    worker = _worker(worker_module)
+    runner = worker.target_worker.model_runner
+    dense = runner.model.lm_head.weight
+    calls = []
+
+    def apply(layer, rows, bias):
+        calls.append(rows.shape[0])
+        return torch.matmul(rows.float(), dense.t())  # [rows, V + PAD], as a kernel over the padded head
+
+    runner.model.lm_head = SimpleNamespace(weight=torch.zeros(3, 3, dtype=torch.int8), quant_method=SimpleNamespace(apply=apply))
+    draft = torch.randn(1, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(4))
+    with pytest.raises(RuntimeError, match="lm_head has no dense weight") as info:
+        worker.ddtree_draft_topk(_batch([[1, 2, 3, 9]], draft), 5, None)
+    assert "\n" not in str(info.value) and not calls
+
+
+def test_target_sampling_runs_in_chunks_of_rows(worker_module, monkeypatch):
+    """Temperature sampling takes one HEAD_CHUNK of rows' fp32 softmax at a time, never [B * W, V]."""
+    monkeypatch.setattr(worker_module, "HEAD_CHUNK", 3)
+    seen = []
+    softmax = torch.softmax
+    monkeypatch.setattr(worker_module.torch, "softmax", lambda x, dim: seen.append(x.shape[0]) or softmax(x, dim=dim))
+    logits = torch.randn(2, 5, VOCAB, generator=torch.Generator().manual_seed(1))
+    info = SimpleNamespace(is_all_greedy=False, temperatures=torch.tensor([[0.0], [0.7]]))
+    choice = worker_module.DDTreeWorker.ddtree_target_choice(SimpleNamespace(sampling_info=info), logits)
+    assert choice.shape == (2, 5) and max(seen) <= 3 and sum(seen) == 10
+    assert torch.equal(choice[0], logits[0].argmax(-1))  # temperature 0: argmax
+
+
 def test_a_causal_only_backend_would_break_losslessness_so_it_is_refused(worker_module, monkeypatch):
     """fa3-like verify (mask ignored): the constructor refuses it; forced past the refusal, decoding diverges."""
     with pytest.raises(RuntimeError, match="needs an attention backend whose verify reads the tree mask"):
@@ -803,7 +921,7 @@ def test_a_tree_step_reads_nothing_back_from_the_device(worker_module, monkeypat
     """Fix 5: outside the tree build and walk (Triton kernels on a GPU; their CPU fallback loops here), a decode step
     is batched tensor work: no per-request loop reading values back, no host sync."""
     guard = _NoHostReads(monkeypatch, worker_module)
-    monkeypatch.setattr(worker_module, "build_tree_batch", guard.off(worker_module.build_tree_batch))
+    monkeypatch.setattr(worker_module, "build_tree_batch_topk", guard.off(worker_module.build_tree_batch_topk))
     monkeypatch.setattr(worker_module, "walk_trees", guard.off(worker_module.walk_trees))
     worker = _worker(worker_module)
     draft = torch.randn(2, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(5))
@@ -813,3 +931,22 @@ def test_a_tree_step_reads_nothing_back_from_the_device(worker_module, monkeypat
     result = worker.forward_batch_generation(batch=batch)
     guard.on = False
     assert not isinstance(result, tuple) and worker.target_worker.calls == 1
+
+
+def test_a_traced_step_saves_the_accepted_paths_and_their_verify_log_probs(worker_module, monkeypatch, tmp_path):
+    """SGLANG_DDTREE_TRACE (the GPU check's logits-level losslessness): per request, its tokens, the accepted path
+    (root first) and the log-softmax of the verify row of each accepted node; off, nothing is written."""
+    worker = _worker(worker_module)
+    draft = torch.randn(1, BLOCK - 1, VOCAB, generator=torch.Generator().manual_seed(5))
+    batch = _batch([[1, 2, 3, 9]], draft)
+    batch.sampling_info = _sampling()
+    batch.reqs[0].origin_input_ids, batch.reqs[0].output_ids = [1, 2, 3], [9]
+    monkeypatch.setenv("SGLANG_DDTREE_TRACE", str(tmp_path / "trace"))
+    worker.forward_batch_generation(batch=batch)
+    (saved,) = list((tmp_path / "trace").iterdir())
+    (record,) = torch.load(saved)
+    assert record["tokens"] == [1, 2, 3, 9] and record["path"][0] == 9
+    assert record["logprobs"].shape == (len(record["path"]), VOCAB) and record["logprobs"].dtype == torch.float32
+    seq = [1, 2, 3]
+    for i in range(len(record["path"])):  # the toy target puts all its mass on _next_token(context + path[:i + 1])
+        assert int(record["logprobs"][i].argmax()) == _next_token(seq + record["path"][: i + 1])

@@ -1,4 +1,4 @@
-"""Run every kernel against `tree.py` (under TRITON_INTERPRET=1 on CPU) or compile them for sm_90.
+"""Run every kernel against `tree.py` (under TRITON_INTERPRET=1 on CPU) or compile them for sm_90 and sm_120.
 
 Usage: python kernel_check.py interpret | compile
 """
@@ -51,12 +51,12 @@ def interpret() -> None:
     print("kernels match tree.py")
 
 
-def compile_sm90() -> None:
+def compile_targets() -> None:
+    """Compile every kernel for sm_90 (Hopper) and sm_120 (Blackwell workstation, e.g. RTX PRO 6000), no GPU needed."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    target = GPUTarget("cuda", 90, 32)
     specs = [
         (
             kernels._tree_mask_kernel,
@@ -74,11 +74,13 @@ def compile_sm90() -> None:
             {"SLOTS": 128},
         ),
     ]
-    for fn, signature, constexprs in specs:
-        compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs), target=target)
-        assert compiled.asm.get("cubin"), fn
-    print("kernels compile for sm_90")
+    for arch in (90, 120):
+        target = GPUTarget("cuda", arch, 32)
+        for fn, signature, constexprs in specs:
+            compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs), target=target)
+            assert compiled.asm.get("cubin"), (fn, arch)
+        print(f"kernels compile for sm_{arch}")
 
 
 if __name__ == "__main__":
-    {"interpret": interpret, "compile": compile_sm90}[sys.argv[1]]()
+    {"interpret": interpret, "compile": compile_targets}[sys.argv[1]]()

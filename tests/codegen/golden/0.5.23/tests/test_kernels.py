@@ -33,7 +33,7 @@ def test_kernels_match_the_reference_under_the_interpreter():
     assert "kernels match tree.py" in result.stdout
 
 
-def test_kernels_compile_for_sm90():
+def test_kernels_compile_for_sm90_and_sm120():
     result = _run("compile", interpret=False)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "kernels compile for sm_90" in result.stdout
+    assert "kernels compile for sm_90" in result.stdout and "kernels compile for sm_120" in result.stdout
