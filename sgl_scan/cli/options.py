@@ -92,6 +92,10 @@ def some_source_options(*names: str) -> Callable[[Callable], Callable]:
     return stack
 
 
+class ImplicitLatest(str):
+    """`latest` chosen because no source was named (equal to "latest"; the header says why it was used)."""
+
+
 def source_or_latest(source: dict) -> dict:
     """The source options as given; with no source at all, the newest stored snapshot (as
     `--snapshot latest`), or a usage error while the store holds none."""
@@ -102,7 +106,7 @@ def source_or_latest(source: dict) -> dict:
     if not Store().list():
         raise click.UsageError("give a source: --path, --git, --pip, --host or --snapshot "
                                "(with none, the latest stored snapshot is used, and the store is empty)")
-    return {**source, "snapshot_ref": "latest"}
+    return {**source, "snapshot_ref": ImplicitLatest("latest")}
 
 
 def latest_meaning(source: dict, snapshot) -> str | None:
@@ -113,4 +117,5 @@ def latest_meaning(source: dict, snapshot) -> str | None:
     from sgl_scan.snapshots.store import Store
     from sgl_scan.snapshots.summary import latest_note
 
-    return latest_note(snapshot.manifest, Store().latest_since(snapshot.id))
+    return latest_note(snapshot.manifest, Store().latest_since(snapshot.id),
+                       implicit=isinstance(source.get("snapshot_ref"), ImplicitLatest))

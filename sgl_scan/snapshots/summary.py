@@ -77,14 +77,16 @@ def tree_fields(manifest: Manifest, latest: str | None = None) -> dict:
     }
 
 
-def latest_note(manifest: Manifest, marked: float | None) -> str:
-    """What an implicit `latest` was: `latest: no source was named; this is the tree last pulled or
-    scanned (latest since 2026-12-02 14:02 UTC)`; the tree line beside it says what that tree is."""
+def latest_note(manifest: Manifest, marked: float | None, *, implicit: bool = True) -> str:
+    """What `latest` was: `latest: no source was named; this is the tree last pulled or scanned,
+    latest since 2026-12-02 14:02 UTC` (without the first clause for an explicit `--snapshot latest`);
+    the tree line beside it says what that tree is."""
     from datetime import datetime, timezone
 
     when = (f"latest since {datetime.fromtimestamp(marked, timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}" if marked is not None
             else f"pulled {manifest.created[:16].replace('T', ' ')} UTC")
-    return f"latest: no source was named; this is the tree last pulled or scanned, {when}"
+    why = "no source was named; this is" if implicit else "--snapshot latest is"
+    return f"latest: {why} the tree last pulled or scanned, {when}"
 
 
 def format_summary(snapshot: Snapshot) -> str:

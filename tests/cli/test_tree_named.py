@@ -53,6 +53,9 @@ def test_scan_names_its_tree_and_says_when_it_used_latest(capsys, checkout, fmt)
     code, implicit, err = _run(capsys, "scan", "--format", fmt)
     _names_tree(implicit, snap_id, package, commit)
     assert "no source was named" in _no_cr(implicit), implicit[:2000]
+    code, explicit, err = _run(capsys, "scan", "--snapshot", "latest", "--format", fmt)  # named: says what latest was, not "no source"
+    _names_tree(explicit, snap_id, package, commit)
+    assert "no source was named" not in _no_cr(explicit) and "--snapshot latest is the tree last pulled" in _no_cr(explicit), explicit[:2000]
 
 
 @pytest.mark.parametrize("fmt", REPORT_FORMATS)
