@@ -176,8 +176,8 @@ USER = textwrap.dedent('''\
         def step(self, server_args):
             if self.spec_algorithm.is_eagle():
                 return 1
-            if SpeculativeAlgorithm.from_string(server_args.speculative_algorithm).is_ngram():
-                return 2
+            key = lambda: 1 if self.spec_algorithm.is_ngram() else 2
+            return key
             return 0
     ''')
 
@@ -198,25 +198,37 @@ def test_every_reference_is_read_or_unread_and_counted(tree, tmp_path):
     inventory = analyze_tree(tree, _paths(tree), cache_dir=tmp_path / "cache").inventory
     assert inventory.census.references == inventory.census.read + inventory.census.unread
     unread = [(u.location.line, u.name, u.reason) for u in inventory.unread_of("reference")]
-    assert unread == [(10, "SpeculativeAlgorithm.from_string(server_args.speculative_algorithm).is_ngram()",
-                       "predicate call (call result): a predicate call on an algorithm value that produced no dispatch site")]
+    # a conditional expression inside a lambda is read as a value, not as the decision it makes
+    assert unread == [(10, "self.spec_algorithm.is_ngram()",
+                       "predicate call (attribute): read as a dispatch site, but not as the test it sits in")]
     assert uncovered(census_entries(tree, _paths(tree)), inventory) == []
 
 
 def test_the_invariant_check_fails_when_the_accounting_drops_an_entry(tree, tmp_path, monkeypatch):
-    """The release test's check is not vacuous: an accounting that forgets its unread entries fails it."""
+    """The release test's check is not vacuous. An extractor that loses the site at line 8 is caught by
+    the accounting (an unread entry takes its place); an accounting that also forgets its unread
+    entries fails the check."""
+    from dataclasses import replace
+
     real = census.account
 
+    def losing(files, inventory):  # the dispatch extractor drops `if self.spec_algorithm.is_eagle():`
+        kept = tuple(s for s in inventory.dispatch_sites if s.location.line != 8)
+        return real(files, replace(inventory, dispatch_sites=kept))
+
     def forgetful(files, inventory):
-        inv, done = real(files, inventory)
-        from dataclasses import replace
+        inv, done = losing(files, inventory)
         return replace(inv, unread=tuple(u for u in inv.unread if u.what != "reference")), done
 
+    monkeypatch.setattr(census, "account", losing)
+    inventory = analyze_tree(tree, _paths(tree), use_cache=False).inventory
+    assert [(u.location.line, u.name) for u in inventory.unread_of("reference")] == [
+        (8, "self.spec_algorithm.is_eagle()"), (10, "self.spec_algorithm.is_ngram()")]
+    assert uncovered(census_entries(tree, _paths(tree)), inventory) == []
     monkeypatch.setattr(census, "account", forgetful)
     inventory = analyze_tree(tree, _paths(tree), use_cache=False).inventory
     assert uncovered(census_entries(tree, _paths(tree)), inventory) == [
-        "sglang/srt/managers/scheduler.py:10:12 predicate call "
-        "SpeculativeAlgorithm.from_string(server_args.speculative_algorithm).is_ngram()"]
+        "sglang/srt/managers/scheduler.py:8:12 predicate call self.spec_algorithm.is_eagle()"]
 
 
 def test_warm_scans_give_the_same_census(tree, tmp_path):

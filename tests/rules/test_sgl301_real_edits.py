@@ -84,6 +84,12 @@ def test_offsets_written_in_place_are_fine(sglang_0_5_23, tmp_path):
     "                self.hot_token_id = (loaded_weight + torch.arange(loaded_weight.shape[0])).long()\n",
     "                self.hot_token_id = torch.add(loaded_weight, torch.arange(loaded_weight.shape[0])).to(torch.int64)\n",
     "                self.hot_token_id = loaded_weight.add(torch.arange(loaded_weight.shape[0]))\n",
+    # the arange term bound to a local first (the metamorphic rewrite d2t_two_statements)
+    "                offset = torch.arange(loaded_weight.shape[0])\n"
+    "                self.hot_token_id = loaded_weight + offset\n",
+    "                offset = torch.arange(loaded_weight.shape[0]).to(loaded_weight.device)\n"
+    "                steps = offset\n"
+    "                self.hot_token_id = torch.add(loaded_weight, steps)\n",
 ])
 def test_offset_conversions_in_other_forms_are_no_finding(sglang_0_5_23, tmp_path, line_352):
     tree = _edited(sglang_0_5_23, tmp_path, TEST_LINE, line_352)
@@ -94,6 +100,13 @@ def test_a_two_step_copy_without_arange_is_still_flagged(sglang_0_5_23, tmp_path
     tree = _edited(sglang_0_5_23, tmp_path, TEST_LINE, "                converted = loaded_weight.long()\n"
                                                         "                self.hot_token_id = converted\n")
     assert _scan(tree) == (1, [(MODEL, 353, "self.hot_token_id = converted")])
+
+
+def test_a_local_that_is_not_arange_added_to_d2t_is_still_flagged(sglang_0_5_23, tmp_path):
+    """Only a local bound to `torch.arange(...)` is the offset term: `d2t + ones` is no conversion."""
+    tree = _edited(sglang_0_5_23, tmp_path, TEST_LINE, "                offset = torch.ones(loaded_weight.shape[0])\n"
+                                                        "                self.hot_token_id = loaded_weight + offset\n")
+    assert _scan(tree) == (1, [(MODEL, 353, "self.hot_token_id = loaded_weight + offset")])
 
 
 @pytest.mark.parametrize("helper,flagged", [

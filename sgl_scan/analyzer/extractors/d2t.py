@@ -60,20 +60,29 @@ def _unwrap_casts(node: ast.AST) -> ast.AST:
     return node
 
 
-def _added_arange(node: ast.AST) -> ast.AST | None:
-    """`x + arange(...)`, `arange(...) + x`, `torch.add(x, arange(...))`, `x.add(arange(...))`: x; else None."""
+ARANGE = "arange(...)"
+
+
+def _added_arange(node: ast.AST, is_arange=_arange_call) -> ast.AST | None:
+    """`x + arange(...)`, `arange(...) + x`, `torch.add(x, arange(...))`, `x.add(arange(...))`: x; else None.
+    `is_arange` says what counts as the arange term (the walker's also knows locals bound to one)."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        if _arange_call(node.left):
+        if is_arange(node.left):
             return node.right
-        if _arange_call(node.right):
+        if is_arange(node.right):
             return node.left
     if isinstance(node, ast.Call) and last_name(node.func) in ("add", "add_") and not node.keywords:
         parts = list(node.args)
         if isinstance(node.func, ast.Attribute) and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "torch"):
             parts = [node.func.value, *parts]
-        if len(parts) == 2 and any(_arange_call(p) for p in parts):
-            return parts[1] if _arange_call(parts[0]) else parts[0]
+        if len(parts) == 2 and any(is_arange(p) for p in parts):
+            return parts[1] if is_arange(parts[0]) else parts[0]
     return None
+
+
+def _local_step(step: str) -> bool:
+    """A chain step naming a local (`offset (line 12)`)."""
+    return step.endswith(")") and " (line " in step
 
 
 class _Walker(ScopedWalker):
@@ -98,14 +107,22 @@ class _Walker(ScopedWalker):
             return ()
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CASTS:
             return (f".{node.func.attr}()",) + self.chain(node.func.value, depth + 1)
-        other = _added_arange(node)
+        other = _added_arange(node, self._is_arange)
         if other is not None:
             return (OFFSET,) + self.chain(other, depth + 1)
         if isinstance(node, ast.Name) and node.id in self._locals[-1]:
             return self._locals[-1][node.id]
         if isinstance(node, ast.Subscript) and _d2t_ref(node.value):
             return ("d2t[...]",)
+        if _arange_call(node):
+            return (ARANGE,)
         return ()
+
+    def _is_arange(self, node: ast.AST) -> bool:
+        """`torch.arange(n)` through casts, or a local bound to one in an earlier statement
+        (`offset = torch.arange(n)` then `d2t + offset`)."""
+        steps = self.chain(node)
+        return bool(steps) and steps[-1] == ARANGE and all(s.startswith(".") or _local_step(s) for s in steps[:-1])
 
     def _add(self, kind: str, node: ast.AST) -> None:
         self.out.append(D2tRecord(**vars(self.r.at(node)), kind=kind, function=self.function, detail=self.r.text(node)))
@@ -234,15 +251,15 @@ class _Walker(ScopedWalker):
                                       detail=self.r.text(node), chain=chain))
             return
         if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and (
-                _arange_call(value.left) or _arange_call(value.right)):
-            other = value.right if _arange_call(value.left) else value.left
+                self._is_arange(value.left) or self._is_arange(value.right)):
+            other = value.right if self._is_arange(value.left) else value.left
             if to_map or self._d2t_branch or _D2T_WORD.search(self.r.text(other)):
                 self._add("offset_conversion", node)
             return
         if not to_map or (isinstance(value, ast.Constant) and value.value is None):
             return
         text = self.r.text(value)
-        if "arange" in text or "load_token_map" in text:
+        if "arange" in text or "load_token_map" in text or ARANGE in chain:
             return
         if self._d2t_branch or _D2T_WORD.search(text):
             self.out.append(D2tRecord(**vars(self.r.at(node)), kind="direct_map", function=self.function,
@@ -251,7 +268,7 @@ class _Walker(ScopedWalker):
 
 class D2tExtractor:
     name = "spec_d2t"
-    version = 5  # 5: values' chains through casts, torch.add and the function's assignments; d2t[...] reads and their use; 2: read from the stdlib ast; 3: `.copy_(x)` writes, `or` tests with one d2t arm; 4: hot_token_id.shape[0] and `hot_token_id is None` are uses
+    version = 6  # 6: a local bound to `torch.arange(n)` is the arange term (`offset = torch.arange(n)`; `d2t + offset`); 5: values' chains through casts, torch.add and the function's assignments; d2t[...] reads and their use; 2: read from the stdlib ast; 3: `.copy_(x)` writes, `or` tests with one d2t arm; 4: hot_token_id.shape[0] and `hot_token_id is None` are uses
     parser = "ast"
     trigger = Trigger(*(rf"{word}\b(?<!\w{word})" for word in ("d2t", "t2d", "hot_token_id", "load_token_map")))
     metadata = ()
