@@ -119,8 +119,8 @@ class _Census:
     node_ctx: bool | None = None
 
     def add(self, node: ast.AST, form: str, shape: str, needs=None, method=None, inverted: bool = False) -> None:
-        key = (node.lineno, node.col_offset, form)
-        if key in self.seen:
+        key = (node.lineno, node.col_offset, form, needs)  # a test counted under two conditions is kept twice;
+        if key in self.seen:                               # `entries` keeps the one whose condition holds
             return
         self.seen.add(key)
         end_line = node.end_lineno or node.lineno
@@ -189,8 +189,12 @@ class _Census:
                     return None
                 if base[0] == "module" and attr == CLASS_NAME:
                     return (CLASS,)
-                if base[0] in (MEMBER, ALGO) and attr == "name":
+                if base[0] == MEMBER and attr == "name":
+                    return (LITERAL, base[1])  # `SA.DFLASH.name` is the string "DFLASH"
+                if base[0] == ALGO and attr == "name":
                     return (STRING,)
+                if base[0] == "cand" and attr == "name":
+                    return base  # `self.spec_algorithm.name`: the name of what that attribute holds
                 if base[0] in (MEMBER, ALGO):
                     return None
             if attr == CLASS_NAME:
@@ -520,12 +524,16 @@ class _Census:
             if ok[0] == NONE and not isinstance(op, (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
                 continue
             inverted = isinstance(op, _NEGATIVE)
-            if sk[0] in (STRING, ALGO):
+            # `x is None` says which algorithm only of the option string (None = no algorithm); of an
+            # algorithm object (NONE then, never None) it is a null check, no reference
+            null_check = ok[0] == NONE
+            if sk[0] == STRING or (sk[0] == ALGO and not null_check):
                 self.add(node, "string test", _shape(other, ok), inverted=inverted)
                 return
             if sk[0] == "cand":
                 self.add(node, "string test", _shape(other, ok), needs=("string_attr", sk[1]), inverted=inverted)
-                self.add(node, "string test", _shape(other, ok), needs=("algo_attr", sk[1]), inverted=inverted)
+                if not null_check:
+                    self.add(node, "string test", _shape(other, ok), needs=("algo_attr", sk[1]), inverted=inverted)
                 return
 
     def _match(self, node: ast.Match) -> None:
@@ -691,7 +699,7 @@ class CensusExtractor:
     the inventory builder reads only `spec_*` extras, so the extractors never see them)."""
 
     name = NAME
-    version = 5
+    version = 6  # 6: a member's `.name` is its string (`x == SA.DFLASH.name`), `x.spec_algorithm.name` spells x.spec_algorithm; `is None` on an algorithm object is no reference
     parser = "ast"
     trigger = TRIGGER
     metadata = ()

@@ -66,6 +66,7 @@ def test_import_alias_constants_and_named_collections_resolve():
         ''') == [(5, "member test", "named constant", "algo == DFLASH"),
                  (7, "member test", "named collection", "algo in _FAMILY"),
                  # counts only in a tree where some `from_string(x.name)` makes `name` an algorithm string
+                 (9, "string test", "literal", 'name == "DFLASH"', ("algo_attr", "name")),
                  (9, "string test", "literal", 'name == "DFLASH"', ("string_attr", "name")),
                  (11, "predicate call", "name", "algo.is_eagle()")]
 
@@ -259,3 +260,27 @@ def test_lambdas_and_keyed_lookups():
         (6, "algo is not None", ("string_attr", "speculative_algorithm")),
         (6, "algo.is_eagle()", ("algo_attr", "speculative_algorithm")),
         (6, "other.is_ngram()", ("algo_attr", "spec_algorithm"))]
+
+
+def test_null_checks_and_member_names():
+    """`x is None` is a reference on the option string only (an algorithm object is NONE, never None);
+    a member's `.name` is its string; `self.spec_algorithm.name` spells what the attribute holds."""
+    found = refs('''\
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm as SA
+        def f(server_args, algo_name):
+            algo = SA.from_string(server_args.speculative_algorithm)
+            if algo is not None and server_args.speculative_algorithm is None:
+                pass
+            if str(algo_name).upper() == SA.DFLASH.name:
+                pass
+        class S:
+            def g(self):
+                return self.spec_algorithm.name in {"EAGLE", "EAGLE3"}
+        ''')
+    tests = [(r[0], r[2], r[3], r[4]) for r in found if r[1] == "string test"]
+    assert tests == [
+        (4, "None", "server_args.speculative_algorithm is None", ("string_attr", "speculative_algorithm")),
+        (6, "literal", "str(algo_name).upper() == SA.DFLASH.name", ("algo_attr", "algo_name")),
+        (6, "literal", "str(algo_name).upper() == SA.DFLASH.name", ("string_attr", "algo_name")),
+        (10, "literal collection", 'self.spec_algorithm.name in {"EAGLE", "EAGLE3"}', ("algo_attr", "spec_algorithm")),
+        (10, "literal collection", 'self.spec_algorithm.name in {"EAGLE", "EAGLE3"}', ("string_attr", "spec_algorithm"))]

@@ -56,24 +56,50 @@ def test_census_is_covered_full_scope(version):
     assert inventory.census.references >= analyse_release(version).inventory.census.references
 
 
-def test_0_5_23_known_misses_are_listed():
-    """What the extractors do not read on unmodified 0.5.23 (issue 27) is in `unread`, with its form."""
-    unread = {(u.location.path.rpartition("/")[2], u.location.line): u.reason
-              for u in analyse_release("0.5.23").inventory.unread_of("reference")}
-    assert unread[("kv_cache_hook.py", 449)].startswith("predicate call (call result)")
-    assert unread[("deepseek_v4_memory_pool.py", 131)].startswith("predicate call (call result)")
-    assert unread[("metrics_reporter.py", 424)].startswith("member test (named collection)")
-    assert unread[("lora_hook.py", 253)].startswith("string test (named collection)")
-    assert unread[("utils.py", 1897)].startswith("string test (literal)")  # str(get_spec().speculative_algorithm).upper()
-    assert any(reason.startswith("string test (None)") for reason in unread.values())  # `x is not None`
+def test_0_5_23_every_reference_is_read():
+    """Unmodified 0.5.23 (default scope): every census reference produced a fact. A null check of an
+    algorithm object (`algo is not None` after `algo = SA.from_string(...)`, speculative_hook.py:266;
+    `forward_batch.spec_algorithm is not None`, ascend_backend.py:544) is no reference: the object is
+    the member NONE when no algorithm is set, never None."""
+    inventory = analyse_release("0.5.23").inventory
+    assert [str(u.location) for u in inventory.unread_of("reference")] == []
+    assert inventory.census.references == inventory.census.read > 400
 
 
-def test_0_5_23_validation_hook_from_string_receiver_is_listed():
-    """hunt4/real_from_string_receiver: `assert ... or SpeculativeAlgorithm.from_string(...).supports_mixed_chunk()`."""
-    unread = analyse_release("0.5.23").inventory.unread_of("reference")
-    assert [(u.location.line, u.reason.partition(":")[0]) for u in unread
-            if u.location.path.endswith("arg_groups/validation_hook.py") and 228 <= u.location.line <= 235] == [
-        (232, "predicate call (call result)")]
+def test_0_5_23_forms_once_missed_are_dispatch_sites():
+    """References the census once listed as unread on 0.5.23, each now a dispatch site of the form it
+    is: a predicate on `SA.from_string(x)` (validation_hook.py:232, kv_cache_hook.py:449), a named
+    collection (metrics_reporter.py:424, lora_hook.py:253), `str(x).upper()` (disaggregation/utils.py:1897),
+    `x is None` on the option string through a local (mem_cache/common.py:456) and in an assert
+    (attention_hook.py:161), and a local `(x or "").upper()` (attention_hook.py:480)."""
+    sites = {(s.location.path, s.location.line): s for s in analyse_release("0.5.23").inventory.dispatch_sites}
+    srt = "sglang/srt/"
+    got = {k: (sites[srt + k[0], k[1]].via, sites[srt + k[0], k[1]].detail, sites[srt + k[0], k[1]].negated)
+           for k in [("arg_groups/validation_hook.py", 232), ("arg_groups/kv_cache_hook.py", 449),
+                     ("managers/scheduler_components/metrics_reporter.py", 424), ("arg_groups/lora_hook.py", 253),
+                     ("disaggregation/utils.py", 1897), ("mem_cache/common.py", 456), ("arg_groups/attention_hook.py", 161),
+                     ("arg_groups/attention_hook.py", 480)] if (srt + k[0], k[1]) in sites}
+    assert got == {
+        ("arg_groups/validation_hook.py", 232): ("predicate", "supports_mixed_chunk", False),
+        ("arg_groups/kv_cache_hook.py", 449): ("predicate", "is_speculative", False),
+        ("managers/scheduler_components/metrics_reporter.py", 424): ("member", "EAGLE, EAGLE3, DFLASH, DSPARK", True),
+        ("arg_groups/lora_hook.py", 253): ("string", "EAGLE, EAGLE3, DFLASH, DSPARK", True),
+        ("disaggregation/utils.py", 1897): ("string", "DSPARK", True),
+        ("mem_cache/common.py", 456): ("string", "None", False),
+        ("arg_groups/attention_hook.py", 161): ("string", "None", False),
+        ("arg_groups/attention_hook.py", 480): ("string", "DSPARK, DFLASH", True),
+    }
+
+
+def test_null_checks_of_an_algorithm_object_are_no_member_none():
+    """`spec_algorithm is not None` on an algorithm object (0.5.23 model_runner.py:1561, eagle_utils.py:264)
+    is a null check: never a site that sends the member NONE one way."""
+    sites = analyse_release("0.5.23").inventory.dispatch_sites
+    assert [(s.location.path, s.location.line) for s in sites if s.detail == "None" and (
+        s.location.path, s.location.line) in {("sglang/srt/model_executor/model_runner.py", 1561),
+                                               ("sglang/srt/speculative/eagle_utils.py", 264)}] == []
+    assert [(s.location.line, s.detail) for s in sites if s.location.path == "sglang/srt/speculative/eagle_utils.py"
+            and s.location.line == 264] == [(264, "is_eagle3")]
 
 
 def test_0_5_23_walrus_comparison_is_read_or_listed(tmp_path):

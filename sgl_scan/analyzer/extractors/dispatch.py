@@ -38,7 +38,8 @@ _RECEIVER = re.compile(r"(?i)spec|algo")
 _SPEC_NAME = re.compile(r"(?i)speculative_algorithm|spec_algorithm")
 _HITS = Trigger("spec", "Spec", "SPEC", "algo", "Algo", "ALGO")
 _CALL = r"\w*(?:\(\))?\.(?:is|supports|has|need|carries)_\w+\(\)"  # a predicate call on the receiver
-_ALIAS_DEF = re.compile(r"(?im)^[ \t]*(\w+)[ \t]*=[ \t]*[\w.]*(?:speculative_algorithm|spec_algorithm)\w*(?:\.(?:upper|lower)\(\))?[ \t]*$")
+_ALIAS_DEF = re.compile(r"(?im)^[ \t]*(\w+)[ \t]*=[ \t]*\(?[\w.()]*(?:speculative_algorithm|spec_algorithm)\w*"
+                        r"(?:[ \t]+or[ \t]+(?:\"\"|'')\))?(?:\.(?:upper|lower)\(\))?[ \t]*$")  # `x = (y.speculative_algorithm or "").upper()`
 _WALRUS_DEF = re.compile(r"(?i)\((\w+)[ \t]*:=[ \t]*[\w.]*(?:speculative_algorithm|spec_algorithm)")  # `(algo := x.spec_algorithm)`
 
 
@@ -74,6 +75,7 @@ class _Walker(ScopedWalker):
         self.negated: set[int] = set()
         self.term_of: dict[int, DispatchTerm] = {}
         self.aliases: list[set[str]] = [set()]
+        self.option_aliases: list[set[str]] = [set()]  # locals holding the option string, which is None when unset
         self.predicate_defs: list[bool] = []
         self.defs: list[ast.AST] = []  # enclosing function nodes
         self.flows: dict[int, tuple[ast.AST | None, str, str | None]] = {}  # functions holding terms
@@ -88,6 +90,7 @@ class _Walker(ScopedWalker):
         if t in _FUNCTIONS:
             self.defs.append(node)
             self.aliases.append(set())
+            self.option_aliases.append(set())
             self.b.push(single_assignments(node.body))
             self.b.in_algo_class = bool(self._in_algo_class())
             lines = statement_lines(_strip_docstring(node.body))
@@ -101,9 +104,13 @@ class _Walker(ScopedWalker):
                 value = value.body if self._spec_subject(value.body) else value.orelse  # `x.upper() if x else None`
             if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and self._spec_subject(value):
                 self.aliases[-1].add(node.targets[0].id)
+                if self._option_string(value):
+                    self.option_aliases[-1].add(node.targets[0].id)
         elif t is ast.NamedExpr:
             if isinstance(node.target, ast.Name) and self._spec_subject(node.value):
                 self.aliases[-1].add(node.target.id)  # `(algo := server_args.speculative_algorithm) == "X"`
+                if self._option_string(node.value):
+                    self.option_aliases[-1].add(node.target.id)
         elif t is ast.UnaryOp:
             if isinstance(node.op, ast.Not):
                 self.negated.add(id(node.operand))
@@ -128,6 +135,7 @@ class _Walker(ScopedWalker):
         if t in _FUNCTIONS:
             self.defs.pop()
             self.aliases.pop()
+            self.option_aliases.pop()
             self.predicate_defs.pop()
             self.b.pop()
             self.b.in_algo_class = bool(self._in_algo_class())
@@ -145,12 +153,27 @@ class _Walker(ScopedWalker):
         node = _unwrap_spelling(node)
         if self.b.algo_value(node) and self.b.member(node) is None:
             return True
+        key = _keyed(node)
+        if key is not None:
+            return bool(_SPEC_NAME.search(key))
         name = last_name(node)
         if name is None:
             return False
         if _SPEC_NAME.search(name):
             return True
         return isinstance(node, ast.Name) and node.id in self.aliases[-1]
+
+    def _option_string(self, node: ast.AST) -> bool:
+        """The option's string itself (`server_args.speculative_algorithm`, `args["speculative_algorithm"]`,
+        a local holding it), which is None exactly when no algorithm is set -- unlike an algorithm object
+        (`SA.from_string(x)`, `model_runner.spec_algorithm`), which is NONE then, never None."""
+        node = node.value if isinstance(node, ast.NamedExpr) else node
+        if self.b.algo_value(node):
+            return False
+        if isinstance(node, ast.Name) and node.id in self.option_aliases[-1]:
+            return True
+        key = _keyed(node)
+        return (key if key is not None else last_name(node) or "").lower() == "speculative_algorithm"
 
     def _member_ref(self, node: ast.AST) -> str | None:
         return self.b.member(node)
@@ -204,6 +227,8 @@ class _Walker(ScopedWalker):
                 literals = self.b.strings(other)
                 if literals and isinstance(op, (ast.Is, ast.IsNot)) and literals != (NONE,):
                     literals = None  # `x is "EAGLE"` is an identity test of a string: not read
+                if literals == (NONE,) and not self._option_string(subject):
+                    return  # `spec_algorithm is None` on an algorithm object: a null check, not the member NONE
                 if literals:
                     self._term(node, "string", ", ".join(literals), literals, negated, subject, None,
                                isinstance(op, _NEGATIVE))
@@ -343,6 +368,16 @@ class _Walker(ScopedWalker):
         return None
 
 
+def _keyed(node: ast.AST) -> str | None:
+    """The key of `args["speculative_algorithm"]` / `args.get("speculative_algorithm", None)`: the
+    attribute of that name, looked up in a dict."""
+    if isinstance(node, ast.Subscript):
+        return string_value(node.slice)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args:
+        return string_value(node.args[0])
+    return None
+
+
 def _unwrap_spelling(node: ast.AST) -> ast.AST:
     """The algorithm string behind `x.upper()`, `str(x).upper()`, `(x or "").upper()`, `str(x)`, `x.name`,
     `(y := x)`."""
@@ -373,13 +408,13 @@ def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
 
 class DispatchExtractor:
     name = "spec_dispatch"
-    version = 9  # 9: resolution through the module's bindings (aliases, constants, named collections, from_string), None, `is None`, `is False`, match/case, `self.name`, walrus; 8: problems collected into a table or list that is raised refuse; 7: worker delegates and unread worker expressions; 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
+    version = 10  # 10: `is None` is the member NONE only on the option string, never on an algorithm object; files whose only reference is `x.speculative_algorithm is None` or `(x or "").upper()` trigger; `args.get("speculative_algorithm")` is the option; 9: resolution through the module's bindings (aliases, constants, named collections, from_string), None, `is None`, `is False`, match/case, `self.name`, walrus; 8: problems collected into a table or list that is raised refuse; 7: worker delegates and unread worker expressions; 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
     parser = "ast"
     trigger = Trigger(
         *(prefix + _CALL for prefix in ("spec", "Spec", "SPEC", "algo", "Algo")),
-        r"spec(?:ulative)?_algorithm\w*(?:\.(?:upper|lower)\(\))?\s*(?:[=!]=|in\b|not\s+in\b)",
+        r"spec(?:ulative)?_algorithm\w*[\"']?\]?(?:,[ \t]*None)?\)?(?:\.(?:upper|lower)\(\))?\s*(?:[=!]=|in\b|not\s+in\b|is\b)",
         r"==\s*[\w.]*spec(?:ulative)?_algorithm", r"!=\s*[\w.]*spec(?:ulative)?_algorithm",
-        r"(?m:=[ \t]*[\w.]*spec(?:ulative)?_algorithm\w*(?:\.(?:upper|lower)\(\))?[ \t]*$)",
+        r"(?m:=[ \t]*\(?[\w.()]*spec(?:ulative)?_algorithm\w*(?:[ \t]+or[ \t]+(?:\"\"|'')\))?(?:\.(?:upper|lower)\(\))?[ \t]*$)",
         r"Spec\w*Algo\w*\.[A-Z]", r"spec\w*algo\w*\.[A-Z]", r"class\s+\w*[Ss]pec\w*[Aa]lgo",
         r"Spec\w*Algo\w*\.\w+\([^()\n]*\)\.(?:is|supports|has|need|carries)_",  # `SA.from_string(x).is_y()`
         r"Spec\w*Algo\w*\s+as\s+\w+",  # the class imported under another name

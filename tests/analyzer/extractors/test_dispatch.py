@@ -190,3 +190,24 @@ def test_alias_names_reads_only_lines_naming_an_algorithm_and_finds_what_the_reg
         assert alias_names(text) == set(_ALIAS_DEF.findall(text))
         found += len(alias_names(text))
     assert found > 5
+
+
+def test_is_none_is_the_member_none_only_on_the_option_string():
+    """`server_args.speculative_algorithm is None` (a local copy, `.get(...)`) means no algorithm; an
+    algorithm object (`SA.from_string(x)`, `model_runner.spec_algorithm`) is NONE then, never None, so
+    its null check is no term (0.5.23 model_runner.py:1561, eagle_utils.py:264)."""
+    found = records('''
+        from sglang.srt.speculative.spec_info import SpeculativeAlgorithm as SA
+        def f(server_args, model_runner, args):
+            algo = SA.from_string(server_args.speculative_algorithm)
+            spec_algorithm = model_runner.spec_algorithm
+            name = get_spec().speculative_algorithm
+            if algo is None or spec_algorithm is not None or model_runner.spec_algorithm is None:
+                pass
+            if server_args.speculative_algorithm is None or name is not None:
+                pass
+            if args.get("speculative_algorithm") is None:
+                pass
+    ''', EX, "sglang/srt/x.py")
+    assert [(line, via, values, negated) for line, via, values, negated, _ in terms(found)] == [
+        (9, "string", ("None",), False), (9, "string", ("None",), True), (11, "string", ("None",), False)]
