@@ -138,7 +138,7 @@ def test_every_hostile_tar_stream_is_one_clear_error_and_loses_nothing(hostile, 
     store.open(old_id)  # every hash still verifies
     again = run_cli(["snapshot", "pull", *ssh_cli_args(server, package)], home)  # the real tar again
     assert again.returncode == 0 and again.stdout.strip() != old_id
-    assert len(HOSTILE_STREAMS) == 17  # the README's figure
+    assert len(HOSTILE_STREAMS) == 17  # the figure docs/testing.md gives
 
 
 def _broken_remote(tmp_path, stand_ins=None, drop=()) -> tuple:
