@@ -53,6 +53,10 @@ def release_wheel(version: str) -> Path:
     wheels.mkdir(exist_ok=True)
     with _locked(cache_root() / f".wheel-{version}.lock"):
         found = sorted(wheels.glob(f"sglang-{version}-*.whl"))
+        for link in found:
+            if not link.exists():  # a link whose target went away: download again
+                link.unlink()
+        found = [p for p in found if p.exists()]
         if found:
             return found[0]
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(wheels), f"sglang=={version}"]
