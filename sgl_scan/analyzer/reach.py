@@ -21,7 +21,7 @@ import enum
 import re
 from typing import Any, Mapping, Sequence
 
-from sgl_scan.analyzer.extractors.branches import BranchShape
+from sgl_scan.analyzer.extractors.records import BranchShape
 from sgl_scan.analyzer.flow import FALSE, TRUE, evaluate
 from sgl_scan.analyzer.inventory import NEW
 from sgl_scan.analyzer.model import Analysis, DispatchSite

@@ -86,7 +86,7 @@ def prepare(options: FindingOptions) -> Prepared:
     origin = _origins()
     selection = Selection.build(rules, options.select, options.ignore, select_from=origin["select"],
                                 ignore_from=origin["ignore"])
-    both = selection.overlap()
+    both = selection.overlap() if origin["select"] else ()
     if both:
         shown = ", ".join(both)
         if origin["ignore"] != "--ignore" and origin["select"] == "--select":  # the command line wins
@@ -113,6 +113,8 @@ def _origins() -> dict[str, str]:
             continue
         if source is not None and source.name == "DEFAULT_MAP":
             out[name] = f"{config or 'the settings file'}: {name}"
+        elif source is not None and source.name == "DEFAULT":
+            out[name] = ""  # not given: every rule is selected, and an ignore anywhere simply applies
     return out
 
 
@@ -225,7 +227,8 @@ def report_findings(
         by = ", ".join(f"{sev} {sum(1 for f in recorded if f.severity == sev)}" for sev in ("error", "warning", "info"))
         click.echo(f"sgl-scan: wrote {len(recorded)} findings to baseline {options.write_baseline} ({by}; "
                    f"{counts['suppressed']} suppressed and {counts['deselected']} deselected not recorded)", err=True)
-        return 0
+        if not options.output:
+            return 0  # the one line is the answer; with -o the report is written too, never dropped
 
     report = Report(
         manifest=snapshot.manifest,
@@ -245,6 +248,8 @@ def report_findings(
     color = wants_color(fmt, options.output)
     document = render(report, fmt, color=color)
     emit(document, options.output)
+    if options.write_baseline:
+        return 0
     return exit_code_for((f.severity for f in filtered.kept), options.fail_on)
 
 

@@ -270,10 +270,10 @@ def _summary(out: _Out, report: Report) -> None:
         + (f"; {report.hidden.get('suppressed', 0)} suppressed, {report.hidden.get('baselined', 0)} baselined"
            if report.hidden else "")
     )
-    out.add(f"  {scope_statement(report.manifest.scope, len(report.manifest.files))}")
     census = census_line(report.inventory)
     if census:
         out.add(f"  {census}")
+    out.add(f"  {scope_statement(report.manifest.scope, len(report.manifest.files))}")  # last: its advice ends the run
 
 
 DIFF_MARKS = {"added": "+", "removed": "-", "changed": "~", "moved": ">"}

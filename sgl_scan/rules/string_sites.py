@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from sgl_scan.analyzer.extractors.branches import BranchShape
+from sgl_scan.analyzer.extractors.records import BranchShape
 from sgl_scan.analyzer.model import Analysis, DispatchSite
 from sgl_scan.rules.common import literals_of, predicate_sets, quoted
 
@@ -88,18 +88,20 @@ def silent_string_sites(analysis: Analysis) -> Iterator[SilentSites]:
         members = tuple(sorted({aliases.get(lit.upper(), lit.upper()) for lit in literals}))
         raw, spellings = early.get(site.location), ()
         if raw is not None:
-            spellings = _raw_spellings(literals, members, aliases, bool(shape is not None and shape.upper_cased))
+            spellings = _raw_spellings(literals, members, aliases, shape.upper_cased if shape is not None else None)
             raw = raw if spellings else None  # upper-cased and every alias listed: only a new algorithm skips it
         yield SilentSites(tuple(sites), shape, literals, members, selects_rest(shape),
                           bool(shape is not None and shape.none_compared), raw, spellings)
 
 
-def _raw_spellings(literals, members, aliases, upper_cased: bool) -> tuple[str, ...]:
-    """Spellings the CLI accepts for the literals' members that the raw comparison misses."""
+def _raw_spellings(literals, members, aliases, upper_cased: bool | None) -> tuple[str, ...]:
+    """Spellings the CLI accepts for the literals' members that the raw comparison misses. The lower-case
+    spelling only where the test is known not to upper-case (`upper_cased` None: no `if` shape to tell,
+    e.g. `return str(x).upper() == SA.DFLASH.name`, 0.5.23 model_override_base.py:274)."""
     named = {lit.upper() for lit in literals}
     out = [f"`--speculative-algorithm {alias}`" for alias, member in sorted(aliases.items())
            if member in members and alias not in named]
-    if not upper_cased and literals:
+    if upper_cased is False and literals:
         out.append(f"`{literals[0].lower()}`")
     return tuple(out)
 

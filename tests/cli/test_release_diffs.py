@@ -35,10 +35,14 @@ def test_0_5_21_to_0_5_22_makes_no_review_comment(tmp_path):
     assert _comments(tmp_path, "0.5.21", "0.5.22") == []
 
 
-def test_0_5_22_to_0_5_23_makes_one_fair_review_comment(tmp_path):
-    """The one comment: a new DSPARK-only string test in the change (`self.speculative_algorithm ==
-    "DSPARK"` choosing the MiniMax-M3 DSpark draft config), where `is_dspark()` says the same."""
-    assert _comments(tmp_path, "0.5.22", "0.5.23") == [("SGL202", "sglang/srt/configs/model_config.py", 1022)]
+def test_0_5_22_to_0_5_23_makes_three_fair_review_comments(tmp_path):
+    """Three string tests new in 0.5.23 (docs/precision-0.5.23.md #10, #25, #27): `self.speculative_algorithm
+    == "DSPARK"` choosing the MiniMax-M3 DSpark draft config, `_forces_eagle_topk_one` naming DFLASH, and
+    the AMD plugin's EAGLE3-only hidden-states feature; a predicate would say each."""
+    assert _comments(tmp_path, "0.5.22", "0.5.23") == [
+        ("SGL202", "sglang/srt/arg_groups/model_override_base.py", 274),
+        ("SGL202", "sglang/srt/configs/model_config.py", 1022),
+        ("SGL202", "sglang/srt/kernel_plugins/amd/binding.py", 108)]
 
 
 def test_0_5_15_to_0_5_16_reports_the_move_onto_a_constant_plugin_predicate(tmp_path):

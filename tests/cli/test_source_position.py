@@ -33,6 +33,7 @@ OPTIONS = [
     ("--remote-root", "/r/sglang", "remote_root", "/r/sglang"),
     ("--connect-timeout", "3", "connect_timeout", 3.0),
     ("--path", "some/folder", "local_path", "some/folder"),
+    ("--follow-outside-links", None, "follow_outside_links", True),
     ("--git", "some/repo", "git_repo", "some/repo"),
     ("--rev", "v1", "rev", "v1"),
     ("--pip", "sglang==0.5.23", "pip_spec", "sglang==0.5.23"),

@@ -25,30 +25,13 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
 
 from sgl_scan.analyzer.extractors._ast import Resolver, Source
-from sgl_scan.analyzer.extractors.records import At
+from sgl_scan.analyzer.extractors.records import BranchShape
 
 _MENTIONS = re.compile(r"(?i)spec|algo")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-
-@dataclass(frozen=True)
-class BranchShape(At):
-    """One `if` statement whose test mentions the algorithm (`line`..`end_line`: the statement)."""
-
-    test_line: int
-    test_column: int  # 1-based, in characters (as the dispatch sites' decision_location)
-    body_exit: str | None  # "neutral" | "value" | "reject" | "raise" | None
-    has_else: bool
-    writes: tuple[str, ...] = ()  # the body only assigns these attributes (empty: it does more)
-    read_outside: bool = True  # one of `writes` is mentioned in this file outside the statement
-    passes_through: bool = False
-    none_compared: bool = False
-    upper_cased: bool = False  # every string comparison in the test is on an upper-cased value (`x.upper() == "EAGLE"`,
-    # or a local assigned once from one: 0.5.23 nemotron_h.py:125)
 
 
 def _neutral(node: ast.stmt) -> bool:
