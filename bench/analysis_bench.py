@@ -185,8 +185,8 @@ def _anonymous(document: dict) -> str:
     snapshot = document.get("snapshot") or {}
     text = json.dumps(document, sort_keys=True)
     for value in (snapshot.get("id"), snapshot.get("created")):
-        if value:
-            text = text.replace(json.dumps(value), '"*"')
+        if value:  # also inside sentences: the tree line names the snapshot ("SGLang 0.5.23, snapshot <id>, ...")
+            text = text.replace(json.dumps(value)[1:-1], "*")
     return text
 
 
