@@ -19,7 +19,7 @@ Read from the code of each release, in whatever form it has:
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import defaultdict
 from typing import Iterable
 
 from sgl_scan.analyzer.extractors.sequence import FunctionRefs
@@ -91,20 +91,23 @@ def raw_before_normalisation(analysis: Analysis) -> dict[Location, str]:
         return {}
     registries = _registries(analysis, records)
     reached: dict[str, str] = {}
-    queue = deque((name, why, 0) for name, why in early.items())
-    calls = _calls(analysis)
-    while queue:
-        name, why, depth = queue.popleft()
-        if name in reached or name in normal or depth > MAX_DEPTH:
-            continue
-        reached[name] = why
-        found = by_function.get(name)
-        nexts = [n for _l, n in found[1].refs] if found else list(calls(name))
-        if found:
-            for container in found[1].iterates:
-                nexts.extend(registries.get(container, ()))
-        for other in nexts:
-            queue.append((other, why, depth + 1))
+    calls, prefetch = _calls(analysis)
+    level = list(early.items())
+    for depth in range(MAX_DEPTH + 1):  # breadth first, one level at a time: its files are read together
+        level = [(name, why) for name, why in level if name not in reached and name not in normal]
+        prefetch(name for name, _why in level if name not in by_function)
+        following = []
+        for name, why in level:
+            if name in reached:
+                continue
+            reached[name] = why
+            found = by_function.get(name)
+            nexts = [n for _l, n in found[1].refs] if found else list(calls(name))
+            if found:
+                for container in found[1].iterates:
+                    nexts.extend(registries.get(container, ()))
+            following.extend((other, why) for other in nexts)
+        level = following
     out = {}
     for site in strings:
         why = reached.get(site.function)
@@ -114,24 +117,36 @@ def raw_before_normalisation(analysis: Analysis) -> dict[Location, str]:
 
 
 def _calls(analysis: Analysis):
-    """name -> the resolved callees of that function (from the general facts), read on demand."""
+    """(name -> the resolved callees of that function, from the general facts read on demand;
+    names -> read the files defining them now, together)."""
     from sgl_scan.analyzer.query import files_by_module
 
     modules = files_by_module(analysis)
 
-    def callees(name: str) -> list[str]:
+    def split(name: str) -> tuple[str, str] | None:
         parts = name.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             module = ".".join(parts[:cut])
             if module in modules:
-                qualname = ".".join(parts[cut:])
-                for function in modules[module].functions:
-                    if function.qualname == qualname:
-                        return [c.resolved for c in function.calls if c.resolved]
-                return []
+                return module, ".".join(parts[cut:])
+        return None
+
+    def callees(name: str) -> list[str]:
+        found = split(name)
+        if found is None:
+            return []
+        module, qualname = found
+        for function in modules[module].functions:
+            if function.qualname == qualname:
+                return [c.resolved for c in function.calls if c.resolved]
         return []
 
-    return callees
+    def prefetch(names: Iterable[str]) -> None:
+        read = getattr(analysis.files, "prefetch", None)
+        if read is not None:
+            read({modules.path_of(found[0]) for found in map(split, names) if found is not None})
+
+    return callees, prefetch
 
 
 def _registries(analysis: Analysis, records: list[tuple[str, FunctionRefs]]) -> dict[str, list[str]]:

@@ -18,7 +18,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from sgl_scan.analyzer.cache import FactsCache, Pack, TreeValues, dumps, signature, tree_key
 from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
@@ -194,6 +194,13 @@ class LazyFiles(_KnownPaths):
     def items(self) -> Any:
         self.materialize()
         return super().items()
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Walk those of `paths` still deferred now, together (a pool when they are many), instead of
+        one at a time as each is read."""
+        todo = sorted(path for path in paths if path in self._deferred)
+        if todo:
+            self._walk(todo)
 
     def materialize(self) -> None:
         """Walk every deferred file now (one pool for all of them)."""

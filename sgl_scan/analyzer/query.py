@@ -40,6 +40,9 @@ class ModuleFiles(Mapping[str, FileFacts]):
     def __getitem__(self, module: str) -> FileFacts:
         return self._files[self._paths[module]]
 
+    def path_of(self, module: str) -> str:
+        return self._paths[module]
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._paths)
 
