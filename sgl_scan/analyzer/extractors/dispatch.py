@@ -408,7 +408,7 @@ def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
 
 class DispatchExtractor:
     name = "spec_dispatch"
-    version = 10  # 10: `is None` is the member NONE only on the option string, never on an algorithm object; files whose only reference is `x.speculative_algorithm is None` or `(x or "").upper()` trigger; `args.get("speculative_algorithm")` is the option; 9: resolution through the module's bindings (aliases, constants, named collections, from_string), None, `is None`, `is False`, match/case, `self.name`, walrus; 8: problems collected into a table or list that is raised refuse; 7: worker delegates and unread worker expressions; 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
+    version = 10  # 10: `is None` is the member NONE only on the option string, never on an algorithm object; files whose only reference is `x.speculative_algorithm is None` or `(x or "").upper()` trigger; `args.get("speculative_algorithm")` is the option; `match x.speculative_algorithm:` triggers; 9: resolution through the module's bindings (aliases, constants, named collections, from_string), None, `is None`, `is False`, match/case, `self.name`, walrus; 8: problems collected into a table or list that is raised refuse; 7: worker delegates and unread worker expressions; 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
     parser = "ast"
     trigger = Trigger(
         *(prefix + _CALL for prefix in ("spec", "Spec", "SPEC", "algo", "Algo")),
@@ -419,6 +419,7 @@ class DispatchExtractor:
         r"Spec\w*Algo\w*\.\w+\([^()\n]*\)\.(?:is|supports|has|need|carries)_",  # `SA.from_string(x).is_y()`
         r"Spec\w*Algo\w*\s+as\s+\w+",  # the class imported under another name
         r"(?:spec|algo)\w*\s*:=",  # walrus
+        r"(?m:^[ \t]*match[ \t]+\(?[\w.()]*spec(?:ulative)?_algorithm)",  # `match cfg.speculative_algorithm:`
     )
     metadata = ()
 
