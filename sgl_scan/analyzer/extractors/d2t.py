@@ -250,9 +250,8 @@ class _Walker(ScopedWalker):
             self.out.append(D2tRecord(**vars(self.r.at(node)), kind="offset_conversion", function=self.function,
                                       detail=self.r.text(node), chain=chain))
             return
-        if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and (
-                self._is_arange(value.left) or self._is_arange(value.right)):
-            other = value.right if self._is_arange(value.left) else value.left
+        other = _added_arange(value, self._is_arange) if isinstance(value, ast.BinOp) else None
+        if other is not None:  # `x + arange(n)` (or a local bound to one), either side
             if to_map or self._d2t_branch or _D2T_WORD.search(self.r.text(other)):
                 self._add("offset_conversion", node)
             return
