@@ -24,7 +24,7 @@ from typing import Iterable
 
 from sgl_scan.analyzer.extractors.sequence import FunctionRefs
 from sgl_scan.analyzer.model import Analysis, Location
-from sgl_scan.analyzer.query import files_mentioning
+from sgl_scan.analyzer.query import files_mentioning, files_with_records
 
 SEQUENCE = "spec_call_sequence"
 MAX_DEPTH = 8
@@ -36,7 +36,7 @@ def _short(name: str) -> str:
 
 def _records(analysis: Analysis) -> list[tuple[str, FunctionRefs]]:
     out = []
-    for path in files_mentioning(analysis, ["FunctionRefs"]):
+    for path in files_with_records(analysis, ["FunctionRefs"]):
         extras = getattr(analysis.files[path], "extras", None) or {}
         out.extend((path, r) for r in extras.get(SEQUENCE, ()) if isinstance(r, FunctionRefs))
     return out
@@ -46,7 +46,7 @@ def _resolver_functions(analysis: Analysis) -> set[str]:
     from sgl_scan.analyzer.extractors.records import AliasResolver
 
     found = set()
-    for path in files_mentioning(analysis, ["AliasResolver"]):
+    for path in files_with_records(analysis, ["AliasResolver"]):
         for records in (getattr(analysis.files[path], "extras", None) or {}).values():
             found.update(r.function for r in records if isinstance(r, AliasResolver))
     return found
@@ -150,11 +150,14 @@ def _calls(analysis: Analysis):
 
 
 def _registries(analysis: Analysis, records: list[tuple[str, FunctionRefs]]) -> dict[str, list[str]]:
-    """container -> the functions decorated with a registrar that appends to it."""
+    """container -> the functions decorated with a registrar that appends to it, for the containers
+    some function loops over (only those are followed; a registrar of any other container, such as a
+    `forward` that stashes buffers, would only cost the reading of every file that names it)."""
+    iterated = {container for _path, record in records for container in record.iterates}
     appends: dict[str, set[str]] = defaultdict(set)
     refs: dict[str, list[str]] = {}
     for _path, record in records:
-        appends[record.function].update(record.appends)
+        appends[record.function].update(c for c in record.appends if c in iterated)
         refs[record.function] = [name for _l, name in record.refs]
     inner: dict[str, list[str]] = defaultdict(list)
     for name in list(refs):

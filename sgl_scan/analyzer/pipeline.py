@@ -93,7 +93,11 @@ def matching_extractors(data: bytes, extractors: Sequence[Any]) -> tuple[Any, ..
     if not extractors:
         return ()
     text = data.decode("utf-8", "replace")
-    return tuple(ex for ex in extractors if ex.trigger.search(text))
+    found: dict[int, bool] = {}  # extractors may share a trigger (the branch shapes use the dispatch one)
+    for ex in extractors:
+        if id(ex.trigger) not in found:
+            found[id(ex.trigger)] = ex.trigger.search(text) is not None
+    return tuple(ex for ex in extractors if found[id(ex.trigger)])
 
 
 def _needs_libcst(extractors: Sequence[Any]) -> bool:
@@ -242,6 +246,16 @@ class LazyFiles(_KnownPaths):
             return [path for path in self._paths if path in self._ready or path in found or path in unwalked]
         return [path for path, blob in self._blobs.items()
                 if path in self._ready or path in unwalked or any(needle in blob for needle in needles)]
+
+    def paths_with_records(self, kinds: Sequence[str]) -> list[str]:
+        """`paths_mentioning(kinds)` for extractor record class names: a deferred file carries no
+        records, so its source is not read."""
+        needles = [kind.encode("utf-8") for kind in kinds]
+        if self._pack is not None:
+            found = self._pack.mentioning(needles)
+            return [path for path in self._paths if path not in self._deferred and (path in self._ready or path in found)]
+        return [path for path, blob in self._blobs.items()
+                if path not in self._deferred and (path in self._ready or any(needle in blob for needle in needles))]
 
     def source_mentioning(self, words: Sequence[str]) -> list[str] | None:
         """Paths whose source holds one of `words` (ASCII identifiers) anywhere, comments included: who
@@ -643,6 +657,12 @@ class DeferredFiles(_KnownPaths):
         files = self._facts()
         narrow = getattr(files, "paths_mentioning", None)
         return list(narrow(words)) if narrow is not None else list(files)
+
+    def paths_with_records(self, kinds: Sequence[str]) -> list[str]:
+        """`LazyFiles.paths_with_records` of the facts."""
+        files = self._facts()
+        narrow = getattr(files, "paths_with_records", None) or getattr(files, "paths_mentioning", None)
+        return list(narrow(kinds)) if narrow is not None else list(files)
 
 
 class _GraphBuilder:

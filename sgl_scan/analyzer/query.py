@@ -74,6 +74,14 @@ def files_mentioning(analysis: Analysis, words: Sequence[str]) -> list[str]:
     return list(narrow(words)) if narrow is not None else list(files)
 
 
+def files_with_records(analysis: Analysis, kinds: Sequence[str]) -> list[str]:
+    """Paths whose facts may hold extractor records of the classes named `kinds` (a superset, as
+    `files_mentioning`; files whose facts were left unwalked hold none and are not read)."""
+    files = analysis.files
+    narrow = getattr(files, "paths_with_records", None) or getattr(files, "paths_mentioning", None)
+    return list(narrow(kinds)) if narrow is not None else list(files)
+
+
 def find_class(analysis: Analysis, qualname: str, modules: Mapping[str, FileFacts] | None = None) -> tuple[FileFacts, ClassFact] | None:
     """The file and class fact of a fully qualified class name (module prefix + class qualname)."""
     modules = modules if modules is not None else files_by_module(analysis)

@@ -47,8 +47,17 @@ class SilentSites:
                 "before_normalisation": self.raw is not None}
 
 
+_LAST: list = []  # [(analysis, its silent sites)]: SGL202 and SGL208 both ask, for the same analysis
+
+
 def silent_string_sites(analysis: Analysis) -> Iterator[SilentSites]:
     """Every string test a name no literal holds silently skips (see the module docstring)."""
+    if not (_LAST and _LAST[0][0] is analysis):
+        _LAST[:] = [(analysis, tuple(_silent_string_sites(analysis)))]
+    return iter(_LAST[0][1])
+
+
+def _silent_string_sites(analysis: Analysis) -> Iterator[SilentSites]:
     from sgl_scan.analyzer.normalization import raw_before_normalisation
     from sgl_scan.analyzer.reach import NEW, Reach, dead_branch, picks_out, reach, selects_rest, shape_of
 

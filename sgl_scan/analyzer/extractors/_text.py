@@ -14,6 +14,12 @@ from typing import Iterator
 ALGO_CLASS_NAME = re.compile(r"[Ss]pec\w*[Aa]lgo")
 
 
+class OnOneLine(str):
+    """A trigger pattern none of whose matches holds a line break: it is searched only on the lines that
+    hold its required literal (a pattern that starts with a character class, such as a constant's
+    name before `.append(`, would otherwise be tried at every position of the file)."""
+
+
 class Trigger:
     """A file pre-filter that behaves like a compiled regex (`search`, `pattern`).
 
@@ -27,12 +33,13 @@ class Trigger:
         self.pattern = "|".join(f"(?:{p})" for p in patterns)
         self.flags = flags
         self._led = tuple(zip(self.parts, map(_required_literal, self.parts)))
+        self._one_line = tuple(isinstance(p, OnOneLine) for p in patterns)
 
     def search(self, text: str, *args: int) -> re.Match[str] | None:
-        for part, literal in self._led:
+        for (part, literal), one_line in zip(self._led, self._one_line):
             if literal and literal not in text:  # no match without it (`in` scans faster than `re`)
                 continue
-            found = part.search(text, *args)
+            found = _on_lines(part, literal, text) if one_line and literal and not args else part.search(text, *args)
             if found is not None:
                 return found
         return None
@@ -45,6 +52,21 @@ class Trigger:
 
     def __repr__(self) -> str:
         return f"Trigger({self.pattern!r})"
+
+
+def _on_lines(part: re.Pattern[str], literal: str, text: str) -> re.Match[str] | None:
+    """`part.search(text)` for a pattern that matches within one line and only around `literal`: each
+    line holding the literal is searched alone (`re` still sees the text before it, for `\\b`)."""
+    at = text.find(literal)
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        found = part.search(text, start, end)
+        if found is not None:
+            return found
+        at = text.find(literal, end)
+    return None
 
 
 def _required_literal(regex: re.Pattern[str]) -> str:

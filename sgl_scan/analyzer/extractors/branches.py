@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Callable
 
 from sgl_scan.analyzer.extractors._ast import Resolver, Source
 from sgl_scan.analyzer.extractors.records import BranchShape
@@ -169,7 +170,9 @@ def _upper_locals(function: ast.AST | None) -> set[str]:
     return {name for name, values in assigned.items() if len(values) == 1 and _is_upper(values[0])}
 
 
-def _upper_cased(test: ast.AST, uppers: set[str]) -> bool:
+def _upper_cased(test: ast.AST, uppers: Callable[[], set[str]]) -> bool:
+    """Whether every comparison of `test` with a string literal or a literal collection compares an
+    upper-cased value (`x.upper()`, or a local `uppers()` names: asked only when a test needs it)."""
     found = False
     for node in ast.walk(test):
         if isinstance(node, ast.Compare):
@@ -178,7 +181,7 @@ def _upper_cased(test: ast.AST, uppers: set[str]) -> bool:
                        for x in sides):
                 continue
             subject = node.left
-            if not (_is_upper(subject) or (isinstance(subject, ast.Name) and subject.id in uppers)):
+            if not (_is_upper(subject) or (isinstance(subject, ast.Name) and subject.id in uppers())):
                 return False
             found = True
     return found
@@ -215,6 +218,13 @@ def _passes_through(function: ast.AST | None, suite: list[ast.stmt], index: int,
 class _Shapes:
     def __init__(self, resolver: Resolver, source: Source) -> None:
         self.r, self.source, self.out = resolver, source, []
+        self._uppers: dict[int, set[str]] = {}  # id(function) -> its upper-cased locals, once per function
+
+    def uppers(self, function: ast.AST | None) -> set[str]:
+        key = id(function)
+        if key not in self._uppers:
+            self._uppers[key] = _upper_locals(function)
+        return self._uppers[key]
 
     def suite(self, body: list[ast.stmt], function: ast.AST | None) -> None:
         for index, statement in enumerate(body):
@@ -245,7 +255,7 @@ class _Shapes:
             read_outside=self._mentioned_outside(writes, statement) if writes else True,
             passes_through=exit_kind is not None and _passes_through(function, suite, index, statement),
             none_compared=_none_compared(statement.test),
-            upper_cased=_upper_cased(statement.test, _upper_locals(function))))
+            upper_cased=_upper_cased(statement.test, lambda: self.uppers(function))))
 
     def _mentioned_outside(self, names: tuple[str, ...], statement: ast.If) -> bool:
         words = [re.compile(rf"\b{re.escape(name)}\b") for name in names]
