@@ -149,12 +149,12 @@ class FunctionFlow:
     def __init__(self, body: list[ast.stmt], term_key: Callable[[ast.AST], Optional[Cond]],
                  text: Callable[[ast.AST], str], column: Callable[[ast.AST], int],
                  worker: Callable[[ast.AST], bool], delegate: Callable[[ast.AST], bool] = lambda node: False,
-                 term_lines: Sequence[int] | None = None) -> None:
+                 term_lines: Sequence[int] | None = None, local_values: Mapping[str, ast.AST] | None = None) -> None:
         self.term_key, self.text, self.column, self.is_worker, self.is_delegate = term_key, text, column, worker, delegate
         self._term_lines = term_lines
         self.decisions: dict[int, Decision] = {}  # id(term node) -> its decision
         self.workers: list[WorkerUse] = []
-        self._locals = _single_assignments(body)
+        self._locals = local_values if local_values is not None else _single_assignments(body)
         self._classes: dict[str, list[tuple[ast.AST, Cond]]] = {}
         self._delegated: set[str] = set()  # locals holding the algorithm object's worker class
         self._substituting: set[str] = set()
@@ -507,16 +507,17 @@ def _class_arms(node: ast.AST, cond: Cond, condition) -> Iterator[tuple[ast.AST,
         yield node, cond
 
 
-def single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
+def single_assignments(body: list[ast.stmt], walrus: bool = True) -> dict[str, ast.AST]:
     """Local names assigned exactly once in a function body (not counting nested definitions): the
-    function's constants, for the binding table (`extractors/_bindings.py`)."""
-    return _single_assignments(body)
+    function's constants, for the binding table (`extractors/_bindings.py`). `walrus` False: the
+    source holds no `:=`, so no expression assigns and only statements are read."""
+    return _single_assignments(body, walrus)
 
 
-def _single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
+def _single_assignments(body: list[ast.stmt], walrus: bool = True) -> dict[str, ast.AST]:
     """Local names assigned exactly once in a function (not counting nested definitions)."""
     seen: dict[str, list[ast.AST]] = {}
-    stack: list[ast.AST] = list(body)
+    stack: list[ast.AST] = list(body) if walrus else list(_every_statement(body))
     while stack:
         node = stack.pop()
         if isinstance(node, _SCOPES):
@@ -531,11 +532,29 @@ def _single_assignments(body: list[ast.stmt]) -> dict[str, ast.AST]:
             for name in ast.walk(target):
                 if isinstance(name, ast.Name):
                     seen.setdefault(name.id, []).extend([node, node])
-        stack.extend(inner_nodes(node))
+        if walrus:
+            stack.extend(inner_nodes(node))
     return {name: values[0] for name, values in seen.items() if len(values) == 1 and isinstance(values[0], ast.expr)}
 
 
 # -- problems collected, then raised ------------------------------------------------------------------------
+def _every_statement(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a suite and of every suite inside it, `match` cases included (not entering
+    nested definitions)."""
+    stack = list(reversed(body))
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, _SCOPES):
+            continue
+        yield statement
+        for field in ("body", "orelse", "finalbody"):
+            part = getattr(statement, field, None)
+            if isinstance(part, list):
+                stack.extend(reversed(part))
+        for inner in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
+            stack.extend(reversed(inner.body))
+
+
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement of a suite and of the suites inside it (not entering nested definitions)."""
     for statement in body:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Se
 from sgl_scan.analyzer.cache import FactsCache, Pack, TreeValues, dumps, signature, tree_key
 from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
 from sgl_scan.errors import AnalysisError
+from sgl_scan.analyzer.extractors._text import Trigger
 
 if TYPE_CHECKING:  # the fact classes load with the first facts unpickled (a warm scan may read none)
     from sgl_scan.analyzer.facts import FileFacts
@@ -94,9 +95,12 @@ def matching_extractors(data: bytes, extractors: Sequence[Any]) -> tuple[Any, ..
         return ()
     text = data.decode("utf-8", "replace")
     found: dict[int, bool] = {}  # extractors may share a trigger (the branch shapes use the dispatch one)
+    present: dict[str, bool] = {}  # and the literals their patterns need
     for ex in extractors:
-        if id(ex.trigger) not in found:
-            found[id(ex.trigger)] = ex.trigger.search(text) is not None
+        trigger = ex.trigger
+        if id(trigger) not in found:
+            hit = trigger.search(text, present=present) if isinstance(trigger, Trigger) else trigger.search(text)
+            found[id(trigger)] = hit is not None
     return tuple(ex for ex in extractors if found[id(ex.trigger)])
 
 

@@ -124,6 +124,7 @@ class Source:
         self.lines = split_lines(text) if lines is None else lines
         self.starts = [0, *accumulate(map(len, self.lines[:-1]))]
         self.ascii = text.isascii()  # byte columns are character columns
+        self.names_by_tree: dict[tuple[int, str], tuple[ast.Module, dict[str, str]]] = {}  # `Resolver.names`, shared
 
     @classmethod
     def of(cls, context: Any) -> "Source":
@@ -178,7 +179,12 @@ class Resolver(NameResolution):
         return node.func if isinstance(node, ast.Call) else node
 
     def names(self) -> dict[str, str]:
-        if self._names is None:
+        if self._names is None:  # the same for every extractor of the file: worked out once, kept on its Source
+            key = (id(self.tree), self.module_name)
+            shared = self.source.names_by_tree.get(key)
+            if shared is not None and shared[0] is self.tree:
+                self._names = shared[1]
+                return self._names
             names: dict[str, str] = {}
             top = {id(statement) for statement in self.tree.body}
             for statement in _statements(self.tree):
@@ -203,6 +209,7 @@ class Resolver(NameResolution):
                         if isinstance(target, ast.Name):
                             names.setdefault(target.id, f"{self.module_name}.{target.id}")
             self._names = names
+            self.source.names_by_tree[key] = (self.tree, names)
         return self._names
 
 

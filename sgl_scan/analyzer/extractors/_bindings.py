@@ -23,7 +23,7 @@ only, never to an alias.
 from __future__ import annotations
 
 import ast
-from typing import Mapping
+from typing import Iterator, Mapping
 
 from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME
 
@@ -61,6 +61,32 @@ def module_constants(tree: ast.Module) -> dict[str, ast.AST]:
                     read(handler.body)
     read(tree.body)
     return {name: values[0] for name, values in seen.items() if len(values) == 1}
+
+
+class LocalConstants(Mapping[str, ast.AST]):
+    """`flow.single_assignments(body)`, worked out on first use: most functions a walker enters never
+    have a name looked up."""
+
+    def __init__(self, body: list[ast.stmt], walrus: bool = True) -> None:
+        self._body: list[ast.stmt] | None = body
+        self._walrus = walrus  # whether the source may hold `:=` (else only statements assign)
+        self._found: dict[str, ast.AST] = {}
+
+    def _values(self) -> dict[str, ast.AST]:
+        if self._body is not None:
+            from sgl_scan.analyzer.flow import single_assignments
+
+            self._found, self._body = single_assignments(self._body, self._walrus), None
+        return self._found
+
+    def __getitem__(self, name: str) -> ast.AST:
+        return self._values()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values())
+
+    def __len__(self) -> int:
+        return len(self._values())
 
 
 class Bindings:

@@ -9,7 +9,7 @@ import re
 from bisect import bisect_left, bisect_right
 from itertools import accumulate, count
 from operator import add
-from typing import Iterator
+from typing import Iterable, Iterator
 
 ALGO_CLASS_NAME = re.compile(r"[Ss]pec\w*[Aa]lgo")
 
@@ -35,10 +35,18 @@ class Trigger:
         self._led = tuple(zip(self.parts, map(_required_literal, self.parts)))
         self._one_line = tuple(isinstance(p, OnOneLine) for p in patterns)
 
-    def search(self, text: str, *args: int) -> re.Match[str] | None:
+    def search(self, text: str, *args: int, present: dict[str, bool] | None = None) -> re.Match[str] | None:
+        """The first match, or None. `present` (literal -> whether `text` holds it) is shared by the
+        triggers searched on one text, so each literal is looked for once."""
         for (part, literal), one_line in zip(self._led, self._one_line):
-            if literal and literal not in text:  # no match without it (`in` scans faster than `re`)
-                continue
+            if literal:  # no match without it (`in` scans faster than `re`)
+                held = present.get(literal) if present is not None else None
+                if held is None:
+                    held = literal in text
+                    if present is not None:
+                        present[literal] = held
+                if not held:
+                    continue
             found = _on_lines(part, literal, text) if one_line and literal and not args else part.search(text, *args)
             if found is not None:
                 return found
@@ -67,6 +75,23 @@ def _on_lines(part: re.Pattern[str], literal: str, text: str) -> re.Match[str] |
             return found
         at = text.find(literal, end)
     return None
+
+
+def lines_holding(text: str, needles: Iterable[str]) -> list[str]:
+    """The lines of `text` (split at "\\n" only, as `re`'s `^` and `$` see them) that hold one of
+    `needles`, each once, in text order: where a one-line pattern can match, found at C speed."""
+    spans: set[tuple[int, int]] = set()
+    for needle in needles:
+        if not needle:
+            continue
+        at = text.find(needle)
+        while at >= 0:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            end = len(text) if end < 0 else end
+            spans.add((start, end))
+            at = text.find(needle, end)
+    return [text[start:end] for start, end in sorted(spans)]
 
 
 def _required_literal(regex: re.Pattern[str]) -> str:

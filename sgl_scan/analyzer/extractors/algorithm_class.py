@@ -6,6 +6,7 @@ which `from_string` consults (`if upper in _RESERVED_ALIASES: return cls.EAGLE`)
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
@@ -158,8 +159,16 @@ def _spec_class_names(module: cst.Module, text: str) -> set[str]:
             if node.keyword is not None and node.keyword.value == "spec_class" and isinstance(node.value, cst.Name):
                 found.add(node.value.value)
 
-    if "spec_class" in text:
+    if "spec_class" not in text:
+        return found
+    try:  # the same keyword arguments (calls and class bases) through stdlib `ast`, many times faster
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         module.visit(_Find())
+        return found
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "spec_class" and isinstance(node.value, ast.Name):
+            found.add(node.value.id)
     return found
 
 

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import ast
 import re
+from bisect import bisect_right
 from typing import Callable
 
 from sgl_scan.analyzer.extractors._ast import Resolver, Source
+from sgl_scan.analyzer.extractors._text import any_hit, hit_lines
 from sgl_scan.analyzer.extractors.records import BranchShape
 
 _MENTIONS = re.compile(r"(?i)spec|algo")
@@ -215,9 +217,26 @@ def _passes_through(function: ast.AST | None, suite: list[ast.stmt], index: int,
     return all(isinstance(s, ast.If) and _exits(s.body) is not None for s in rest[:-1])
 
 
+def _mention_lines(source: Source) -> list[int]:
+    """`hit_lines(text, _MENTIONS)`, found with `str.find` in the lower-cased text (many times faster
+    than a case-insensitive regex with no literal to skip to) where lower-casing keeps every offset
+    and no character but s/S matches `s` (the long s does, under `re`'s case folding)."""
+    text = source.text
+    lower, found = text.lower(), set()
+    if len(lower) != len(text) or "\u017f" in text:
+        return hit_lines(text, _MENTIONS)
+    for word in ("spec", "algo"):
+        at = lower.find(word)
+        while at >= 0:
+            found.add(bisect_right(source.starts, at))
+            at = lower.find(word, at + 1)
+    return sorted(found)
+
+
 class _Shapes:
     def __init__(self, resolver: Resolver, source: Source) -> None:
         self.r, self.source, self.out = resolver, source, []
+        self._mentions = _mention_lines(source)  # a test on other lines cannot mention one
         self._uppers: dict[int, set[str]] = {}  # id(function) -> its upper-cased locals, once per function
 
     def uppers(self, function: ast.AST | None) -> set[str]:
@@ -234,7 +253,8 @@ class _Shapes:
             if isinstance(statement, ast.ClassDef):
                 self.suite(statement.body, None)
                 continue
-            if isinstance(statement, ast.If) and _MENTIONS.search(self.r.text(statement.test)):
+            if isinstance(statement, ast.If) and any_hit(self._mentions, statement.test.lineno, statement.test.end_lineno) \
+                    and _MENTIONS.search(self.r.text(statement.test)):
                 self.shape(statement, function, body, index)
             for field in ("body", "orelse", "finalbody"):
                 part = getattr(statement, field, None)

@@ -28,10 +28,10 @@ from sgl_scan.analyzer.extractors._ast import (
     string_value,
     suite_workers,
 )
-from sgl_scan.analyzer.extractors._bindings import NONE, Bindings
-from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME, Trigger, hit_lines
+from sgl_scan.analyzer.extractors._bindings import NONE, Bindings, LocalConstants
+from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME, Trigger, hit_lines, lines_holding
 from sgl_scan.analyzer.extractors.records import AliasAssign, Branch, DispatchTerm, UnreadRecord, WorkerDelegate, WorkerSite
-from sgl_scan.analyzer.flow import TRUE, FunctionFlow, bool_compare, flags_text, single_assignments
+from sgl_scan.analyzer.flow import TRUE, FunctionFlow, bool_compare, flags_text
 
 PREDICATE_NAME = re.compile(r"^(is|supports|has|need|carries)_\w+$")
 _RECEIVER = re.compile(r"(?i)spec|algo")
@@ -78,6 +78,8 @@ class _Walker(ScopedWalker):
         self.option_aliases: list[set[str]] = [set()]  # locals holding the option string, which is None when unset
         self.predicate_defs: list[bool] = []
         self.defs: list[ast.AST] = []  # enclosing function nodes
+        self.local_values: dict[int, LocalConstants] = {}  # id(function) -> its constants, read once
+        self.walrus = True  # whether the source may hold `:=`
         self.flows: dict[int, tuple[ast.AST | None, str, str | None]] = {}  # functions holding terms
         self.term_nodes: dict[int, ast.AST] = {}
 
@@ -91,7 +93,8 @@ class _Walker(ScopedWalker):
             self.defs.append(node)
             self.aliases.append(set())
             self.option_aliases.append(set())
-            self.b.push(single_assignments(node.body))
+            local_values = self.local_values[id(node)] = LocalConstants(node.body, self.walrus)
+            self.b.push(local_values)
             self.b.in_algo_class = bool(self._in_algo_class())
             lines = statement_lines(_strip_docstring(node.body))
             single_return = len(lines) == 1 and any(isinstance(s, ast.Return) for s in lines[0])
@@ -435,6 +438,7 @@ class DispatchExtractor:
         if bound:
             pattern = Trigger(*(p.pattern for p in pattern.parts), *(rf"\b{re.escape(name)}\b" for name in sorted(bound)))
         walker = _Walker(resolver, hit_lines(context.text, pattern), bindings)
+        walker.walrus = ":=" in context.text
         for statement in tree.body:
             walker.walk(statement)
         terms, sites = _with_flow(walker, resolver, tree)
@@ -447,7 +451,10 @@ def _value_locals(text: str, bound: set[str]) -> set[str]:
     `algo = SA[name]`), found in the text so the lines that use them are read."""
     classes = r"[\w.]*Spec\w*Algo\w*" + "".join(f"|{re.escape(name)}" for name in sorted(bound))
     pattern = re.compile(rf"(?m)^[ \t]*(\w+)[ \t]*(?::[^=\n]*)?=[ \t]*(?:{classes})[ \t]*(?:\.[ \t]*\w+[ \t]*)?[(\[]")
-    return set(pattern.findall(text)) if "lgo" in text or bound else set()
+    if not ("lgo" in text or bound):
+        return set()
+    # every match lies on one line that holds "Algo" (the class pattern) or a bound name
+    return set(pattern.findall("\n".join(lines_holding(text, ("Algo", *sorted(bound))))))
 
 
 def _bound_names(resolver: Resolver, bindings: Bindings) -> set[str]:
@@ -492,7 +499,8 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
     for node, function, owner_class in owners.values():
         body = node.body if node is not None else tree.body
         flow = FunctionFlow(body, lambda n: keys.get(id(n)), resolver.text, lambda n: resolver.at(n).column,
-                            lambda n: resolver.worker_ref(n) is not None, _is_delegate, term_lines)
+                            lambda n: resolver.worker_ref(n) is not None, _is_delegate, term_lines,
+                            walker.local_values.get(id(node)) if node is not None else None)
         decisions.update(flow.decisions)
         for use in flow.workers:
             if use.kind == "delegate":
