@@ -123,7 +123,7 @@ def _mla_class(reg: BackendRegistration) -> str | None:
     test is on its negative side (a positive one names another special case)."""
     for cls, guards in reg.classes:
         sides = [_mla_side(g) for g in guards]
-        if all(side is not False for side in sides) and all(side is True or g.startswith("not ") for g, side in zip(guards, sides)):
+        if all(side is not False for side in sides) and all(side is True or g.startswith("not ") for g, side in zip(guards, sides, strict=True)):
             return cls
     return None
 

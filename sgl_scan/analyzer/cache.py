@@ -24,7 +24,7 @@ import sys
 import time
 from bisect import bisect_right
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from sgl_scan import python_sources
 

@@ -497,7 +497,7 @@ class _Census:
 
     def _compare(self, node: ast.Compare) -> None:
         left = node.left
-        for op, right in zip(node.ops, node.comparators):
+        for op, right in zip(node.ops, node.comparators, strict=True):
             if isinstance(op, _EQ):
                 self._pair(node, left, right, op)
             left = right
@@ -510,7 +510,7 @@ class _Census:
             self.add(node, "d2t", "None test")
             return
         lk, rk = self.kind(left), self.kind(right)
-        for subject, sk, other, ok in ((left, lk, right, rk), (right, rk, left, lk)):
+        for other, ok in ((right, rk), (left, lk)):
             if ok is not None and ok[0] in (MEMBER, MEMBERS):
                 if isinstance(op, (ast.In, ast.NotIn)) and other is left:
                     continue

@@ -501,7 +501,8 @@ def _aliases(recs, reg_by_name, algo, known: set[str]) -> dict[str, str]:
             if member == "?":
                 continue  # a return form not read (`_unread_alias_returns`)
             if not member:  # `return cls[C[x]]`: each spelling maps to its own target
-                for value, target in zip(const.values, const.targets):
+                # a plain list of spellings has no targets: nothing is paired (`_unread_aliases` says so)
+                for value, target in zip(const.values, const.targets, strict=False):
                     aliases.setdefault(value.upper(), target.upper())
                 continue
             for value in const.values:

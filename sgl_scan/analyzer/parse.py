@@ -173,12 +173,12 @@ class _AstWalker:
         positional = [*args.posonlyargs, *args.args]
         defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
         out = []
-        for i, (a, d) in enumerate(zip(positional, defaults)):
+        for i, (a, d) in enumerate(zip(positional, defaults, strict=True)):
             kind = "posonly" if i < len(args.posonlyargs) else "positional"
             out.append(Param(a.arg, kind, self.opt_text(a.annotation), self.opt_text(d)))
         if args.vararg:
             out.append(Param(args.vararg.arg, "vararg", self.opt_text(args.vararg.annotation)))
-        for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True):
             out.append(Param(a.arg, "kwonly", self.opt_text(a.annotation), self.opt_text(d)))
         if args.kwarg:
             out.append(Param(args.kwarg.arg, "varkw", self.opt_text(args.kwarg.annotation)))

@@ -7,7 +7,7 @@ read): most files, and every warm scan, never load libcst.
 from __future__ import annotations
 
 import ast
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import libcst as cst
 import libcst.metadata as meta

@@ -135,7 +135,7 @@ class _Reducer:
             decisions = [self._whole(st, top) for st in unit]
             if len(unit) > 1:  # `a; b` on one line: all or nothing
                 decisions = [True] * len(unit) if any(d is not None for d in decisions) else [None] * len(unit)
-            for st, decision in zip(unit, decisions):
+            for st, decision in zip(unit, decisions, strict=True):
                 if decision is False and not self.skeleton(st):
                     decision = True
                 if decision is None:

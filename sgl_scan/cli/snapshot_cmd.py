@@ -61,7 +61,7 @@ def list_(as_json: bool) -> None:
              for m in manifests]
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for row in rows:
-        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row[:6], widths)) + "  " + row[6])
+        click.echo("  ".join(cell.ljust(w) for cell, w in zip(row[:6], widths, strict=True)) + "  " + row[6])
     if latest is not None and manifests:
         click.echo("* latest: what a command with no source (or --snapshot latest) reads")
 

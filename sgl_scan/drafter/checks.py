@@ -198,7 +198,7 @@ def _check_d2t_values(facts: D2tFacts | None, target: Target, draft_vocab: int |
     names = ("d2t-offset-range", "d2t-offset-distinct", "d2t-reading", "d2t-trivial")
     if facts is None:
         return [CheckResult(n, "skip", "no usable integer d2t") for n in names]
-    off, direct = facts.offset, facts.direct
+    off = facts.offset
     vocab = _n(target.vocab_size)
     results = []
     if target.vocab_size is None:

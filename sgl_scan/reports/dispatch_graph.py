@@ -139,10 +139,10 @@ def order_layers(g: nx.DiGraph, sweeps: int = 4) -> list[list[str]]:
     for _ in range(sweeps):
         for i in range(1, len(layers)):  # down: by predecessors in the layer above
             pos = {n: k for k, n in enumerate(layers[i - 1])}
-            layers[i] = _by_barycentre(g, layers[i], lambda n: [pos[p] for p in g.predecessors(n) if p in pos])
+            layers[i] = _by_barycentre(g, layers[i], lambda n, pos=pos: [pos[p] for p in g.predecessors(n) if p in pos])
         for i in range(len(layers) - 2, 0, -1):  # up: middle layers by successors below
             pos = {n: k for k, n in enumerate(layers[i + 1])}
-            layers[i] = _by_barycentre(g, layers[i], lambda n: [pos[s] for s in g.successors(n) if s in pos])
+            layers[i] = _by_barycentre(g, layers[i], lambda n, pos=pos: [pos[s] for s in g.successors(n) if s in pos])
     return layers
 
 
@@ -305,7 +305,7 @@ def _graphviz_svg(g: nx.DiGraph, node_classes: dict[str, str], edge_classes: dic
              'node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10, height=0.3];']
     fills = {"algorithm": "#dbeafe", "branch": "#fde68a", "site": "#fef9e7", "worker": "#dcfce7"}
     ids = {n: f"n{i}" for i, n in enumerate(g.nodes)}
-    for i, layer in enumerate(order_layers(g)):
+    for layer in order_layers(g):
         lines.append("{ rank=same; " + " ".join(ids[n] for n in layer) + " }" if layer else "")
         for n in layer:
             d = g.nodes[n]

@@ -81,7 +81,7 @@ def text_lines(header_and_sites: list[str], sides: tuple[SiteSide, ...]) -> list
     if len(rows) != len(sides):  # a listing this module does not know how to annotate: leave it whole
         return header_and_sites
     out = list(head)
-    for row, s in zip(rows, sides):
+    for row, s in zip(rows, sides, strict=True):
         decided = (f", decided by {s.term} at {s.term_at}" if s.term
                    else " (the test reads more than the algorithm)" if s.side == "either" else "")
         out.append(f"{row}  side: {s.side}{decided}")

@@ -64,10 +64,10 @@ class _Out:
         rows = [[visible(cell) for cell in row] for row in rows]  # escaped first: widths count what is shown
         widths = [len(h) for h in header]
         for row in rows:
-            widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
+            widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
 
         def fmt(cells):
-            return indent + "  ".join(c.ljust(w) for c, w in zip(cells, widths))
+            return indent + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))
 
         self.add(self.style(fmt(header).rstrip(), dim=True))
         for row in rows:

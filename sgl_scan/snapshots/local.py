@@ -48,7 +48,7 @@ def find_package(folder: Path) -> Path:
         if (candidate / "srt").is_dir():
             return candidate
     raise SnapshotError(
-        f"no SGLang package in {folder} (looked for srt/ in {', '.join(l or '.' for l in LAYOUTS)})"
+        f"no SGLang package in {folder} (looked for srt/ in {', '.join(layout or '.' for layout in LAYOUTS)})"
     )
 
 

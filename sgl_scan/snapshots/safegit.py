@@ -170,7 +170,7 @@ def _copy_file(source: Path, target: Path, cap: int) -> bool:
 
 def _copy_refs(source: Path, target: Path) -> None:
     count = 0
-    for folder, dirs, files in os.walk(source):  # links to folders are not followed
+    for folder, _dirs, files in os.walk(source):  # links to folders are not followed
         for name in files:
             count += 1
             if count > MAX_REFS:

@@ -25,7 +25,6 @@ import getpass
 import logging
 import os
 import re
-import shlex
 import socket
 import subprocess
 import tempfile
@@ -361,7 +360,6 @@ class Connector:
         return proxy
 
     def _open(self, target: Target, sock) -> paramiko.Transport:
-        where = target.describe()
         known_files = self._known_files(target)
         if sock is None and target.proxy_command:
             sock = self._proxy(target)

@@ -179,9 +179,9 @@ def fetch_archive(spec: str, progress: Progress | None = None, timeout: float = 
         log.info("running %s", " ".join(cmd))
         result = run_with_ticker(cmd, f"downloading {spec} from the package index", progress, timeout=timeout)
         if result.returncode != 0:
-            lines = [l for l in result.stderr.strip().splitlines() if l.strip()]
+            lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
             hint = ""
-            if any("No matching distribution" in l for l in lines):
+            if any("No matching distribution" in line for line in lines):
                 hint = _no_match_hint(spec, result.stderr)
             raise SnapshotError(f"pip download {spec} failed: {lines[-1] if lines else 'exit ' + str(result.returncode)}{hint}")
         after = _archives(folder, pin.group(1) if pin else None)

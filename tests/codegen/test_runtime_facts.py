@@ -87,3 +87,10 @@ def test_a_chunk_default_that_is_not_a_small_int_is_not_read(tmp_path):
     for default, expected in (("256", 256), ("'256'", None), ("10**9", None), ("True", None), ("0", None)):
         base.write_text(f"class W:\n    def _greedy_sample_from_vocab_parallel_head(self, *, hidden_states, lm_head, chunk_size={default}):\n        pass\n")
         assert read_runtime_facts(tmp_path, "sglang.srt.speculative.dflash_worker").head_chunk == expected, default
+
+
+def test_a_chunk_default_after_positional_only_parameters_is_paired_with_its_own_parameter(tmp_path):
+    base = tmp_path / "sglang/srt/speculative/dflash_worker.py"
+    base.parent.mkdir(parents=True)
+    base.write_text("class W:\n    def _greedy_sample_from_vocab_parallel_head(self, hidden_states=1, /, chunk_size=512):\n        pass\n")
+    assert read_runtime_facts(tmp_path, "sglang.srt.speculative.dflash_worker").head_chunk == 512

@@ -71,7 +71,7 @@ def children(node: ast.AST) -> list[ast.AST]:
         return [node.body, node.test, node.orelse]
     if t is ast.Dict:
         out: list[ast.AST] = []
-        for key, value in zip(node.keys, node.values):
+        for key, value in zip(node.keys, node.values, strict=True):
             if key is not None:
                 out.append(key)
             out.append(value)

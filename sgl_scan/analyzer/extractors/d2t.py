@@ -177,7 +177,7 @@ class _Walker(ScopedWalker):
         found = []
         if isinstance(node, ast.Compare):
             left = node.left
-            for op, right in zip(node.ops, node.comparators):
+            for op, right in zip(node.ops, node.comparators, strict=True):
                 if isinstance(op, (ast.In, ast.NotIn)) and _is_map_literal(string_value(left)):
                     found.append(("name_test_in", node))
                 elif isinstance(op, (ast.Eq, ast.NotEq)) and (

@@ -127,7 +127,7 @@ class _Walker(ScopedWalker):
                     self.negated.add(id(operand))
                 return
             left = node.left
-            for op, right in zip(node.ops, node.comparators):
+            for op, right in zip(node.ops, node.comparators, strict=True):
                 self._comparison(node, left, right, op)
                 left = right
         elif t is ast.Match:
@@ -525,7 +525,7 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
         negated = term.inverted != _under_not(decision.test, own)
         terms.append(replace(term, negated=negated, decision=decision.kind, decision_at=(decision.line, decision.column),
                              test=decision.test, context=decision.context, refuses=decision.refuses))
-    renamed = {id(old): new for old, new in zip(walker.terms, terms)}
+    renamed = {id(old): new for old, new in zip(walker.terms, terms, strict=True)}
     walker.out = [replace(r, terms=tuple(renamed.get(id(t), t) for t in r.terms)) if isinstance(r, Branch) else r
                   for r in walker.out]
     return terms, sites

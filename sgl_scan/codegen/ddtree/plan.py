@@ -16,7 +16,7 @@ from sgl_scan.analyzer.model import Algorithm, Analysis, DispatchSite, Location
 from sgl_scan.analyzer.query import Signature, files_by_module, find_class, find_method, method, resolve_class, signature
 from sgl_scan.codegen.ddtree import checks
 from sgl_scan.codegen.ddtree.attention import AttentionPlan, attention_plan
-from sgl_scan.codegen.ddtree.engine import engine_glue
+from sgl_scan.codegen.ddtree.engine import EngineGlue, engine_glue
 from sgl_scan.codegen.ddtree.trust import check_plan
 from sgl_scan.codegen.ddtree.width import DraftWidth, draft_width
 from sgl_scan.errors import CodegenError
@@ -152,7 +152,7 @@ class DDTreePlan:
     settings_view: tuple[str, Location] | None = None  # (qualified name, import site) of the release's resolved-settings view
     inherited: tuple[Signature, ...] = ()  # plugin mode: enum methods the plugin base lacks, run as the release's own code
     verify: VerifyGlue | None = None
-    engine: "EngineGlue | None" = None  # draft and commit glue (engine.py)
+    engine: EngineGlue | None = None  # draft and commit glue (engine.py)
     width: DraftWidth | None = None  # how the drafter keeps its trained block (width.py)
     attention: AttentionPlan | None = None  # backends that verify a tree, the release's default per architecture
 

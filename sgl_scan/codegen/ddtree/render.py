@@ -171,7 +171,7 @@ def _attention_context(plan: DDTreePlan, routes: bool = True) -> dict[str, objec
         wanted[k] = order[0] if order else None
     by_name = {b.backend: b for b in att.backends}
     table = []
-    for family, label in (("mha", "MHA"), ("mla", "MLA")):
+    for family in ("mha", "mla"):
         for a in att.kind_arms(family):
             for kind in ((family, "sinks") if family == "mha" else (family,)):
                 picks = [b for b in a.backends if not (kind == "sinks" and b in a.sinks_skip)]

@@ -115,9 +115,10 @@ def read_runtime_facts(tree: Path, base_module: str) -> RuntimeFacts:
     chunk, chunk_where = None, None
     vocab = _function(base, VOCAB_HEAD)
     if vocab is not None:
-        args = vocab.args.args + vocab.args.kwonlyargs
-        defaults = [None] * (len(vocab.args.args) - len(vocab.args.defaults)) + list(vocab.args.defaults) + list(vocab.args.kw_defaults)
-        for arg, default in zip(args, defaults):
+        positional = vocab.args.posonlyargs + vocab.args.args  # `defaults` ends the positional ones, `/` or not
+        args = positional + vocab.args.kwonlyargs
+        defaults = [None] * (len(positional) - len(vocab.args.defaults)) + list(vocab.args.defaults) + list(vocab.args.kw_defaults)
+        for arg, default in zip(args, defaults, strict=True):
             if arg.arg == "chunk_size" and isinstance(default, ast.Constant) and type(default.value) is int and 0 < default.value <= 65536:
                 chunk, chunk_where = default.value, _where(base_rel, vocab)
     group = None
