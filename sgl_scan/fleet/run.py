@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 from sgl_scan.errors import SglScanError
 from sgl_scan.fleet.hosts import HostEntry
 from sgl_scan.fleet.model import FleetDiff, FleetGroup, FleetHost, FleetReport
-from sgl_scan.reports.model import RuleDoc
+from sgl_scan.rules.doc import RuleDoc
 from sgl_scan.snapshots.manifest import Manifest, Snapshot
 
 DEFAULT_JOBS = 16  # pulls wait on the network and the remote host, not on this machine's CPU

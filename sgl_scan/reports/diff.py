@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 from sgl_scan.analyzer.model import Analysis, Location, SpecInventory
 from sgl_scan.reports.common import describe_source, git_label, loc_key, short_name, sorted_findings, worker_choice
-from sgl_scan.reports.model import RuleDoc
+from sgl_scan.rules.doc import RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
 from sgl_scan.snapshots.scope import statement as scope_statement
