@@ -145,7 +145,7 @@ def command(ctx: click.Context, a: str, b: str, fmt, output, select, ignore, fai
     """
     from sgl_scan.cli.scan_cmd import FindingOptions, prepare
     from sgl_scan.reports import format_for_path, render_diff
-    from sgl_scan.reports.diff import compute_diff
+    from sgl_scan.compare import compute_diff
 
     parse_ref(a), parse_ref(b)  # usage errors before any work
     fmt = fmt or (format_for_path(output) if output else None) or "text"
