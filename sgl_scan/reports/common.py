@@ -217,3 +217,9 @@ def conditional_workers(algorithm) -> tuple[str, ...]:
     if not any(w.condition for w in algorithm.workers):
         return ()
     return tuple(worker_choice(w) for w in algorithm.workers)
+
+
+def function_label(function: str) -> str:
+    """`pkg.module.Class.method` -> `Class.method`; module-level code keeps its module name."""
+    parts = function.split(".")
+    return ".".join(parts[-2:]) if len(parts) > 1 else function
