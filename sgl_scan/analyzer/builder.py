@@ -47,6 +47,16 @@ def normalize_text(text: str) -> str:
     return text[:TEXT_LIMIT]
 
 
+def slice_text(lines: Sequence[str], line: int, col0: int, end_line: int, end_col0: int) -> str:
+    """Source between two positions (1-based lines, 0-based character columns), normalised."""
+    if line == end_line:
+        return normalize_text(lines[line - 1][col0:end_col0])
+    parts = [lines[line - 1][col0:]]
+    parts.extend(lines[line:end_line - 1])
+    parts.append(lines[end_line - 1][:end_col0])
+    return normalize_text("".join(parts))
+
+
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _OTHER_BREAKS = re.compile("[\v\f\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines ends lines at these too
 

@@ -25,6 +25,11 @@ class Location:
         return f"{self.path}:{self.line}"
 
 
+def loc_key(loc) -> tuple:
+    """A total order on locations (the dataclass order breaks on a None end position)."""
+    return (loc.path, loc.line, loc.column)
+
+
 @dataclass(frozen=True)
 class ParseError:
     location: Location
@@ -48,6 +53,19 @@ class WorkerChoice:
     qualname: str
     condition: str | None  # source text of the flag tests that choose it (None: unconditional)
     location: Location
+
+
+def short_name(qualname: str | None) -> str:
+    """The last component of a dotted name (`sglang.srt...EAGLEWorker` -> `EAGLEWorker`)."""
+    if not qualname:
+        return ""
+    return qualname.rsplit(".", 1)[-1]
+
+
+def worker_choice(choice: WorkerChoice) -> str:
+    """`EAGLEWorkerV2 if enable_overlap` (or the bare class when no flag picks it)."""
+    name = short_name(choice.qualname)
+    return f"{name} if {choice.condition}" if choice.condition else name
 
 
 @dataclass(frozen=True)

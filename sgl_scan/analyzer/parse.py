@@ -18,9 +18,11 @@ from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
 from sgl_scan.analyzer.astnodes import child_nodes
-from sgl_scan.analyzer.builder import Builder, char_column, module_name, normalize_text, split_lines
+from sgl_scan.analyzer.builder import Builder, char_column, module_name, slice_text, split_lines
+from sgl_scan.analyzer.extraction import ExtractorContext, ExtractorFailed, run_extractor, uses_ast
 from sgl_scan.analyzer.facts import FileFacts, Param
 from sgl_scan.analyzer.model import Location, ParseError
+
 
 class SourceError(Exception):
     """The bytes are not Python source this analyzer can read (message, 1-based line, column)."""
@@ -49,16 +51,6 @@ def decode_source(data: bytes) -> str:
     if text.startswith("\ufeff"):
         text = text[1:]
     return text
-
-
-def slice_text(lines: Sequence[str], line: int, col0: int, end_line: int, end_col0: int) -> str:
-    """Source between two positions (1-based lines, 0-based character columns), normalised."""
-    if line == end_line:
-        return normalize_text(lines[line - 1][col0:end_col0])
-    parts = [lines[line - 1][col0:]]
-    parts.extend(lines[line:end_line - 1])
-    parts.append(lines[end_line - 1][:end_col0])
-    return normalize_text("".join(parts))
 
 
 # -- stdlib ast ---------------------------------------------------------------------------------
@@ -247,23 +239,6 @@ class _AstWalker:
                     self._generic(child)
 
 
-# -- libcst (parse_cst.py), loaded on first use ---------------------------------------------------
-_CST_NAMES = frozenset({"facts_from_cst", "run_extractors", "_wrap", "_reduced_extras", "_CstWalker"})
-
-
-def _libcst_half() -> Any:
-    from sgl_scan.analyzer import parse_cst
-
-    return parse_cst
-
-
-def __getattr__(name: str) -> Any:
-    """`facts_from_cst`, `run_extractors`, `_wrap`: defined in `parse_cst.py` (imports libcst)."""
-    if name in _CST_NAMES:
-        return getattr(_libcst_half(), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 # -- entry points -------------------------------------------------------------------------------
 def _error(path: str, sha256: str, message: str, line: int = 1, column: int = 1) -> FileFacts:
     return FileFacts(path=path, module=module_name(path), sha256=sha256,
@@ -293,44 +268,11 @@ def parses_cleanly(data: bytes) -> bool:
     return True
 
 
-class ExtractorFailed(Exception):
-    """An extractor raised on one file (a bug in it, or input it cannot handle); the file's other
-    facts stand, and the failure is recorded as that file's `parse_error`."""
-
-
-def _extract(ex: Any, parsed: Any, context: "_Context") -> tuple:
-    try:
-        return tuple(ex.extract(parsed, context))
-    except MemoryError:
-        raise
-    except RecursionError as exc:  # nesting deeper than the extractor's walk can follow
-        raise ExtractorFailed(f"extractor {ex.name} failed: nested too deeply ({type(exc).__name__})") from exc
-    except Exception as exc:
-        raise ExtractorFailed(f"extractor {ex.name} failed: {type(exc).__name__}: {exc}") from exc
-
-
 def run_ast_extractors(path: str, tree: ast.Module, extractors: Sequence[Any], text: str,
                        lines: list[str] | None = None) -> dict:
     """Each `parser = "ast"` extractor's records, read from the file's stdlib syntax tree."""
-    context = _Context(path, module_name(path), text, lines=lines)
-    return {ex.name: _extract(ex, tree, context) for ex in extractors}
-
-
-def uses_ast(extractor: Any) -> bool:
-    """Whether an extractor reads the stdlib `ast` (else a libcst `MetadataWrapper`)."""
-    return getattr(extractor, "parser", "cst") == "ast"
-
-
-class _Context:
-    """What an extractor is told of the file; `lines` and `source` (`extractors._ast.Source.of`) are
-    made once per file and shared by its extractors."""
-
-    __slots__ = ("path", "module", "text", "line_map", "lines", "source")
-
-    def __init__(self, path: str, module: str, text: str | None = None, line_map: tuple[int, ...] | None = None,
-                 lines: list[str] | None = None) -> None:
-        self.path, self.module, self.text, self.line_map = path, module, text, line_map
-        self.lines, self.source = lines, None
+    context = ExtractorContext(path, module_name(path), text, lines=lines)
+    return {ex.name: run_extractor(ex, tree, context) for ex in extractors}
 
 
 def parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False) -> FileFacts:
@@ -406,10 +348,11 @@ def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] =
     refusal = _too_deep_for_cst(text, tree, ast_error)  # only where libcst will read the file
     if refusal:
         return _error(path, sha256, refusal)
-    pc = _libcst_half()
+    from sgl_scan.analyzer import parse_cst as pc  # libcst is loaded only for the files that need it
+
     cst = pc.cst
     if tree is not None:
-        reduced = pc._reduced_extras(path, text, tree, extractors)
+        reduced = pc.reduced_extras(path, text, tree, extractors)
         if reduced is not None:
             return facts_from_ast(path, sha256, text, tree, {**extras, **reduced})
     try:
@@ -429,6 +372,6 @@ def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] =
     except (RecursionError, MemoryError, ValueError) as exc:
         return _error(path, sha256, f"cannot parse: {type(exc).__name__}")
     if tree is not None:
-        extras.update(pc.run_extractors(path, pc._wrap(module, extractors), extractors, text))
+        extras.update(pc.run_extractors(path, pc.wrap(module, extractors), extractors, text))
         return facts_from_ast(path, sha256, text, tree, extras)
     return pc.facts_from_cst(path, sha256, text, extractors, module)

@@ -12,10 +12,9 @@ from typing import Any, Iterable, Sequence
 import libcst as cst
 import libcst.metadata as meta
 
-from sgl_scan.analyzer.builder import Builder, split_lines
+from sgl_scan.analyzer.builder import Builder, module_name, slice_text, split_lines
+from sgl_scan.analyzer.extraction import ExtractorContext, run_extractor, uses_ast
 from sgl_scan.analyzer.facts import FileFacts, Param
-from sgl_scan.analyzer.parse import _Context, _extract, slice_text, uses_ast
-from sgl_scan.analyzer.builder import module_name
 from sgl_scan.analyzer.reduce import compact, reduce_source
 
 
@@ -191,7 +190,8 @@ class _CstWalker:
                 self._generic(child)
 
 
-def _wrap(module: cst.Module, extractors: Sequence[Any]) -> meta.MetadataWrapper:
+def wrap(module: cst.Module, extractors: Sequence[Any]) -> meta.MetadataWrapper:
+    """The module wrapped once, with every metadata provider any of `extractors` reads resolved."""
     wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
     providers = {meta.PositionProvider}
     for ex in extractors:
@@ -204,8 +204,8 @@ def run_extractors(path: str, wrapper: meta.MetadataWrapper, extractors: Sequenc
                    line_map: tuple[int, ...] | None = None) -> dict:
     """Each extractor's records; `text` is the module's source when known (saves regenerating it);
     `line_map` the file's line number of each line when the module is a compacted source."""
-    context = _Context(path, module_name(path), text, line_map)
-    return {ex.name: _extract(ex, wrapper, context) for ex in extractors}
+    context = ExtractorContext(path, module_name(path), text, line_map)
+    return {ex.name: run_extractor(ex, wrapper, context) for ex in extractors}
 
 
 def facts_from_cst(path: str, sha256: str, text: str, extractors: Sequence[Any] = (),
@@ -217,13 +217,13 @@ def facts_from_cst(path: str, sha256: str, text: str, extractors: Sequence[Any] 
     if module is None:
         module = cst.parse_module(text)
     extractors = [ex for ex in extractors if not uses_ast(ex)]
-    wrapper = _wrap(module, extractors)
+    wrapper = wrap(module, extractors)
     builder = Builder(path, sha256, text)
     _CstWalker(builder, split_lines(text), wrapper.resolve(meta.PositionProvider)).stmts(wrapper.module.body)
     return builder.finish(parser="cst", extras=run_extractors(path, wrapper, extractors, text))
 
 
-def _reduced_extras(path: str, text: str, tree: ast.Module, extractors: Sequence[Any]) -> dict | None:
+def reduced_extras(path: str, text: str, tree: ast.Module, extractors: Sequence[Any]) -> dict | None:
     """The extractors' records from libcst over the reduced source (`reduce.py`); None where that
     source does not parse (the caller then parses the whole file)."""
     reduced, line_map = compact(reduce_source(split_lines(text), tree, [ex.name for ex in extractors]))
@@ -231,4 +231,4 @@ def _reduced_extras(path: str, text: str, tree: ast.Module, extractors: Sequence
         module = cst.parse_module(reduced)
     except (cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
         return None
-    return run_extractors(path, _wrap(module, extractors), extractors, reduced, line_map)
+    return run_extractors(path, wrap(module, extractors), extractors, reduced, line_map)

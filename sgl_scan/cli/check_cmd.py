@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Iterator
 
 import click
 
-from sgl_scan.cli.scan_cmd import FindingOptions, finding_options, prepare, report_findings, require_speculative_files
+from sgl_scan.cli.options import finding_options, pop_finding_options, prepare_findings
+from sgl_scan.cli.output import report_findings
 from sgl_scan.errors import ConfigError, SnapshotError
+from sgl_scan.pipeline import read_sources, require_speculative_files
 from sgl_scan.snapshots.safeio import read_regular
 
 if TYPE_CHECKING:
@@ -255,8 +257,8 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.snapshots.resolve import obtain_snapshot
 
-    options = FindingOptions.pop(kwargs)
-    prepared = prepare(options)
+    options = pop_finding_options(kwargs)
+    prepared = prepare_findings(options)
     starts = [Path(p).resolve() for p in paths]
     first = starts[0] if starts else Path.cwd()
     with open_checkout(first if first.is_dir() else first.parent) as repo:
@@ -275,7 +277,6 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_
     analysis = analyze(snapshot)
     previous = base_hazards = None
     if wanted or include_new:  # what the diff base already had: new findings are those the change made
-        from sgl_scan.cli.scan_cmd import read_sources
         from sgl_scan.rules.baseline import KnownFindings
         from sgl_scan.rules.engine import run_rules
         from sgl_scan.rules.hazard import BaseHazards

@@ -89,7 +89,7 @@ def _scan(ref: str, params: dict, prepared, name: str):
     is happening; piped, stderr only gets one line per side saying what its pull did.
     """
     from sgl_scan.analyzer.pipeline import analyze
-    from sgl_scan.cli.scan_cmd import kept_findings
+    from sgl_scan.pipeline import kept_findings
     from sgl_scan.snapshots.progress import Progress
     from sgl_scan.snapshots.resolve import obtain_snapshot
 
@@ -143,13 +143,14 @@ def command(ctx: click.Context, a: str, b: str, fmt, output, select, ignore, fai
       sgl-scan diff pip:sglang==0.5.23 ssh:root@gpu-box:/root/sglang/python/sglang --format html -o diff.html
       sgl-scan diff snapshot:20261129T120000Z-ssh-3f2a snapshot:latest --fail-on warning
     """
-    from sgl_scan.cli.scan_cmd import FindingOptions, prepare
+    from sgl_scan.cli.options import prepare_findings
+    from sgl_scan.compare import compute_diff
+    from sgl_scan.pipeline import FindingOptions
     from sgl_scan.reports import format_for_path, render_diff
-    from sgl_scan.reports.diff import compute_diff
 
     parse_ref(a), parse_ref(b)  # usage errors before any work
     fmt = fmt or (format_for_path(output) if output else None) or "text"
-    prepared = prepare(FindingOptions(select=tuple(select), ignore=tuple(ignore)))
+    prepared = prepare_findings(FindingOptions(select=tuple(select), ignore=tuple(ignore)))
     a_params, b_params = side_params((a, b), shared)
     a_snap, a_analysis, a_findings = _scan(a, a_params, prepared, "A")
     b_snap, b_analysis, b_findings = _scan(b, b_params, prepared, "B")

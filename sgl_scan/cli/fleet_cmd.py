@@ -53,9 +53,10 @@ def command(ctx: click.Context, hosts, hosts_file, ssh_config_hosts, jobs, fleet
       sgl-scan fleet --hosts-file hosts.txt --baseline-host gpu-1 --fail-on-drift
     """
     from sgl_scan import __version__
-    from sgl_scan.cli.scan_cmd import FindingOptions, kept_findings, prepare
+    from sgl_scan.cli.options import prepare_findings
     from sgl_scan.fleet.hosts import collect_hosts
     from sgl_scan.fleet.run import DEFAULT_JOBS, build_report, pull_hosts
+    from sgl_scan.pipeline import FindingOptions, kept_findings
     from sgl_scan.reports import format_for_path
     from sgl_scan.reports.fleet import render_fleet
     from sgl_scan.snapshots import scope as scopes
@@ -64,7 +65,7 @@ def command(ctx: click.Context, hosts, hosts_file, ssh_config_hosts, jobs, fleet
     fmt = fmt or (format_for_path(output) if output else None) or "text"
     if fmt not in FORMATS:
         raise click.BadParameter(f"fleet reports are {', '.join(FORMATS)}, not {fmt}", param_hint="--format/--output")
-    prepared = prepare(FindingOptions(select=tuple(select), ignore=tuple(ignore)))
+    prepared = prepare_findings(FindingOptions(select=tuple(select), ignore=tuple(ignore)))
     if ssh.get("ssh_config") and not Path(ssh["ssh_config"]).expanduser().is_file():
         raise ConfigError(f"ssh config file not found: {ssh['ssh_config']}")
     entries = collect_hosts(hosts, hosts_file, ssh_config_hosts, ssh.get("ssh_config"), ssh.get("remote_root"))

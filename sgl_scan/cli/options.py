@@ -6,6 +6,8 @@ from typing import Callable
 
 import click
 
+from sgl_scan.pipeline import FindingOptions, Prepared, prepare
+
 
 class ByteSize(click.ParamType):
     """A byte count: 1048576, 512K, 64M, 2G."""
@@ -90,6 +92,64 @@ def some_source_options(*names: str) -> Callable[[Callable], Callable]:
         return func
 
     return stack
+
+
+FORMAT_CHOICES = ("text", "json", "sarif", "markdown", "html")
+
+FINDING_OPTIONS = (
+    click.option("--select", multiple=True, metavar="IDS", help="Report only these rules: ids, prefixes or names, comma-separated (default: all)."),
+    click.option("--ignore", multiple=True, metavar="IDS", help="Do not report these rules (ids, prefixes or names)."),
+    click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), default="error", show_default=True,
+                 help="Exit 1 when a reported finding has at least this severity."),
+    click.option("--baseline", type=click.Path(dir_okay=False), help="Hide findings recorded in this baseline file."),
+    click.option("--write-baseline", type=click.Path(dir_okay=False), help="Record the current findings as a baseline (exit 0)."),
+    click.option("--format", "fmt", type=click.Choice(FORMAT_CHOICES), default=None,
+                 help="Report format (default: from --output's extension, else text)."),
+    click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to this file instead of stdout."),
+)
+
+FINDING_PARAM_NAMES = ("select", "ignore", "fail_on", "baseline", "write_baseline", "fmt", "output")
+
+
+def finding_options(func: Callable) -> Callable:
+    """Stack the selection, threshold, baseline and output options on a command."""
+    for option in reversed(FINDING_OPTIONS):
+        func = option(func)
+    return func
+
+
+def pop_finding_options(kwargs: dict) -> FindingOptions:
+    """Split the finding options out of a command's keyword arguments."""
+    values = {name: kwargs.pop(name, None) for name in FINDING_PARAM_NAMES}
+    values["select"] = tuple(values["select"] or ())
+    values["ignore"] = tuple(values["ignore"] or ())
+    values["fail_on"] = values["fail_on"] or "error"
+    return FindingOptions(**values)
+
+
+def selector_origins() -> dict[str, str]:
+    """Where --select/--ignore came from: the option, or `<settings file>: <key>` when the settings
+    file gave them (click's default map)."""
+    out = {"select": "--select", "ignore": "--ignore"}
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return out
+    config = ctx.meta.get("sgl_scan.config") or (ctx.parent.meta.get("sgl_scan.config") if ctx.parent else None)
+    for name in out:
+        try:
+            source = ctx.get_parameter_source(name)
+        except Exception:  # not a parameter of this command
+            continue
+        if source is not None and source.name == "DEFAULT_MAP":
+            out[name] = f"{config or 'the settings file'}: {name}"
+        elif source is not None and source.name == "DEFAULT":
+            out[name] = ""  # not given: every rule is selected, and an ignore anywhere simply applies
+    return out
+
+
+def prepare_findings(options: FindingOptions) -> Prepared:
+    """`pipeline.prepare` told where this command's --select/--ignore came from; its notes go to stderr."""
+    return prepare(options, origins=selector_origins(), say=lambda line: click.echo(line, err=True))
 
 
 class ImplicitLatest(str):

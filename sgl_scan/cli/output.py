@@ -1,4 +1,8 @@
-"""Where a rendered report goes: a file (`-o`), else stdout; colour only for text on a terminal."""
+"""Where a rendered report goes: a file (`-o`), else stdout; colour only for text on a terminal.
+
+`report_findings` is the end of `scan` and `check`: the pipeline's findings rendered, sent there, and
+turned into the exit code.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,15 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Mapping
 
 import click
 
 from sgl_scan.errors import ConfigError
+from sgl_scan.exitcodes import exit_code_for
+
+if TYPE_CHECKING:
+    from sgl_scan.pipeline import FindingOptions, Prepared
 
 
 def wants_color(fmt: str, output: str | None) -> bool:
@@ -57,3 +66,50 @@ def write_file(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+
+def report_findings(
+    snapshot,
+    analysis,
+    options: "FindingOptions",
+    prepared: "Prepared",
+    *,
+    changed_lines: Mapping[str, frozenset[int]] | None = None,
+    previous=None,  # KnownFindings at the diff base (check --include-new)
+    base_hazards=None,  # frozenset of the diff base's hazards (check: rules/hazard.py)
+    artifact_root=None,  # reports.model.ArtifactRoot: SARIF uris relative to the repository or --sarif-root
+    review: bool = False,
+    latest: str | None = None,  # what an implicit `latest` was (the report's header says it)
+) -> int:
+    """Run the rules, filter once, render, write; return the exit code. `review`: a `check` run
+    (the text report puts the findings first and the inventory in one line)."""
+    from sgl_scan.pipeline import check_snapshot, findings_report, record_baseline
+    from sgl_scan.reports import format_for_path, render
+
+    checked = check_snapshot(snapshot, analysis, prepared, changed_lines=changed_lines, previous=previous,
+                             base_hazards=base_hazards)
+    if options.write_baseline:
+        click.echo(record_baseline(options.write_baseline, checked.filtered), err=True)
+        if not options.output:
+            return 0  # the one line is the answer; with -o the report is written too, never dropped
+
+    report = findings_report(snapshot, analysis, checked, prepared, config=_config_used(), review=review,
+                             artifact_root=artifact_root, latest=latest)
+    fmt = options.fmt or (format_for_path(options.output) if options.output else None) or "text"
+    color = wants_color(fmt, options.output)
+    document = render(report, fmt, color=color)
+    emit(document, options.output)
+    if options.write_baseline:
+        return 0
+    return exit_code_for((f.severity for f in checked.filtered.kept), options.fail_on)
+
+
+def _config_used() -> str | None:
+    """The settings file `config_callback` installed for this run, if any."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None:
+        if "sgl_scan.config" in ctx.meta:
+            return ctx.meta["sgl_scan.config"]
+        ctx = ctx.parent
+    return None

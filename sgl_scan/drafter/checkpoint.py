@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
 
 from sgl_scan.drafter.errors import CheckpointError, MissingBackendError
+from sgl_scan.drafter.model_config import config_field
 
 MAPPING_KINDS = ("d2t", "t2d")
 INDEX_SUFFIX = ".safetensors.index.json"
@@ -266,8 +267,6 @@ def mapping_limit(config: Mapping[str, Any] | None, tensors: Mapping[str, Tensor
     """The most entries a d2t/t2d may have before it is loaded: the largest vocabulary the checkpoint
     declares (config `vocab_size`/`draft_vocab_size`, the rows of `lm_head`/`embed_tokens`), never
     less than `MAPPING_FLOOR` (every real vocabulary is smaller) nor more than `MAPPING_CAP`."""
-    from sgl_scan.drafter.target import config_field
-
     sizes = [config_field(config or {}, key) for key in ("vocab_size", "draft_vocab_size")]
     for name, info in tensors.items():
         if name.endswith(("lm_head.weight", "embed_tokens.weight")) and len(info.shape) == 2:

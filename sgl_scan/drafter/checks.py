@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from sgl_scan.drafter.checkpoint import INTEGER_DTYPES, Checkpoint, MappingTensor
 from sgl_scan.drafter.mapping import D2tFacts, analyse_d2t
-from sgl_scan.drafter.target import Target, complete_target, config_field
+from sgl_scan.drafter.model_config import config_field
+from sgl_scan.drafter.target import Target, complete_target
 
 STATUSES = ("pass", "warn", "fail", "skip")
 

@@ -8,9 +8,7 @@ from typing import Any, Mapping
 
 from sgl_scan.drafter.checkpoint import read_json_file
 from sgl_scan.drafter.errors import CheckpointError
-
-# Multimodal targets (Kimi-K2.5, Qwen-VL, ...) keep the language model's fields in a sub-config.
-_TEXT_CONFIG_KEYS = ("text_config", "language_config", "llm_config")
+from sgl_scan.drafter.model_config import config_field
 
 
 @dataclass(frozen=True)
@@ -24,17 +22,6 @@ class Target:
     def confirmed(self) -> bool:
         """Whether the vocabulary came from the user (option or target config), not the drafter itself."""
         return self.vocab_source.startswith("--")
-
-
-def config_field(config: Mapping[str, Any], key: str) -> Any:
-    """`config[key]`, else the same key in a text/language sub-config."""
-    if key in config:
-        return config[key]
-    for sub in _TEXT_CONFIG_KEYS:
-        nested = config.get(sub)
-        if isinstance(nested, Mapping) and key in nested:
-            return nested[key]
-    return None
 
 
 def read_target_config(path: str | Path) -> Target:

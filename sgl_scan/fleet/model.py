@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sgl_scan.analyzer.model import SpecInventory
-from sgl_scan.reports.diff import InventoryDiff
-from sgl_scan.reports.model import RuleDoc
+from sgl_scan.compare import InventoryDiff
+from sgl_scan.rules.doc import RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
 

@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 from sgl_scan.errors import SglScanError
 from sgl_scan.fleet.hosts import HostEntry
 from sgl_scan.fleet.model import FleetDiff, FleetGroup, FleetHost, FleetReport
-from sgl_scan.reports.model import RuleDoc
+from sgl_scan.rules.doc import RuleDoc
 from sgl_scan.snapshots.manifest import Manifest, Snapshot
 
 DEFAULT_JOBS = 16  # pulls wait on the network and the remote host, not on this machine's CPU
@@ -164,8 +164,8 @@ def build_report(pulled: Sequence[Pulled], rules: Sequence[RuleDoc], check: Call
     """Group the pulled snapshots, analyse and check each group once (`check(snapshot, analysis)`: the
     selected rules' findings), diff every group with the baseline. `rules`: the selected rules' docs."""
     from sgl_scan.analyzer.pipeline import analyze
-    from sgl_scan.reports.common import git_label
-    from sgl_scan.reports.diff import compute_diff
+    from sgl_scan.compare import compute_diff
+    from sgl_scan.snapshots.summary import git_label
 
     members: dict[str, list[Pulled]] = {}
     for item in pulled:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sgl_scan.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sgl_scan.reports.diff import InventoryDiff
+    from sgl_scan.compare import InventoryDiff
     from sgl_scan.reports.model import Report
 
 FORMATS = ("text", "json", "sarif", "markdown", "html")

@@ -8,8 +8,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from sgl_scan.analyzer.model import SpecInventory
-from sgl_scan.rules.finding import SEVERITIES, Finding
+from sgl_scan.analyzer.model import SpecInventory, loc_key, short_name, worker_choice  # noqa: F401  (shared by every reporter)
+from sgl_scan.rules.finding import SEVERITIES, Finding, finding_sort_key, sorted_findings  # noqa: F401  (shared by every reporter)
 from sgl_scan.reports.visible import visible, visible_lines  # noqa: F401  (shared by every reporter)
 from sgl_scan.snapshots.summary import describe_source, git_label, tree_fields, tree_line  # noqa: F401  (one implementation)
 
@@ -124,19 +124,6 @@ def census_line(inventory) -> str | None:
     return f"{plural(census.references, 'reference')}: {census.read} read, {census.unread} could not be read"
 
 
-def loc_key(loc) -> tuple:
-    """A total order on locations (the dataclass order breaks on a None end position)."""
-    return (loc.path, loc.line, loc.column)
-
-
-def finding_sort_key(finding: Finding) -> tuple:
-    return (finding.path, finding.line, finding.column, finding.rule_id, finding.message)
-
-
-def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
-    return sorted(findings, key=finding_sort_key)
-
-
 def severity_counts(findings: Iterable[Finding]) -> dict[str, int]:
     """Count per severity, highest first, every severity present (zero included)."""
     counts = Counter(f.severity for f in findings)
@@ -225,12 +212,6 @@ def d2t_by_kind(inventory: SpecInventory) -> list[tuple[str, list]]:
     return sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0]))
 
 
-def worker_choice(choice) -> str:
-    """`EAGLEWorkerV2 if enable_overlap` (or the bare class when no flag picks it)."""
-    name = short_name(choice.qualname)
-    return f"{name} if {choice.condition}" if choice.condition else name
-
-
 def conditional_workers(algorithm) -> tuple[str, ...]:
     """Every worker an algorithm may get with its flags, when flags choose between several."""
     if not any(w.condition for w in algorithm.workers):
@@ -238,8 +219,7 @@ def conditional_workers(algorithm) -> tuple[str, ...]:
     return tuple(worker_choice(w) for w in algorithm.workers)
 
 
-def short_name(qualname: str | None) -> str:
-    """The last component of a dotted name (`sglang.srt...EAGLEWorker` -> `EAGLEWorker`)."""
-    if not qualname:
-        return ""
-    return qualname.rsplit(".", 1)[-1]
+def function_label(function: str) -> str:
+    """`pkg.module.Class.method` -> `Class.method`; module-level code keeps its module name."""
+    parts = function.split(".")
+    return ".".join(parts[-2:]) if len(parts) > 1 else function

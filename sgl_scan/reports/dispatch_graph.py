@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import networkx as nx
 
 from sgl_scan.analyzer.model import SpecInventory
-from sgl_scan.reports.common import loc_key, short_name
+from sgl_scan.reports.common import function_label, loc_key, short_name
 
 LAYERS = ("algorithm", "site", "worker")  # the middle layer holds "branch" and "site" nodes
 # Functions that choose no worker are drawn only up to this many (busiest first), so the picture
@@ -27,12 +27,6 @@ MAX_OTHER_FUNCTIONS = 10
 class GraphNote:
     functions_total: int
     functions_drawn: int
-
-
-def function_label(function: str) -> str:
-    """`pkg.module.Class.method` -> `Class.method`; module-level code keeps its module name."""
-    parts = function.split(".")
-    return ".".join(parts[-2:]) if len(parts) > 1 else function
 
 
 def _branch_label(function: str, via: str, detail: str) -> str:

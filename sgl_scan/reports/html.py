@@ -176,7 +176,7 @@ def render(report: Report, *, color: bool = False) -> str:
 def render_diff(diff, *, color: bool = False) -> str:
     del color
     from sgl_scan import __version__
-    from sgl_scan.reports.diff import CATEGORIES
+    from sgl_scan.compare import CATEGORIES
 
     return html_env().get_template("diff.html.j2").render(
         diff=diff,

@@ -38,7 +38,7 @@ def render(report: Report, *, color: bool = False) -> str:
 
 def render_diff(diff, *, color: bool = False) -> str:
     del color
-    from sgl_scan.reports.diff import CATEGORIES
+    from sgl_scan.compare import CATEGORIES
 
     return markdown_env().get_template("diff.md.j2").render(
         diff=diff, groups=diff.by_category(), counts=diff.counts(), titles=CATEGORIES, fold_after=FOLD_CHANGES

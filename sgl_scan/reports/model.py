@@ -6,17 +6,9 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from sgl_scan.analyzer.model import ParseError, SpecInventory
+from sgl_scan.rules.doc import RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
-
-
-@dataclass(frozen=True)
-class RuleDoc:
-    id: str  # "SGL301"
-    name: str  # "d2t-used-as-direct-map"
-    severity: str
-    message: str  # the one-line summary
-    docs: str  # Markdown with What it does / Why it matters / Example / Use instead
 
 
 @dataclass(frozen=True)

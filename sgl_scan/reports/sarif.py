@@ -18,7 +18,8 @@ from typing import Iterable, Mapping, Sequence
 
 from sgl_scan.analyzer.model import Location, ParseError
 from sgl_scan.reports.common import census_line, describe_source, json_document, loc_key, sorted_findings, source_line, tree_line
-from sgl_scan.reports.model import ArtifactRoot, Report, RuleDoc
+from sgl_scan.reports.model import ArtifactRoot, Report
+from sgl_scan.rules.doc import RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
 

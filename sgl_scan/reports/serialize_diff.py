@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sgl_scan.compare import Change, InventoryDiff, Side
 from sgl_scan.reports import serialize
-from sgl_scan.reports.diff import Change, InventoryDiff, Side
 from sgl_scan.snapshots import scope as scopes
 
 SCHEMA_VERSION = 2

@@ -281,7 +281,7 @@ DIFF_COLOURS = {"added": "green", "removed": "red", "changed": "yellow", "moved"
 
 
 def render_diff(diff, *, color: bool = False) -> str:
-    from sgl_scan.reports.diff import CATEGORIES
+    from sgl_scan.compare import CATEGORIES
 
     out = _Out(color)
     out.add(out.style("sgl-scan diff: what changed from A to B", bold=True))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Mapping
 
 from sgl_scan.analyzer.model import Analysis, Location
-from sgl_scan.reports.model import RuleDoc
+from sgl_scan.rules.doc import RuleDoc
 from sgl_scan.rules.finding import SEVERITIES, Finding
 
 DOC_SECTIONS = ("What it does", "Why it matters", "Example", "Use instead")

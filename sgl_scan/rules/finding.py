@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 SEVERITIES = ("info", "warning", "error")
 MAX_TEXT_CHARS = 1000  # of a message or hint
@@ -35,3 +35,12 @@ class Finding:
             if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
                 cut = f"{value[:MAX_TEXT_CHARS]} … ({len(value) - MAX_TEXT_CHARS} more characters)"
                 object.__setattr__(self, name, cut)
+
+
+def finding_sort_key(finding: Finding) -> tuple:
+    """The order findings are listed in: by file, position, rule, message."""
+    return (finding.path, finding.line, finding.column, finding.rule_id, finding.message)
+
+
+def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
+    return sorted(findings, key=finding_sort_key)

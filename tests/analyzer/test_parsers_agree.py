@@ -6,7 +6,8 @@ import dataclasses
 
 import pytest
 
-from sgl_scan.analyzer.parse import decode_source, facts_from_ast, facts_from_cst
+from sgl_scan.analyzer.parse import decode_source, facts_from_ast
+from sgl_scan.analyzer.parse_cst import facts_from_cst
 from sgl_scan.analyzer.pipeline import discover
 
 pytestmark = pytest.mark.slow

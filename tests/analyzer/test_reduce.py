@@ -9,7 +9,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from sgl_scan.analyzer.parse import decode_source, parse_file, run_ast_extractors, run_extractors, split_lines, uses_ast, _wrap
+from sgl_scan.analyzer.parse import decode_source, parse_file, run_ast_extractors, split_lines, uses_ast
+from sgl_scan.analyzer.parse_cst import run_extractors, wrap
 from sgl_scan.analyzer.pipeline import discover, load_extractors, matching_extractors
 from sgl_scan.analyzer.reduce import compact, hit_lines, reduce_source
 from tests.support.releases import release_tree
@@ -107,7 +108,7 @@ def test_parse_file_gives_the_same_facts_as_full_libcst():
     reduced = parse_file("sglang/srt/x.py", source, "0", extractors)
     text = source.decode()
     on_cst = [ex for ex in extractors if not uses_ast(ex)]
-    full = run_extractors("sglang/srt/x.py", _wrap(cst.parse_module(text), on_cst), on_cst)
+    full = run_extractors("sglang/srt/x.py", wrap(cst.parse_module(text), on_cst), on_cst)
     full.update(run_ast_extractors("sglang/srt/x.py", ast.parse(text), [ex for ex in extractors if uses_ast(ex)], text))
     assert reduced.extras == full
     assert any(reduced.extras.values())
@@ -130,8 +131,8 @@ def test_reduced_source_gives_identical_records_on_real_release(version):
         reduced = reduce_source(split_lines(text), module, [ex.name for ex in matched])
         assert len(split_lines(reduced)) == len(split_lines(text)), rel
         compacted, line_map = compact(reduced)  # as the pipeline hands it to libcst
-        full = run_extractors(rel, _wrap(cst.parse_module(text), matched), matched)
-        small = run_extractors(rel, _wrap(cst.parse_module(compacted), matched), matched, compacted, line_map)
+        full = run_extractors(rel, wrap(cst.parse_module(text), matched), matched)
+        small = run_extractors(rel, wrap(cst.parse_module(compacted), matched), matched, compacted, line_map)
         assert small == full, rel
         checked += 1
     assert checked >= 2  # every file a libcst extractor reads (0.4.6: spec_info.py, server_args.py)

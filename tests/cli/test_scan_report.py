@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from sgl_scan.cli.scan_cmd import FindingOptions, prepare, report_findings
+from sgl_scan.cli.output import report_findings
 from sgl_scan.errors import ConfigError
+from sgl_scan.pipeline import FindingOptions, prepare
 from sgl_scan.snapshots.manifest import Manifest, Snapshot
 from tests.rules.inventories import EAGLE3, analysis
 

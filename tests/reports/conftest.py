@@ -25,7 +25,7 @@ def reports_home(tmp_path_factory):
 @pytest.fixture(scope="session")
 def real_report_0_5_23(reports_home, sglang_0_5_23) -> Report:
     from sgl_scan.analyzer.pipeline import analyze
-    from sgl_scan.cli.scan_cmd import read_sources
+    from sgl_scan.pipeline import read_sources
     from sgl_scan.rules.engine import run_rules
     from sgl_scan.rules.registry import load_rules
     from sgl_scan.snapshots.resolve import obtain_snapshot

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from sgl_scan.analyzer.model import Algorithm, DispatchSite, Location
-from sgl_scan.reports.diff import InventoryDiff, compute_diff
+from sgl_scan.compare import InventoryDiff, compute_diff
 from tests.reports import fixtures as fx
 
 

@@ -23,7 +23,8 @@ from sgl_scan.analyzer.model import (
     Predicate,
     SpecInventory,
 )
-from sgl_scan.reports.model import Report, RuleDoc
+from sgl_scan.reports.model import Report
+from sgl_scan.rules.doc import RuleDoc
 from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import FileEntry, GitState, Manifest, SkippedFile
 

@@ -129,7 +129,7 @@ class Source:
     @classmethod
     def of(cls, context: Any) -> "Source":
         """The Source of the file an extractor is handed, made once and shared by the file's extractors
-        (kept on `context` where it has room: the per-file pass's `_Context`)."""
+        (kept on `context` where it has room: the per-file pass's `ExtractorContext`)."""
         source = getattr(context, "source", None)
         if source is None:
             source = cls(context.text, getattr(context, "lines", None))

@@ -4,7 +4,10 @@ Items are matched on what they are (an algorithm's name, a predicate's name, a h
 name, a site's enclosing function, kind and expression), never on line numbers, so code that
 merely moved is not reported as removed and re-added. Duplicates with the same key pair up in
 line order; dispatch sites sharing a key are aligned by meaning too (the algorithms they select,
-so polarity counts), an inserted site being "added" without disturbing its neighbours. `compute_diff` returns a frozen `InventoryDiff`; every reporter renders it.
+so polarity counts), an inserted site being "added" without disturbing its neighbours.
+
+The stage between the rules and the reporters for `diff` and `fleet`: `compute_diff` returns a
+frozen `InventoryDiff`, and every reporter only renders it.
 """
 
 from __future__ import annotations
@@ -12,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence, TypeVar
 
-from sgl_scan.analyzer.model import Analysis, Location, SpecInventory
-from sgl_scan.reports.common import describe_source, git_label, loc_key, short_name, sorted_findings, worker_choice
-from sgl_scan.reports.model import RuleDoc
-from sgl_scan.rules.finding import Finding
+from sgl_scan.analyzer.model import Analysis, Location, SpecInventory, loc_key, short_name, worker_choice
+from sgl_scan.rules.doc import RuleDoc
+from sgl_scan.rules.finding import Finding, sorted_findings
 from sgl_scan.snapshots.manifest import Manifest
 from sgl_scan.snapshots.scope import statement as scope_statement
+from sgl_scan.snapshots.summary import describe_source, git_label
 
 # Categories in the order reports list them, with their display titles.
 CATEGORIES = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from sgl_scan.analyzer.model import Location
-from sgl_scan.reports.diff import compute_diff
+from sgl_scan.compare import compute_diff
 from tests.reports import fixtures as fx
 from tests.reports.diff_fixtures import sample_diff
 

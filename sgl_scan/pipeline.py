@@ -1,0 +1,212 @@
+"""The one place that runs the stages after a snapshot is obtained: rules, then the one filter step.
+
+Every command that reports findings (`scan`, `check`, `diff`, `fleet`) goes through here, so
+selection, suppression comments, baselines and changed lines are applied the same way everywhere.
+Nothing here knows about click: what the command line decides (where `--select` came from, where
+the report goes) is passed in by the cli.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+log = logging.getLogger(__name__)
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class FindingOptions:
+    """Which findings to report and how: selection, threshold, baseline, format and output."""
+
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    fail_on: str = "error"
+    baseline: str | None = None
+    write_baseline: str | None = None
+    fmt: str | None = None
+    output: str | None = None
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What can be checked before any expensive work: rules load, selectors and baseline are valid."""
+
+    rules: object  # RuleSet
+    selection: object  # Selection
+    baseline: object | None  # Baseline
+
+    def rule_docs(self) -> tuple:
+        """The documentation of the rules the selection keeps (what a report lists)."""
+        selected = set(self.selection.rule_ids(self.rules))
+        return tuple(doc for doc in self.rules.docs() if doc.id in selected)
+
+
+DEFAULT_ORIGINS = {"select": "--select", "ignore": "--ignore"}
+
+
+def prepare(options: FindingOptions, *, origins: Mapping[str, str] = DEFAULT_ORIGINS,
+            say: Callable[[str], None] = _to_stderr) -> Prepared:
+    """Load the rules, build the selection and read the baseline. `origins`: where --select and
+    --ignore came from ("" when not given, `<settings file>: <key>` for the settings file); a rule
+    both selected and ignored is settled here and `say` tells the user how."""
+    from sgl_scan.rules.baseline import read_baseline
+    from sgl_scan.rules.registry import load_rules
+    from sgl_scan.rules.selection import Selection
+
+    rules = load_rules()
+    selection = Selection.build(rules, options.select, options.ignore, select_from=origins["select"],
+                                ignore_from=origins["ignore"])
+    both = selection.overlap() if origins["select"] else ()
+    if both:
+        shown = ", ".join(both)
+        if origins["ignore"] != "--ignore" and origins["select"] == "--select":  # the command line wins
+            selection = selection.without_ignored(both)
+            say(f"sgl-scan: --select {shown} wins over {origins['ignore']} (command-line options win)")
+        else:
+            say(f"sgl-scan: {shown} is both selected and ignored; ignore wins ({origins['ignore']})")
+    baseline = read_baseline(options.baseline) if options.baseline else None
+    return Prepared(rules, selection, baseline)
+
+
+def require_speculative_files(snapshot) -> None:
+    """A snapshot without a single `sglang/srt/speculative/` file cannot answer anything: say so
+    (with what was skipped) instead of reporting "Algorithms (0)" and passing."""
+    from sgl_scan.errors import SnapshotError
+
+    m = snapshot.manifest
+    if any(f.path.startswith("sglang/srt/speculative/") for f in m.files):
+        return
+    links = [s.path for s in m.skipped if "symlink" in s.reason]
+    why = f"; skipped symlinks: {', '.join(links[:3])}{' ...' if len(links) > 3 else ''}" if links else ""
+    raise SnapshotError(f"snapshot {m.id} ({m.scope} scope, {len(m.files)} files, {len(m.skipped)} skipped) holds no "
+                        f"sglang/srt/speculative files{why}; see: sgl-scan snapshot show {m.id}")
+
+
+def read_sources(tree: Path, paths) -> dict[str, list[str]]:
+    """Source lines of `paths` inside the snapshot tree (files that cannot be read are left out)."""
+    sources = {}
+    for path in sorted(set(paths)):
+        try:
+            text = (tree / path).read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        sources[path] = text.splitlines()
+    return sources
+
+
+def source_reader(snapshot) -> tuple[dict[str, list[str]], Callable[[str], list[str] | None]]:
+    """(the lines read so far by path, a reader of one file's lines): the rules' fingerprints read the
+    statements' neighbours, and the suppression comments are looked up in the same lines."""
+    sources: dict[str, list[str]] = {}
+
+    def source_lines(path: str) -> list[str] | None:
+        if path not in sources:
+            sources.update(read_sources(snapshot.tree, [path]))
+        return sources.get(path)
+
+    return sources, source_lines
+
+
+def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
+    """The rules' findings on a snapshot after --select/--ignore and suppression comments, for
+    comparing two snapshots (`diff`, `fleet`): fingerprints without the neighbour lines, so a line
+    added beside an unchanged finding does not make it "resolved" and "new"."""
+    from sgl_scan.rules.engine import run_rules
+    from sgl_scan.rules.filtering import FilterOptions, apply_filters
+    from sgl_scan.rules.suppression import suppressions_in
+
+    findings = run_rules(analysis, prepared.rules)
+    sources = read_sources(snapshot.tree, (f.path for f in findings))
+    suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
+    return list(apply_filters(findings, FilterOptions(selection=prepared.selection, suppressions=suppressions)).kept)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A snapshot's findings after the one filter step, and the source lines read on the way."""
+
+    filtered: object  # rules.filtering.Filtered
+    sources: Mapping[str, list[str]]
+
+
+def check_snapshot(
+    snapshot,
+    analysis,
+    prepared: Prepared,
+    *,
+    changed_lines: Mapping[str, frozenset[int]] | None = None,
+    previous=None,  # KnownFindings at the diff base (check --include-new)
+    base_hazards=None,  # frozenset of the diff base's hazards (check: rules/hazard.py)
+) -> Checked:
+    """Run the rules and filter once: selection, suppression comments, baseline, changed lines."""
+    from sgl_scan.rules.engine import run_rules
+    from sgl_scan.rules.filtering import FilterOptions, apply_filters
+    from sgl_scan.rules.suppression import suppressions_in
+
+    sources, source_lines = source_reader(snapshot)
+    findings = run_rules(analysis, prepared.rules, source_lines=source_lines)
+    suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
+    filtered = apply_filters(
+        findings,
+        FilterOptions(
+            selection=prepared.selection,
+            suppressions=suppressions,
+            baseline=prepared.baseline,
+            changed_lines=changed_lines,
+            previous=previous,
+            base_hazards=base_hazards,
+        ),
+    )
+    log.info("findings: %s", ", ".join(f"{k} {v}" for k, v in filtered.counts().items()))
+    return Checked(filtered, sources)
+
+
+def record_baseline(path: str, filtered) -> str:
+    """Write the reported and already-baselined findings to a baseline file; the line saying so."""
+    from sgl_scan.rules.baseline import write_baseline
+
+    recorded = filtered.kept + filtered.baselined
+    write_baseline(path, recorded)
+    counts = filtered.counts()
+    by = ", ".join(f"{sev} {sum(1 for f in recorded if f.severity == sev)}" for sev in ("error", "warning", "info"))
+    return (f"sgl-scan: wrote {len(recorded)} findings to baseline {path} ({by}; "
+            f"{counts['suppressed']} suppressed and {counts['deselected']} deselected not recorded)")
+
+
+def findings_report(
+    snapshot,
+    analysis,
+    checked: Checked,
+    prepared: Prepared,
+    *,
+    config: str | None = None,  # the settings file used, for the report's header
+    review: bool = False,
+    artifact_root=None,  # reports.model.ArtifactRoot: SARIF uris relative to the repository or --sarif-root
+    latest: str | None = None,  # what an implicit `latest` was (the report's header says it)
+):
+    """The `Report` every reporter renders, from the kept findings and the lines they point at."""
+    from sgl_scan import __version__
+    from sgl_scan.reports.model import Report
+
+    filtered, sources = checked.filtered, checked.sources
+    return Report(
+        manifest=snapshot.manifest,
+        inventory=analysis.inventory,
+        findings=filtered.kept,
+        parse_errors=analysis.parse_errors,
+        rules=prepared.rule_docs(),
+        tool_version=__version__,
+        sources={path: sources[path] for path in {f.path for f in filtered.kept} if path in sources},
+        config=config,
+        review=review,
+        artifact_root=artifact_root,
+        latest=latest,
+        hidden={"suppressed": len(filtered.suppressed), "baselined": len(filtered.baselined)},
+    )
