@@ -93,7 +93,7 @@ def raw_before_normalisation(analysis: Analysis) -> dict[Location, str]:
     reached: dict[str, str] = {}
     calls, prefetch = _calls(analysis)
     level = list(early.items())
-    for depth in range(MAX_DEPTH + 1):  # breadth first, one level at a time: its files are read together
+    for _depth in range(MAX_DEPTH + 1):  # breadth first, one level at a time: its files are read together
         level = [(name, why) for name, why in level if name not in reached and name not in normal]
         prefetch(name for name, _why in level if name not in by_function)
         following = []

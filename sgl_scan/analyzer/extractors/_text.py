@@ -32,13 +32,13 @@ class Trigger:
         self.parts = tuple(re.compile(p, flags) for p in patterns)
         self.pattern = "|".join(f"(?:{p})" for p in patterns)
         self.flags = flags
-        self._led = tuple(zip(self.parts, map(_required_literal, self.parts)))
+        self._led = tuple(zip(self.parts, map(_required_literal, self.parts), strict=True))
         self._one_line = tuple(isinstance(p, OnOneLine) for p in patterns)
 
     def search(self, text: str, *args: int, present: dict[str, bool] | None = None) -> re.Match[str] | None:
         """The first match, or None. `present` (literal -> whether `text` holds it) is shared by the
         triggers searched on one text, so each literal is looked for once."""
-        for (part, literal), one_line in zip(self._led, self._one_line):
+        for (part, literal), one_line in zip(self._led, self._one_line, strict=True):
             if literal:  # no match without it (`in` scans faster than `re`)
                 held = present.get(literal) if present is not None else None
                 if held is None:
