@@ -32,6 +32,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from sgl_scan.analyzer.astnodes import inner_nodes
 from sgl_scan.analyzer.extractors._text import Trigger
 from sgl_scan.analyzer.model import Census, Location, SpecInventory, Unread
 
@@ -379,7 +380,7 @@ class _Census:
             if _map_name(node.value) or any(_map_name(n) for n in _index_nodes(node)):
                 self.add(node, "d2t", "indexing")
         self.node_ctx = None
-        for child in ast.iter_child_nodes(node):
+        for child in inner_nodes(node):  # expression contexts and operators hold nothing to count
             self.walk(child)
         if t is ast.NamedExpr and isinstance(node.target, ast.Name):
             self.bind(node.target.id, self._value_binding(node.value))

@@ -24,7 +24,7 @@ from typing import Iterable
 
 from sgl_scan.analyzer.extractors.sequence import FunctionRefs
 from sgl_scan.analyzer.model import Analysis, Location
-from sgl_scan.analyzer.query import files_mentioning, files_with_records
+from sgl_scan.analyzer.query import facts_in_passing, files_mentioning, files_with_records
 
 SEQUENCE = "spec_call_sequence"
 MAX_DEPTH = 8
@@ -37,7 +37,7 @@ def _short(name: str) -> str:
 def _records(analysis: Analysis) -> list[tuple[str, FunctionRefs]]:
     out = []
     for path in files_with_records(analysis, ["FunctionRefs"]):
-        extras = getattr(analysis.files[path], "extras", None) or {}
+        extras = getattr(facts_in_passing(analysis, path), "extras", None) or {}
         out.extend((path, r) for r in extras.get(SEQUENCE, ()) if isinstance(r, FunctionRefs))
     return out
 
@@ -47,7 +47,7 @@ def _resolver_functions(analysis: Analysis) -> set[str]:
 
     found = set()
     for path in files_with_records(analysis, ["AliasResolver"]):
-        for records in (getattr(analysis.files[path], "extras", None) or {}).values():
+        for records in (getattr(facts_in_passing(analysis, path), "extras", None) or {}).values():
             found.update(r.function for r in records if isinstance(r, AliasResolver))
     return found
 
@@ -131,15 +131,19 @@ def _calls(analysis: Analysis):
                 return module, ".".join(parts[cut:])
         return None
 
+    read: dict[str, dict[str, list[str]]] = {}  # module -> qualname -> callees (its facts are not kept)
+
     def callees(name: str) -> list[str]:
         found = split(name)
         if found is None:
             return []
         module, qualname = found
-        for function in modules[module].functions:
-            if function.qualname == qualname:
-                return [c.resolved for c in function.calls if c.resolved]
-        return []
+        if module not in read:
+            table: dict[str, list[str]] = {}
+            for function in facts_in_passing(analysis, modules.path_of(module)).functions:
+                table.setdefault(function.qualname, [c.resolved for c in function.calls if c.resolved])
+            read[module] = table
+        return read[module].get(qualname, [])
 
     def prefetch(names: Iterable[str]) -> None:
         read = getattr(analysis.files, "prefetch", None)
@@ -185,7 +189,7 @@ def _registries(analysis: Analysis, records: list[tuple[str, FunctionRefs]]) -> 
         return out
     shorts = {_short(n): n for n in registrars}
     for path in files_mentioning(analysis, sorted(shorts)):
-        facts = analysis.files[path]
+        facts = facts_in_passing(analysis, path)
         for function in facts.functions:
             for decorator in function.decorators:
                 registrar = decorator if decorator in registrars else shorts.get(_short(decorator))

@@ -189,11 +189,18 @@ class LazyFiles(_KnownPaths):
         if facts is None:
             if path in self._deferred:
                 self._walk([path])
-                return self._ready[path]
-            blob = self._pack.blob(path) if self._pack is not None else self._blobs[path]
-            facts = pickle.loads(blob)
+            facts = pickle.loads(self._raw(path))
             self._ready[path] = facts
         return facts
+
+    def peek(self, path: str) -> FileFacts:
+        """The facts of `path`, as `self[path]`, but not kept when they had to be unpickled."""
+        facts = self._ready.get(path)
+        if facts is not None:
+            return facts
+        if path in self._deferred:
+            self._walk([path])
+        return pickle.loads(self._raw(path))
 
     def values(self) -> Any:
         self.materialize()
@@ -226,12 +233,18 @@ class LazyFiles(_KnownPaths):
             for rel, sha, blob, _note in _run_jobs(todo, (), self._jobs):
                 if sha != self._sha(rel):  # not the bytes the rest of these facts were made from
                     raise AnalysisError(f"files under {self._tree} changed while they were analysed; run again")
-                self._ready[rel] = pickle.loads(blob)
-                self._walked[rel] = blob
+                self._walked[rel] = blob  # unpickled when read (a prefetched file may never be)
                 self._deferred.discard(rel)
         if not self._deferred and self._on_walked is not None:
             report, self._on_walked = self._on_walked, None
             report({path: (self._sha(path) or "", self._blob(path)) for path in self._paths})
+
+    def _raw(self, path: str) -> "bytes | memoryview":
+        """The pickled facts of a file that is not deferred (not copied out of a pack)."""
+        walked = self._walked.get(path)
+        if walked is not None:
+            return walked
+        return self._pack.blob(path) if self._pack is not None else self._blobs[path]
 
     def _blob(self, path: str) -> bytes:
         walked = self._walked.get(path)
@@ -338,11 +351,28 @@ class FactsRun:
         return tuple(error for error in found if error is not None)
 
     def with_records(self) -> Mapping[str, FileFacts]:
-        """The files an extractor found something in (all but the deferred ones when that is not known)."""
+        """The files an extractor found something in (all but the deferred ones when that is not known).
+        From `LazyFiles`, each file's facts are unpickled when read and not kept: the inventory reads
+        each once, and holding every such file's facts at once would set the scan's peak memory."""
         if self.notes is None:
             deferred = getattr(self.files, "deferred", frozenset())
             return {p: self.files[p] for p in self.files if p not in deferred} if deferred else self.files
-        return {p: self.files[p] for p in self.files if self.notes[p].has_records}
+        paths = [p for p in self.files if self.notes[p].has_records]
+        if isinstance(self.files, LazyFiles):
+            return _Passing(self.files, paths)
+        return {p: self.files[p] for p in paths}
+
+
+class _Passing(_KnownPaths):
+    """`files` restricted to `paths`, each read through `LazyFiles.peek` (unpickled, not kept)."""
+
+    def __init__(self, files: "LazyFiles", paths: Sequence[str]) -> None:
+        self._files, self._paths = files, dict.fromkeys(paths)
+
+    def __getitem__(self, path: str) -> FileFacts:
+        if path not in self._paths:
+            raise KeyError(path)
+        return self._files.peek(path)
 
 
 def discover(tree: Path) -> list[str]:
@@ -661,6 +691,14 @@ class DeferredFiles(_KnownPaths):
         files = self._facts()
         narrow = getattr(files, "paths_mentioning", None)
         return list(narrow(words)) if narrow is not None else list(files)
+
+    def peek(self, path: str) -> FileFacts:
+        """`LazyFiles.peek` of the facts."""
+        if path not in self._paths:
+            raise KeyError(path)
+        files = self._facts()
+        peek = getattr(files, "peek", None)
+        return peek(path) if peek is not None else files[path]
 
     def paths_with_records(self, kinds: Sequence[str]) -> list[str]:
         """`LazyFiles.paths_with_records` of the facts."""

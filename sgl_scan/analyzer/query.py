@@ -82,6 +82,14 @@ def files_with_records(analysis: Analysis, kinds: Sequence[str]) -> list[str]:
     return list(narrow(kinds)) if narrow is not None else list(files)
 
 
+def facts_in_passing(analysis: Analysis, path: str) -> FileFacts:
+    """`analysis.files[path]`, not kept in memory when it had to be unpickled (`LazyFiles.peek`): for
+    whole-tree passes that read each file's records once."""
+    files = analysis.files
+    peek = getattr(files, "peek", None)
+    return peek(path) if peek is not None else files[path]
+
+
 def find_class(analysis: Analysis, qualname: str, modules: Mapping[str, FileFacts] | None = None) -> tuple[FileFacts, ClassFact] | None:
     """The file and class fact of a fully qualified class name (module prefix + class qualname)."""
     modules = modules if modules is not None else files_by_module(analysis)

@@ -254,8 +254,13 @@ def test_cold_analysis_unpickles_only_files_with_records(tree, tmp_path, monkeyp
         _write(tree, f"sglang/srt/many/m{i}.py", f"X = {i}\n")
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
     monkeypatch.setattr(pipeline, "POOL_MIN_BYTES", 0)
+    read: list[str] = []
+    peek, get = pipeline.LazyFiles.peek, pipeline.LazyFiles.__getitem__
+    monkeypatch.setattr(pipeline.LazyFiles, "peek", lambda self, path: read.append(path) or peek(self, path))
+    monkeypatch.setattr(pipeline.LazyFiles, "__getitem__", lambda self, path: read.append(path) or get(self, path))
     analysis = analyze_tree(tree, cache_dir=tmp_path / "cache", jobs=2)
-    assert set(analysis.files._ready) == {"sglang/srt/speculative/spec_info.py"}
+    assert set(read) == {"sglang/srt/speculative/spec_info.py"}
+    assert analysis.files._ready == {}  # read in passing: the inventory keeps no file's facts in memory
     assert [s.function for s in analysis.inventory.dispatch_sites] == ["sglang.srt.speculative.spec_info.f"]
     assert analysis.parse_errors == ()
 

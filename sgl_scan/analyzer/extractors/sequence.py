@@ -15,13 +15,13 @@ import ast
 import re
 from dataclasses import dataclass
 
+from sgl_scan.analyzer.astnodes import inner_nodes
 from sgl_scan.analyzer.extractors._ast import Resolver, Source, last_name
 from sgl_scan.analyzer.extractors._text import OnOneLine, Trigger
 from sgl_scan.analyzer.extractors.records import At
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop, ast.alias,
-           ast.Pass, ast.Break, ast.Continue)  # nothing under them is a call or a loop
+_LEAVES = (ast.Name, ast.Constant, ast.alias, ast.Pass, ast.Break, ast.Continue)  # nothing under them is a call or a loop
 _CONSTANT = re.compile(r"^_?[A-Z][A-Z0-9_]{2,}$")
 
 
@@ -60,7 +60,7 @@ class _Refs:
         stack: list[tuple[ast.AST, _Record | None, tuple[_Record | frozenset, ...]]] = [(tree, None, ())]
         while stack:
             node, current, around = stack.pop()
-            for child in ast.iter_child_nodes(node):
+            for child in inner_nodes(node):  # less expression contexts and operators
                 if isinstance(child, _FUNCTIONS):
                     record = accs.get(id(child))
                     stack.append((child, record, (*around, record or _positional(child))))
