@@ -48,7 +48,19 @@ def build_inventory(files: Mapping[str, FileFacts]) -> SpecInventory:
     from sgl_scan.analyzer.census import account
     from sgl_scan.analyzer.inventory import build_inventory as build
 
+    if isinstance(files, _Passing):  # read each file once, keeping its records but not its general facts
+        files = {path: _RecordsOnly(getattr(files[path], "extras", None) or {}) for path in files}
     return account(files, build(files))[0]
+
+
+class _RecordsOnly:
+    """A file's extractor records (`FileFacts.extras`) without the rest of its facts: all the
+    inventory and the census read."""
+
+    __slots__ = ("extras",)
+
+    def __init__(self, extras: dict) -> None:
+        self.extras = extras
 
 
 def empty_inventory() -> SpecInventory:
