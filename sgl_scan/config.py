@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from sgl_scan.errors import ConfigError
+from sgl_scan.rules.finding import SEVERITIES
 
 CONFIG_FILES = (".sgl-scan.toml", "pyproject.toml")
 KEYS = {"select": list, "ignore": list, "fail-on": str, "scope": str, "format": str, "baseline": str}
-CHOICES = {"fail-on": ("info", "warning", "error"), "scope": ("speculative", "full"),
+CHOICES = {"fail-on": SEVERITIES, "scope": ("speculative", "full"),
            "format": ("text", "json", "sarif", "markdown", "html")}
 COMMANDS = ("scan", "check")  # subcommands that take these defaults
 

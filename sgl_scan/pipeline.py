@@ -171,11 +171,12 @@ def check_snapshot(
 def record_baseline(path: str, filtered) -> str:
     """Write the reported and already-baselined findings to a baseline file; the line saying so."""
     from sgl_scan.rules.baseline import write_baseline
+    from sgl_scan.rules.finding import SEVERITIES_DESC
 
     recorded = filtered.kept + filtered.baselined
     write_baseline(path, recorded)
     counts = filtered.counts()
-    by = ", ".join(f"{sev} {sum(1 for f in recorded if f.severity == sev)}" for sev in ("error", "warning", "info"))
+    by = ", ".join(f"{sev} {sum(1 for f in recorded if f.severity == sev)}" for sev in SEVERITIES_DESC)
     return (f"sgl-scan: wrote {len(recorded)} findings to baseline {path} ({by}; "
             f"{counts['suppressed']} suppressed and {counts['deselected']} deselected not recorded)")
 

@@ -25,6 +25,7 @@ import click
 from sgl_scan.cli.options import SOURCE_PARAM_NAMES
 from sgl_scan.cli.output import emit, wants_color
 from sgl_scan.exitcodes import exit_code_for
+from sgl_scan.rules.finding import SEVERITIES
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,7 @@ def _say_done(progress, name: str, line: str) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the diff to this file instead of stdout.")
 @click.option("--select", multiple=True, metavar="IDS", help="Compare only findings of these rules (ids, prefixes or names).")
 @click.option("--ignore", multiple=True, metavar="IDS", help="Leave these rules' findings out of the comparison.")
-@click.option("--fail-on", type=click.Choice(["never", "info", "warning", "error"]), default="never", show_default=True,
+@click.option("--fail-on", type=click.Choice(["never", *SEVERITIES]), default="never", show_default=True,
               help="Exit 1 when a finding new in B has at least this severity.")
 @click.option("--identity", type=click.Path(dir_okay=False), help="SSH private key file (ssh: references).")
 @click.option("--ssh-config", type=click.Path(dir_okay=False), help="SSH config file (default ~/.ssh/config).")

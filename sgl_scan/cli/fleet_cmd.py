@@ -10,6 +10,7 @@ from sgl_scan.cli.options import some_source_options
 from sgl_scan.cli.output import emit, wants_color
 from sgl_scan.errors import ConfigError, SnapshotError
 from sgl_scan.exitcodes import CLEAN, FINDINGS, exit_code_for
+from sgl_scan.rules.finding import SEVERITIES
 
 FORMATS = ("text", "json", "markdown", "html")
 # every option `--host` takes, with the same definitions (one connection code path)
@@ -27,7 +28,7 @@ SSH_PARAM_NAMES = ("port", "user", "identity", "ssh_config", "known_hosts", "acc
 @click.option("--baseline-host", metavar="HOST", help="Compare every other group with this host's (default: the largest group).")
 @click.option("--select", multiple=True, metavar="IDS", help="Report only these rules: ids, prefixes or names.")
 @click.option("--ignore", multiple=True, metavar="IDS", help="Do not report these rules.")
-@click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), default="error", show_default=True,
+@click.option("--fail-on", type=click.Choice(SEVERITIES), default="error", show_default=True,
               help="Exit 1 when a host has a finding of at least this severity.")
 @click.option("--fail-on-drift", is_flag=True, help="Exit 1 when a group differs from the baseline.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,

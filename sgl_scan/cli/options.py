@@ -7,6 +7,7 @@ from typing import Callable
 import click
 
 from sgl_scan.pipeline import FindingOptions, Prepared, prepare
+from sgl_scan.rules.finding import SEVERITIES
 
 
 class ByteSize(click.ParamType):
@@ -99,7 +100,7 @@ FORMAT_CHOICES = ("text", "json", "sarif", "markdown", "html")
 FINDING_OPTIONS = (
     click.option("--select", multiple=True, metavar="IDS", help="Report only these rules: ids, prefixes or names, comma-separated (default: all)."),
     click.option("--ignore", multiple=True, metavar="IDS", help="Do not report these rules (ids, prefixes or names)."),
-    click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), default="error", show_default=True,
+    click.option("--fail-on", type=click.Choice(SEVERITIES), default="error", show_default=True,
                  help="Exit 1 when a reported finding has at least this severity."),
     click.option("--baseline", type=click.Path(dir_okay=False), help="Hide findings recorded in this baseline file."),
     click.option("--write-baseline", type=click.Path(dir_okay=False), help="Record the current findings as a baseline (exit 0)."),

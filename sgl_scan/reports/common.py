@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from sgl_scan.analyzer.model import SpecInventory, loc_key, short_name, worker_choice  # noqa: F401  (shared by every reporter)
-from sgl_scan.rules.finding import SEVERITIES, Finding, finding_sort_key, sorted_findings  # noqa: F401  (shared by every reporter)
+from sgl_scan.rules.finding import (  # noqa: F401  (shared by every reporter)
+    SEVERITIES,
+    SEVERITIES_DESC,
+    SEVERITY_RANK,
+    Finding,
+    finding_sort_key,
+    sorted_findings,
+)
 from sgl_scan.reports.visible import visible, visible_lines  # noqa: F401  (shared by every reporter)
 from sgl_scan.snapshots.summary import describe_source, git_label, tree_fields, tree_line  # noqa: F401  (one implementation)
 
@@ -111,9 +118,6 @@ def _indented(value: object) -> str:
     return "".join(parts)
 
 
-SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
-# Highest first, the order summaries and tables list severities in.
-SEVERITIES_DESC = tuple(reversed(SEVERITIES))
 
 
 def census_line(inventory) -> str | None:

@@ -3,16 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Iterable, Mapping
 
-SEVERITIES = ("info", "warning", "error")
+
+class Severity(str, Enum):
+    """How serious a finding is, lowest first: the one order `--fail-on`, the exit code and every
+    report use. A finding holds the value (`"error"`), so reports print it as it is."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+SEVERITIES = tuple(s.value for s in Severity)  # lowest first
+SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
+SEVERITIES_DESC = tuple(reversed(SEVERITIES))  # highest first: summaries and tables
 MAX_TEXT_CHARS = 1000  # of a message or hint
 
 
 @dataclass(frozen=True)
 class Finding:
     rule_id: str  # e.g. "SGL301"
-    severity: str  # "info" | "warning" | "error"
+    severity: str  # a `Severity` value: "info" | "warning" | "error"
     message: str
     path: str  # relative to the snapshot tree, e.g. "sglang/srt/speculative/spec_info.py"
     line: int  # 1-based
