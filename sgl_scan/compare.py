@@ -375,7 +375,9 @@ class _Tracker:
             details = (
                 _value_delta("kind", old.kind, new.kind)
                 + _value_delta("worker", short_name(old.worker) or None, short_name(new.worker) or None)
-                + _set_delta("workers", [worker_choice(w) for w in old.workers], [worker_choice(w) for w in new.workers])
+                + _set_delta(
+                    "workers", [worker_choice(w) for w in old.workers], [worker_choice(w) for w in new.workers]
+                )
                 + _set_delta("predicates", old.predicates, new.predicates)
             )
             out += self._classify("algorithm", old.name, old.location, new.location, details)
@@ -472,8 +474,16 @@ def _diff_algorithm_class(a: SpecInventory, b: SpecInventory) -> list[Change]:
         return [Change("algorithm_class", status, cls.qualname, old and old.location, new and new.location)]
     details = _value_delta("qualname", old.qualname, new.qualname) + _value_delta("form", old.form, new.form)
     if old.location.path != new.location.path and not details:
-        return [Change("algorithm_class", "moved", new.qualname, old.location, new.location,
-                       (f"file {old.location.path} -> {new.location.path}",))]
+        return [
+            Change(
+                "algorithm_class",
+                "moved",
+                new.qualname,
+                old.location,
+                new.location,
+                (f"file {old.location.path} -> {new.location.path}",),
+            )
+        ]
     if details:
         return [Change("algorithm_class", "changed", new.qualname, old.location, new.location, tuple(details))]
     return []

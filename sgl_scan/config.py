@@ -30,8 +30,11 @@ from sgl_scan.rules.finding import SEVERITIES
 
 CONFIG_FILES = (".sgl-scan.toml", "pyproject.toml")
 KEYS = {"select": list, "ignore": list, "fail-on": str, "scope": str, "format": str, "baseline": str}
-CHOICES = {"fail-on": SEVERITIES, "scope": ("speculative", "full"),
-           "format": ("text", "json", "sarif", "markdown", "html")}
+CHOICES = {
+    "fail-on": SEVERITIES,
+    "scope": ("speculative", "full"),
+    "format": ("text", "json", "sarif", "markdown", "html"),
+}
 COMMANDS = ("scan", "check")  # subcommands that take these defaults
 
 
@@ -89,7 +92,9 @@ def default_map(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {**top, **{command: dict(per_command) for command in COMMANDS}}
 
 
-def discover_default_map(start: Path | None = None, explicit: str | Path | None = None) -> tuple[dict[str, Any], Path | None]:
+def discover_default_map(
+    start: Path | None = None, explicit: str | Path | None = None
+) -> tuple[dict[str, Any], Path | None]:
     """Find (or take `explicit`), read and translate the config; ({}, None) when there is none."""
     if explicit is not None:
         path = Path(explicit)

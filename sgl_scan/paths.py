@@ -28,7 +28,9 @@ def env(name: str) -> str | None:
         return None
     if name not in _noticed:
         _noticed.add(name)
-        log.warning("%s%s is read for now; rename it to %s%s (SGLang claims SGL_* variables)", OLD_PREFIX, name, PREFIX, name)
+        log.warning(
+            "%s%s is read for now; rename it to %s%s (SGLang claims SGL_* variables)", OLD_PREFIX, name, PREFIX, name
+        )
     return value
 
 

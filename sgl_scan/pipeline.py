@@ -51,8 +51,9 @@ class Prepared:
 DEFAULT_ORIGINS = {"select": "--select", "ignore": "--ignore"}
 
 
-def prepare(options: FindingOptions, *, origins: Mapping[str, str] = DEFAULT_ORIGINS,
-            say: Callable[[str], None] = _to_stderr) -> Prepared:
+def prepare(
+    options: FindingOptions, *, origins: Mapping[str, str] = DEFAULT_ORIGINS, say: Callable[[str], None] = _to_stderr
+) -> Prepared:
     """Load the rules, build the selection and read the baseline. `origins`: where --select and
     --ignore came from ("" when not given, `<settings file>: <key>` for the settings file); a rule
     both selected and ignored is settled here and `say` tells the user how."""
@@ -61,8 +62,9 @@ def prepare(options: FindingOptions, *, origins: Mapping[str, str] = DEFAULT_ORI
     from sgl_scan.rules.selection import Selection
 
     rules = load_rules()
-    selection = Selection.build(rules, options.select, options.ignore, select_from=origins["select"],
-                                ignore_from=origins["ignore"])
+    selection = Selection.build(
+        rules, options.select, options.ignore, select_from=origins["select"], ignore_from=origins["ignore"]
+    )
     both = selection.overlap() if origins["select"] else ()
     if both:
         shown = ", ".join(both)
@@ -85,8 +87,10 @@ def require_speculative_files(snapshot) -> None:
         return
     links = [s.path for s in m.skipped if "symlink" in s.reason]
     why = f"; skipped symlinks: {', '.join(links[:3])}{' ...' if len(links) > 3 else ''}" if links else ""
-    raise SnapshotError(f"snapshot {m.id} ({m.scope} scope, {len(m.files)} files, {len(m.skipped)} skipped) holds no "
-                        f"sglang/srt/speculative files{why}; see: sgl-scan snapshot show {m.id}")
+    raise SnapshotError(
+        f"snapshot {m.id} ({m.scope} scope, {len(m.files)} files, {len(m.skipped)} skipped) holds no "
+        f"sglang/srt/speculative files{why}; see: sgl-scan snapshot show {m.id}"
+    )
 
 
 def read_sources(tree: Path, paths) -> dict[str, list[str]]:
@@ -177,8 +181,10 @@ def record_baseline(path: str, filtered) -> str:
     write_baseline(path, recorded)
     counts = filtered.counts()
     by = ", ".join(f"{sev} {sum(1 for f in recorded if f.severity == sev)}" for sev in SEVERITIES_DESC)
-    return (f"sgl-scan: wrote {len(recorded)} findings to baseline {path} ({by}; "
-            f"{counts['suppressed']} suppressed and {counts['deselected']} deselected not recorded)")
+    return (
+        f"sgl-scan: wrote {len(recorded)} findings to baseline {path} ({by}; "
+        f"{counts['suppressed']} suppressed and {counts['deselected']} deselected not recorded)"
+    )
 
 
 def findings_report(

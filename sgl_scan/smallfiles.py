@@ -23,8 +23,9 @@ def human_limit(limit: int) -> str:
     return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
 
 
-def read_small(path: str | Path, limit: int, what: str, *, error: type[SglScanError] = ConfigError,
-               devnull_ok: bool = False) -> bytes:
+def read_small(
+    path: str | Path, limit: int, what: str, *, error: type[SglScanError] = ConfigError, devnull_ok: bool = False
+) -> bytes:
     """The bytes of `path`, or `error` with one line: missing (FileNotFoundError is re-raised for
     callers that treat it specially), not a regular file, or larger than `limit`."""
     try:

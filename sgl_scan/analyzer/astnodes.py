@@ -14,8 +14,26 @@ from __future__ import annotations
 import ast
 
 # fields typed identifier / string / int / constant in the grammar (never a node)
-_NOT_NODES = frozenset({"id", "attr", "arg", "name", "asname", "module", "level", "type_comment", "kind", "conversion",
-                        "is_async", "simple", "tag", "rest", "kwd_attrs", "lineno"})
+_NOT_NODES = frozenset(
+    {
+        "id",
+        "attr",
+        "arg",
+        "name",
+        "asname",
+        "module",
+        "level",
+        "type_comment",
+        "kind",
+        "conversion",
+        "is_async",
+        "simple",
+        "tag",
+        "rest",
+        "kwd_attrs",
+        "lineno",
+    }
+)
 _IDENTIFIER_LISTS = (ast.Global, ast.Nonlocal)  # `names`: identifiers (Import's `names` are alias nodes)
 _CONSTANT_VALUE = (ast.Constant, ast.MatchSingleton)  # `value`: a constant
 
@@ -28,9 +46,13 @@ def node_fields(t: type) -> tuple[str, ...]:
     """The fields of node type `t` that can hold child nodes, in `_fields` order (cached)."""
     fields = _FIELDS.get(t)
     if fields is None:
-        fields = tuple(f for f in getattr(t, "_fields", ()) if f not in _NOT_NODES
-                       and not (f == "names" and issubclass(t, _IDENTIFIER_LISTS))
-                       and not (f == "value" and issubclass(t, _CONSTANT_VALUE)))
+        fields = tuple(
+            f
+            for f in getattr(t, "_fields", ())
+            if f not in _NOT_NODES
+            and not (f == "names" and issubclass(t, _IDENTIFIER_LISTS))
+            and not (f == "value" and issubclass(t, _CONSTANT_VALUE))
+        )
         _FIELDS[t] = fields
     return fields
 

@@ -13,12 +13,26 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sgl_scan.analyzer.extractors.attention import BackendRegistration, DefaultArm, DefaultCall, MaskRead, ModelOverride, VerifyGraphCapture
+from sgl_scan.analyzer.extractors.attention import (
+    BackendRegistration,
+    DefaultArm,
+    DefaultCall,
+    MaskRead,
+    ModelOverride,
+    VerifyGraphCapture,
+)
 from sgl_scan.analyzer.model import Analysis, Location
 from sgl_scan.analyzer.query import files_by_module, files_mentioning, find_class, find_method, signature
 
-_WORDS = ("custom_mask", "use_mla_backend", "register_attention_backend", "generate_attn_arg_prefill", "capture_forward_mode",
-          "default_attn_backend", "attention_backend")
+_WORDS = (
+    "custom_mask",
+    "use_mla_backend",
+    "register_attention_backend",
+    "generate_attn_arg_prefill",
+    "capture_forward_mode",
+    "default_attn_backend",
+    "attention_backend",
+)
 SINKS_PARAMETER = "sinks"  # the keyword models pass learned attention sinks to a backend's forward_extend with
 CAPTURE = "init_forward_metadata_capture_cuda_graph"
 
@@ -39,7 +53,9 @@ class Verify:
     """How one backend class's target verify treats the custom mask."""
 
     cls: str | None
-    verify: str  # "reads" | "guarded" (only under a topk test) | "dropped" (computed, never handed on) | "none" | "unread"
+    verify: (
+        str  # "reads" | "guarded" (only under a topk test) | "dropped" (computed, never handed on) | "none" | "unread"
+    )
     reason: str
     read_at: Location | None
 
@@ -123,7 +139,9 @@ def _mla_class(reg: BackendRegistration) -> str | None:
     test is on its negative side (a positive one names another special case)."""
     for cls, guards in reg.classes:
         sides = [_mla_side(g) for g in guards]
-        if all(side is not False for side in sides) and all(side is True or g.startswith("not ") for g, side in zip(guards, sides, strict=True)):
+        if all(side is not False for side in sides) and all(
+            side is True or g.startswith("not ") for g, side in zip(guards, sides, strict=True)
+        ):
             return cls
     return None
 
@@ -150,8 +168,15 @@ def attention_facts(analysis: Analysis) -> AttentionFacts:
             elif isinstance(record, DefaultCall):
                 calls.append((record, path))
             elif isinstance(record, ModelOverride):
-                overrides.append(Override(record.architectures, record.setting, record.backends, record.guards,
-                                          Location(path, record.line, record.column, record.end_line)))
+                overrides.append(
+                    Override(
+                        record.architectures,
+                        record.setting,
+                        record.backends,
+                        record.guards,
+                        Location(path, record.line, record.column, record.end_line),
+                    )
+                )
             elif isinstance(record, MaskRead):
                 reads.setdefault(facts.module, []).append(record)
             elif isinstance(record, BackendRegistration):
@@ -162,10 +187,15 @@ def attention_facts(analysis: Analysis) -> AttentionFacts:
     if not arms:
         unread = "no default-backend chain under `if not use_mla_backend` was found in the files read"
     elif len(arms) > 1:
-        unread = "several default-backend chains: " + ", ".join(f"{p}:{rs[0][0].line}" for (p, f), rs in sorted(arms.items()))
+        unread = "several default-backend chains: " + ", ".join(
+            f"{p}:{rs[0][0].line}" for (p, f), rs in sorted(arms.items())
+        )
     else:
         (path, default_function), found = next(iter(arms.items()))
-        default_arms = tuple(Arm(r.arch, r.conditions, r.backends, Location(p, r.line, r.column, r.end_line), r.choices) for r, p in found)
+        default_arms = tuple(
+            Arm(r.arch, r.conditions, r.backends, Location(p, r.line, r.column, r.end_line), r.choices)
+            for r, p in found
+        )
         odd = [a for a in default_arms if a.arch.startswith("unread:")]
         if odd:
             unread = f"an arm whose architecture test could not be read ({odd[0].location})"
@@ -176,10 +206,22 @@ def attention_facts(analysis: Analysis) -> AttentionFacts:
     chain = next(iter(arms.items()), None) if len(arms) == 1 else None
     mla = mla_arms.get(chain[0]) if chain else None
     mla_unread = None if mla else "no MLA arm of the default chain was read"
-    mla_found = tuple(Arm(r.arch, r.conditions, r.backends, Location(p, r.line, r.column, r.end_line), r.choices) for r, p in (mla or ()))
+    mla_found = tuple(
+        Arm(r.arch, r.conditions, r.backends, Location(p, r.line, r.column, r.end_line), r.choices)
+        for r, p in (mla or ())
+    )
     probes = _probes(analysis, modules, chain, calls)
-    return AttentionFacts(default_function, default_arms, unread, tuple(backends), tuple(sorted(graphs, key=str)),
-                          mla_found, mla_unread, *probes, tuple(sorted(overrides, key=lambda o: str(o.location))))
+    return AttentionFacts(
+        default_function,
+        default_arms,
+        unread,
+        tuple(backends),
+        tuple(sorted(graphs, key=str)),
+        mla_found,
+        mla_unread,
+        *probes,
+        tuple(sorted(overrides, key=lambda o: str(o.location))),
+    )
 
 
 _SINKS = re.compile(r"\b(\w+)\.(has_attention_sinks)\b")
@@ -232,16 +274,30 @@ def _verify(analysis, modules, cls: str | None, kind: str, registered: Location,
     at = lambda r: Location(facts.path, r.line, r.column, r.end_line)  # noqa: E731
     if plain:
         r = plain[0]
-        via = "spec_info.generate_attn_arg_prefill (the verify input's mask)" if r.how == "generate_attn_arg_prefill" else "custom_mask"
+        via = (
+            "spec_info.generate_attn_arg_prefill (the verify input's mask)"
+            if r.how == "generate_attn_arg_prefill"
+            else "custom_mask"
+        )
         return Verify(cls, "reads", f"{r.owner}.{r.function} reads {via} at {at(r)}", at(r))
     if passed:
         r = passed[0]
-        return Verify(cls, "guarded", f"reads custom_mask only under a topk test ({at(r)}), the layout of EAGLE's topk > 1; otherwise a causal verify", at(r))
+        return Verify(
+            cls,
+            "guarded",
+            f"reads custom_mask only under a topk test ({at(r)}), the layout of EAGLE's topk > 1; otherwise a causal verify",
+            at(r),
+        )
     dropped = [r for r in found if r.use == "dropped"]
     if dropped:
         r = dropped[0]
-        return Verify(cls, "dropped", f"{r.owner}.{r.function} computes the custom mask at {at(r)} into {r.bound or 'a name'} and never hands "
-                                      "it on: its verify is planned causal", at(r))
+        return Verify(
+            cls,
+            "dropped",
+            f"{r.owner}.{r.function} computes the custom mask at {at(r)} into {r.bound or 'a name'} and never hands "
+            "it on: its verify is planned causal",
+            at(r),
+        )
     return Verify(cls, "none", f"{facts.path} never reads the verify input's custom_mask (causal verify)", None)
 
 
@@ -257,7 +313,10 @@ def _sinks(analysis, modules, cls: str | None) -> tuple[bool | None, str]:
     where = found[0].location(found[1])
     if any(p.name == SINKS_PARAMETER for p in sig.params) or sig.accepts_any_keyword:
         return True, f"{cls.rpartition('.')[2]}.forward_extend ({where}) takes {SINKS_PARAMETER}"
-    return False, f"{cls.rpartition('.')[2]}.forward_extend ({where}) takes no {SINKS_PARAMETER} (a TypeError on a sinks model's first forward)"
+    return (
+        False,
+        f"{cls.rpartition('.')[2]}.forward_extend ({where}) takes no {SINKS_PARAMETER} (a TypeError on a sinks model's first forward)",
+    )
 
 
 def _backend(analysis, modules, name: str, reg: BackendRegistration, path: str, reads: dict) -> Backend:

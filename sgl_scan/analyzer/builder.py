@@ -52,7 +52,7 @@ def slice_text(lines: Sequence[str], line: int, col0: int, end_line: int, end_co
     if line == end_line:
         return normalize_text(lines[line - 1][col0:end_col0])
     parts = [lines[line - 1][col0:]]
-    parts.extend(lines[line:end_line - 1])
+    parts.extend(lines[line : end_line - 1])
     parts.append(lines[end_line - 1][:end_col0])
     return normalize_text("".join(parts))
 
@@ -162,8 +162,16 @@ class Builder:
             self._module_imports.setdefault(bound, target)
         self._raw_imports.append((pos, absolute, name, alias, bound, target, level, scope_name))
 
-    def open_function(self, name: str, pos: Pos, decorator_line: int, decorators: Sequence[tuple[str, bool]],
-                      params: Sequence[Param], returns: str | None, is_async: bool) -> None:
+    def open_function(
+        self,
+        name: str,
+        pos: Pos,
+        decorator_line: int,
+        decorators: Sequence[tuple[str, bool]],
+        params: Sequence[Param],
+        returns: str | None,
+        is_async: bool,
+    ) -> None:
         parent = self.scope
         qualname = self._child_qualname(name)
         owner = parent.qualname if parent.kind == "class" else None
@@ -172,22 +180,38 @@ class Builder:
         if parent.kind == "module":
             self._module_defs.add(name)
         scope = _Scope("function", qualname, pos, name, owner)
-        info = dict(decorator_line=decorator_line or pos[0], decorators=(tuple(decorators), self._context()),
-                    params=tuple(params), returns=returns, is_async=is_async)
+        info = dict(
+            decorator_line=decorator_line or pos[0],
+            decorators=(tuple(decorators), self._context()),
+            params=tuple(params),
+            returns=returns,
+            is_async=is_async,
+        )
         self._functions.append((scope, info))
         self._stack.append(scope)
         self._where = None
 
-    def open_class(self, name: str, pos: Pos, decorator_line: int, decorators: Sequence[tuple[str, bool]],
-                   bases: Sequence[tuple[str, bool]], keywords: Sequence[tuple[str, str, bool]]) -> None:
+    def open_class(
+        self,
+        name: str,
+        pos: Pos,
+        decorator_line: int,
+        decorators: Sequence[tuple[str, bool]],
+        bases: Sequence[tuple[str, bool]],
+        keywords: Sequence[tuple[str, str, bool]],
+    ) -> None:
         parent = self.scope
         qualname = self._child_qualname(name)
         if parent.kind == "module":
             self._module_defs.add(name)
         scope = _Scope("class", qualname, pos, name)
         context = self._context()
-        info = dict(decorator_line=decorator_line or pos[0], decorators=(tuple(decorators), context),
-                    bases=(tuple(bases), context), keywords=(tuple(keywords), context))
+        info = dict(
+            decorator_line=decorator_line or pos[0],
+            decorators=(tuple(decorators), context),
+            bases=(tuple(bases), context),
+            keywords=(tuple(keywords), context),
+        )
         self._classes.append((scope, info))
         self._stack.append(scope)
         self._where = None
@@ -211,8 +235,16 @@ class Builder:
         target = funcs[0].calls if funcs else self._stack[0].calls
         target.append((pos, callee, dotted, args, keywords, self._context()))
 
-    def add_assign(self, targets: Sequence[str], value: str | None, value_dotted: str | None,
-                   annotation: str | None, kind: str, pos: Pos, all_names: list[str] | None = None) -> None:
+    def add_assign(
+        self,
+        targets: Sequence[str],
+        value: str | None,
+        value_dotted: str | None,
+        annotation: str | None,
+        kind: str,
+        pos: Pos,
+        all_names: list[str] | None = None,
+    ) -> None:
         scope = self.scope
         if scope.kind == "function":
             return
@@ -263,8 +295,15 @@ class Builder:
 
     def _calls(self, raw: list) -> tuple[CallFact, ...]:
         out = [
-            CallFact(line=p[0], column=p[1], end_line=p[2], callee=callee,
-                     resolved=self.resolve(callee, ctx) if dotted else None, args=args, keywords=kws)
+            CallFact(
+                line=p[0],
+                column=p[1],
+                end_line=p[2],
+                callee=callee,
+                resolved=self.resolve(callee, ctx) if dotted else None,
+                args=args,
+                keywords=kws,
+            )
             for p, callee, dotted, args, kws, ctx in raw
         ]
         out.sort(key=lambda c: (c.line, c.column, c.end_line, c.callee))
@@ -275,8 +314,18 @@ class Builder:
         for pos, targets, value, value_dotted, annotation, kind, ctx in raw:
             value_name = self.resolve(value_dotted, ctx) if value_dotted else None
             for t in targets:
-                out.append(AssignFact(line=pos[0], column=pos[1], end_line=pos[2], target=t, value=value,
-                                      value_name=value_name, annotation=annotation, kind=kind))
+                out.append(
+                    AssignFact(
+                        line=pos[0],
+                        column=pos[1],
+                        end_line=pos[2],
+                        target=t,
+                        value=value,
+                        value_name=value_name,
+                        annotation=annotation,
+                        kind=kind,
+                    )
+                )
         return out
 
     def finish(self, *, parser: str, extras: dict | None = None) -> FileFacts:
@@ -285,16 +334,36 @@ class Builder:
         all_names = tuple(self._all_names) if self._all_names is not None else None
         exported = set(all_names or ())
         imports = tuple(
-            ImportFact(line=pos[0], column=pos[1], end_line=pos[2], module=absolute, name=name, alias=alias,
-                       bound=bound, target=target, level=level, scope=scope,
-                       reexport=not scope and (bound in exported or (alias is not None and alias == (name or absolute))))
+            ImportFact(
+                line=pos[0],
+                column=pos[1],
+                end_line=pos[2],
+                module=absolute,
+                name=name,
+                alias=alias,
+                bound=bound,
+                target=target,
+                level=level,
+                scope=scope,
+                reexport=not scope and (bound in exported or (alias is not None and alias == (name or absolute))),
+            )
             for pos, absolute, name, alias, bound, target, level, scope in self._raw_imports
         )
         functions = tuple(
-            FunctionFact(line=s.pos[0], column=s.pos[1], end_line=s.pos[2], qualname=s.qualname, name=s.name,
-                         params=info["params"], decorators=self._names(info["decorators"]),
-                         calls=self._calls(s.calls), owner=s.owner, is_async=info["is_async"],
-                         returns=info["returns"], decorator_line=info["decorator_line"])
+            FunctionFact(
+                line=s.pos[0],
+                column=s.pos[1],
+                end_line=s.pos[2],
+                qualname=s.qualname,
+                name=s.name,
+                params=info["params"],
+                decorators=self._names(info["decorators"]),
+                calls=self._calls(s.calls),
+                owner=s.owner,
+                is_async=info["is_async"],
+                returns=info["returns"],
+                decorator_line=info["decorator_line"],
+            )
             for s, info in self._functions
         )
         classes = []
@@ -309,16 +378,38 @@ class Builder:
                 members = tuple(
                     EnumMember(line=a.line, column=a.column, end_line=a.end_line, name=a.target, value=a.value)
                     for a in attributes
-                    if a.value is not None and a.kind != "augassign" and "." not in a.target
+                    if a.value is not None
+                    and a.kind != "augassign"
+                    and "." not in a.target
                     and not (a.target.startswith("_") and a.target.endswith("_"))
                 )
-            classes.append(ClassFact(line=s.pos[0], column=s.pos[1], end_line=s.pos[2], qualname=s.qualname,
-                                     name=s.name, bases=bases, keywords=keywords,
-                                     decorators=self._names(info["decorators"]), methods=tuple(s.methods),
-                                     attributes=attributes, enum_members=members, enum_base=enum_base,
-                                     decorator_line=info["decorator_line"]))
+            classes.append(
+                ClassFact(
+                    line=s.pos[0],
+                    column=s.pos[1],
+                    end_line=s.pos[2],
+                    qualname=s.qualname,
+                    name=s.name,
+                    bases=bases,
+                    keywords=keywords,
+                    decorators=self._names(info["decorators"]),
+                    methods=tuple(s.methods),
+                    attributes=attributes,
+                    enum_members=members,
+                    enum_base=enum_base,
+                    decorator_line=info["decorator_line"],
+                )
+            )
         return FileFacts(
-            path=self.path, module=self.module, sha256=self.sha256, imports=imports, classes=tuple(classes),
-            functions=functions, assignments=tuple(self._assigns(self._assignments)), extras=dict(extras or {}),
-            module_calls=self._calls(self._stack[0].calls), all_names=all_names, source=parser,
+            path=self.path,
+            module=self.module,
+            sha256=self.sha256,
+            imports=imports,
+            classes=tuple(classes),
+            functions=functions,
+            assignments=tuple(self._assigns(self._assignments)),
+            extras=dict(extras or {}),
+            module_calls=self._calls(self._stack[0].calls),
+            all_names=all_names,
+            source=parser,
         )

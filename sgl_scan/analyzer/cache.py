@@ -46,8 +46,11 @@ def signature(extractors: Sequence[Any] | None, root: Path | None = None) -> str
     extractors live in those files, so naming them needs no import (a warm scan never loads libcst).
     `root`: the facts cache, where the sources' stamps are kept (`source_shas`).
     """
-    parts = [f"analyzer={ANALYZER_VERSION}", f"python={sys.version_info[0]}.{sys.version_info[1]}",
-             f"libcst={_libcst_version()}"]
+    parts = [
+        f"analyzer={ANALYZER_VERSION}",
+        f"python={sys.version_info[0]}.{sys.version_info[1]}",
+        f"libcst={_libcst_version()}",
+    ]
     if extractors is None:
         parts.append("extractors=built-in")
     else:
@@ -73,7 +76,7 @@ def _libcst_version() -> str:
         except OSError:
             found = []
         if len(found) == 1:
-            return found[0][len("libcst-"):-len(".dist-info")]
+            return found[0][len("libcst-") : -len(".dist-info")]
     from importlib import metadata
 
     try:
@@ -103,7 +106,11 @@ def source_shas(package: Path, stamps: Path | None = None) -> tuple[tuple[str, s
             st = source.stat()
             stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
             recorded = known.get(rel)  # (stamp, when hashed, sha256)
-            if recorded is not None and recorded[0] == stamp and recorded[1] - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
+            if (
+                recorded is not None
+                and recorded[0] == stamp
+                and recorded[1] - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS
+            ):
                 out.append((rel, recorded[2]))
                 fresh[rel] = recorded
                 continue
@@ -202,7 +209,7 @@ def decode(data: bytes) -> Any | None:
     if len(data) < head or not data.startswith(MAGIC):
         return None
     payload = data[head:]
-    if hashlib.sha256(payload).digest() != data[len(MAGIC):head]:
+    if hashlib.sha256(payload).digest() != data[len(MAGIC) : head]:
         return None
     try:
         return pickle.loads(payload)
@@ -286,8 +293,11 @@ class FactsCache:
     def _packs_newest_first(self) -> list[Path]:
         folder = self.folder / "packs"
         try:
-            entries = [(entry.stat().st_mtime_ns, entry.name) for entry in os.scandir(folder)
-                       if _PACK.match(entry.name) and entry.is_file(follow_symlinks=False)]
+            entries = [
+                (entry.stat().st_mtime_ns, entry.name)
+                for entry in os.scandir(folder)
+                if _PACK.match(entry.name) and entry.is_file(follow_symlinks=False)
+            ]
         except OSError:
             return []
         return [folder / name for _, name in sorted(entries, reverse=True)]
@@ -387,8 +397,11 @@ class Pack:
             digest.update(blob)
             offset += len(blob)
         head = pickle.dumps(index, protocol=pickle.HIGHEST_PROTOCOL)
-        return [PACK_MAGIC + hashlib.sha256(head).digest() + digest.digest() + len(head).to_bytes(8, "little"),
-                head, *parts]
+        return [
+            PACK_MAGIC + hashlib.sha256(head).digest() + digest.digest() + len(head).to_bytes(8, "little"),
+            head,
+            *parts,
+        ]
 
     @classmethod
     def encode(cls, pack: Mapping[str, tuple[str, bytes]]) -> bytes:
@@ -400,8 +413,8 @@ class Pack:
         if size is None:
             return None
         view = memoryview(data)
-        head, blobs = view[_PACK_PREFIX:_PACK_PREFIX + size], view[_PACK_PREFIX + size:]
-        if len(head) != size or data[len(PACK_MAGIC) + _DIGEST:_PACK_PREFIX - 8] != hashlib.sha256(blobs).digest():
+        head, blobs = view[_PACK_PREFIX : _PACK_PREFIX + size], view[_PACK_PREFIX + size :]
+        if len(head) != size or data[len(PACK_MAGIC) + _DIGEST : _PACK_PREFIX - 8] != hashlib.sha256(blobs).digest():
             return None
         index = cls._load_index(data, head)
         if index is None or any(o + n > len(blobs) for _, o, n in index.values()):
@@ -427,12 +440,12 @@ class Pack:
         """The index's length, read from a pack's first `_PACK_PREFIX` bytes (None: not a pack)."""
         if len(prefix) < _PACK_PREFIX or not prefix.startswith(PACK_MAGIC):
             return None
-        return int.from_bytes(prefix[_PACK_PREFIX - 8:_PACK_PREFIX], "little")
+        return int.from_bytes(prefix[_PACK_PREFIX - 8 : _PACK_PREFIX], "little")
 
     @staticmethod
     def _load_index(prefix: bytes, raw: bytes | memoryview) -> dict[str, tuple[str, int, int]] | None:
         """The index pickled in `raw`, if its sha256 is the one the pack's `prefix` records."""
-        if hashlib.sha256(raw).digest() != prefix[len(PACK_MAGIC):len(PACK_MAGIC) + _DIGEST]:
+        if hashlib.sha256(raw).digest() != prefix[len(PACK_MAGIC) : len(PACK_MAGIC) + _DIGEST]:
             return None
         try:
             index = pickle.loads(raw)
@@ -446,7 +459,7 @@ class Pack:
 
     def blob(self, path: str) -> memoryview:
         _, offset, length = self.index[path]
-        return self._blobs[offset:offset + length]
+        return self._blobs[offset : offset + length]
 
     def mentioning(self, needles: Sequence[bytes]) -> set[str]:
         """Paths whose pickled facts contain one of `needles` (one search over all files per needle)."""

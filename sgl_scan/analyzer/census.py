@@ -83,7 +83,15 @@ TEXT_LIMIT = 120
 
 # value kinds
 CLASS, MEMBER, MEMBERS, ALGO, STRING, STRINGS, LITERAL, NONE = (
-    "class", "member", "members", "algo", "string", "strings", "literal", "none")
+    "class",
+    "member",
+    "members",
+    "algo",
+    "string",
+    "strings",
+    "literal",
+    "none",
+)
 
 
 class _Census:
@@ -109,26 +117,42 @@ class _Census:
         try:
             first, last = node.lineno, node.end_lineno or node.lineno
             if first == last:
-                raw = self.lines[first - 1].encode("utf-8")[node.col_offset:node.end_col_offset].decode("utf-8", "replace")
+                raw = (
+                    self.lines[first - 1]
+                    .encode("utf-8")[node.col_offset : node.end_col_offset]
+                    .decode("utf-8", "replace")
+                )
             else:
-                raw = " ".join(self.lines[first - 1:last])
+                raw = " ".join(self.lines[first - 1 : last])
         except (IndexError, AttributeError):
             raw = ""
         raw = " ".join(raw.split())
-        return raw if len(raw) <= TEXT_LIMIT else raw[:TEXT_LIMIT - 3] + "..."
+        return raw if len(raw) <= TEXT_LIMIT else raw[: TEXT_LIMIT - 3] + "..."
 
     node_ctx: bool | None = None
 
     def add(self, node: ast.AST, form: str, shape: str, needs=None, method=None, inverted: bool = False) -> None:
         key = (node.lineno, node.col_offset, form, needs)  # a test counted under two conditions is kept twice;
-        if key in self.seen:                               # `entries` keeps the one whose condition holds
+        if key in self.seen:  # `entries` keeps the one whose condition holds
             return
         self.seen.add(key)
         end_line = node.end_lineno or node.lineno
-        self.refs.append(Reference(node.lineno, self._col(node.lineno, node.col_offset), end_line,
-                                   self._col(end_line, node.end_col_offset or 0), form, shape, self._text(node),
-                                   self.function, needs, method, self.node_ctx is not None and form != "d2t",
-                                   (bool(self.node_ctx) != inverted) if self.node_ctx is not None else False))
+        self.refs.append(
+            Reference(
+                node.lineno,
+                self._col(node.lineno, node.col_offset),
+                end_line,
+                self._col(end_line, node.end_col_offset or 0),
+                form,
+                shape,
+                self._text(node),
+                self.function,
+                needs,
+                method,
+                self.node_ctx is not None and form != "d2t",
+                (bool(self.node_ctx) != inverted) if self.node_ctx is not None else False,
+            )
+        )
 
     # -- binding table ----------------------------------------------------------------------------
     def lookup(self, name: str) -> tuple | None:
@@ -148,7 +172,7 @@ class _Census:
             base = node.module or ""
             if node.level:
                 parts = self.module.split(".")
-                parts = parts[:len(parts) - node.level]
+                parts = parts[: len(parts) - node.level]
                 base = ".".join([*parts, *([node.module] if node.module else [])])
             for alias in node.names:
                 target = f"{base}.{alias.name}"
@@ -209,8 +233,13 @@ class _Census:
                     return (ALGO,)
                 if base is not None and func.attr in ("upper", "lower", "strip") and base[0] in (STRING, "cand"):
                     return base
-                if func.attr == "get" and node.args and isinstance(node.args[0], ast.Constant) \
-                        and isinstance(node.args[0].value, str) and node.args[0].value.isidentifier():
+                if (
+                    func.attr == "get"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                    and node.args[0].value.isidentifier()
+                ):
                     return ("cand", node.args[0].value)  # `server_args_dict.get("speculative_algorithm")`
                 return None
             if isinstance(func, ast.Name):
@@ -248,8 +277,11 @@ class _Census:
             kinds = [self.kind(e) for e in node.elts]
             if kinds and all(k is not None and k[0] == MEMBER for k in kinds):
                 return (MEMBERS, tuple(k[1] for k in kinds))
-            if kinds and all(k is not None and k[0] in (LITERAL, NONE) for k in kinds) \
-                    and any(k[0] == LITERAL for k in kinds):
+            if (
+                kinds
+                and all(k is not None and k[0] in (LITERAL, NONE) for k in kinds)
+                and any(k[0] == LITERAL for k in kinds)
+            ):
                 return (STRINGS, tuple(k[1] if k[0] == LITERAL else None for k in kinds))
             return None
         return None
@@ -272,7 +304,7 @@ class _Census:
 
     def _mentions_map(self, node: ast.AST) -> bool:
         first, last = node.lineno, node.end_lineno or node.lineno
-        return any("d2t" in line or "t2d" in line for line in self.lines[first - 1:last])
+        return any("d2t" in line or "t2d" in line for line in self.lines[first - 1 : last])
 
     def _uses_local(self, node: ast.AST) -> bool:
         """Whether a statement's lines name a local of this function that the table binds."""
@@ -280,7 +312,7 @@ class _Census:
         if not names:
             return False
         first, last = node.lineno, node.end_lineno or node.lineno
-        segment = "\n".join(self.lines[first - 1:last])
+        segment = "\n".join(self.lines[first - 1 : last])
         return any(name in segment for name in names)
 
     def walk_body(self, body: list[ast.stmt]) -> None:
@@ -373,8 +405,13 @@ class _Census:
             self._call(node)
         elif t is ast.Match:
             self._match(node)
-        elif t is ast.Return and node.value is not None and self._mentions_map(node) and _reads_map(node.value) \
-                and not _plain(node.value):
+        elif (
+            t is ast.Return
+            and node.value is not None
+            and self._mentions_map(node)
+            and _reads_map(node.value)
+            and not _plain(node.value)
+        ):
             self.add(node, "d2t", "returned")
         elif t is ast.Subscript:
             if _map_name(node.value) or any(_map_name(n) for n in _index_nodes(node)):
@@ -460,8 +497,12 @@ class _Census:
         elif any(_last(t) == "hot_token_id" for t in targets) and _converts(value):
             self.add(node, "d2t", "conversion")
         bound = self._value_binding(value) if not isinstance(node, ast.AugAssign) else None
-        if bound is None and not isinstance(node, ast.AugAssign) and self.function != "<module>" \
-                and "__class__" not in self.scopes[-1]:
+        if (
+            bound is None
+            and not isinstance(node, ast.AugAssign)
+            and self.function != "<module>"
+            and "__class__" not in self.scopes[-1]
+        ):
             found = self.kind(value)  # a local copy of an attribute (`spec = runner.spec_algorithm`) stands for it
             copies = (ast.Attribute, ast.Call, ast.Subscript, ast.BoolOp)
             bound = found if found is not None and found[0] == "cand" and isinstance(value, copies) else None
@@ -482,8 +523,15 @@ class _Census:
                     if isinstance(arg, ast.Attribute):  # `from_string(server_args.speculative_algorithm)`
                         self.bindings.append(Binding("string_attr", arg.attr))
             if not node.args and not node.keywords and not func.attr.startswith("__") and base is not None:
-                shape = "call result" if isinstance(func.value, ast.Call) else "subscript" if isinstance(
-                    func.value, ast.Subscript) else "name" if isinstance(func.value, ast.Name) else "attribute"
+                shape = (
+                    "call result"
+                    if isinstance(func.value, ast.Call)
+                    else "subscript"
+                    if isinstance(func.value, ast.Subscript)
+                    else "name"
+                    if isinstance(func.value, ast.Name)
+                    else "attribute"
+                )
                 if base[0] in (ALGO, MEMBER):
                     self.add(node, "predicate call", shape, method=func.attr)
                 elif base[0] == "cand":
@@ -560,13 +608,18 @@ def _is_predicate(node: ast.AST) -> bool:
     if any(_decorator_name(d) in ("classmethod", "staticmethod", "property") for d in node.decorator_list):
         return False
     if node.returns is not None:
-        return _last(node.returns) == "bool" or (isinstance(node.returns, ast.Constant) and node.returns.value == "bool")
+        return _last(node.returns) == "bool" or (
+            isinstance(node.returns, ast.Constant) and node.returns.value == "bool"
+        )
     returns = [n.value for n in ast.walk(node) if isinstance(n, ast.Return)]
     boolish = (ast.Compare, ast.BoolOp)
     return bool(returns) and all(
-        isinstance(v, boolish) or (isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not))
+        isinstance(v, boolish)
+        or (isinstance(v, ast.UnaryOp) and isinstance(v.op, ast.Not))
         or (isinstance(v, ast.Constant) and isinstance(v.value, bool))
-        or (isinstance(v, ast.Call) and not v.args and not v.keywords) for v in returns)
+        or (isinstance(v, ast.Call) and not v.args and not v.keywords)
+        for v in returns
+    )
 
 
 def _bool_constant(node: ast.AST) -> bool:
@@ -724,8 +777,11 @@ def census_of(tree: ast.Module, text: str, module: str) -> tuple:
     for statement in _module_statements(tree.body):
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             census._import(statement)
-        elif isinstance(statement, ast.Assign) and len(statement.targets) == 1 \
-                and isinstance(statement.targets[0], ast.Name):
+        elif (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
             bound = census._value_binding(statement.value)
             if bound is not None:
                 census.bind(statement.targets[0].id, bound)
@@ -741,6 +797,7 @@ def census_of(tree: ast.Module, text: str, module: str) -> tuple:
 
 
 # -- accounting --------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -854,8 +911,11 @@ def _consumer(ref: Reference, facts: list[tuple[str, Location, Any]]) -> tuple[s
                     why = "read as a dispatch site, but not as the test it sits in"
                     continue
                 if fact.negated != ref.negated:
-                    why = "read as a dispatch site with the opposite polarity (" + (
-                        "`not`, `!=`, `is False` lost" if ref.negated else "a negation that is not there") + ")"
+                    why = (
+                        "read as a dispatch site with the opposite polarity ("
+                        + ("`not`, `!=`, `is False` lost" if ref.negated else "a negation that is not there")
+                        + ")"
+                    )
                     continue
             return kind, ""
         if kind in ("predicate", "unread") or ref.form == "d2t":
@@ -876,8 +936,14 @@ def account(files: Mapping[str, Any], inventory: SpecInventory) -> tuple[SpecInv
     for path in sorted(files):
         for record in (getattr(files[path], "extras", None) or {}).get(NAME, ()):
             if type(record) is Binding and record.kind == "incomplete":
-                new.append(Unread("reference", path.rpartition("/")[2], Location(path, 1), f"the census could not "
-                                  f"read this file ({record.name}): its references are not counted"))
+                new.append(
+                    Unread(
+                        "reference",
+                        path.rpartition("/")[2],
+                        Location(path, 1),
+                        f"the census could not read this file ({record.name}): its references are not counted",
+                    )
+                )
     for path, ref in entries(files):
         by, why = _consumer(ref, spans.get(path, ()))
         if by is None:
@@ -887,8 +953,12 @@ def account(files: Mapping[str, Any], inventory: SpecInventory) -> tuple[SpecInv
         else:
             done.append(Entry(path, ref, by != "unread", by))
     read = sum(1 for e in done if e.read)
-    census = Census(references=len(done), read=read, unread=len(done) - read,
-                    forms=tuple((form, sum(1 for e in done if e.reference.form == form)) for form in FORMS))
+    census = Census(
+        references=len(done),
+        read=read,
+        unread=len(done) - read,
+        forms=tuple((form, sum(1 for e in done if e.reference.form == form)) for form in FORMS),
+    )
     unread = tuple(sorted((*inventory.unread, *new), key=lambda u: (u.location, u.what, u.name)))
     return replace(inventory, unread=unread, census=census), tuple(done)
 

@@ -20,8 +20,14 @@ class ExtractorContext:
 
     __slots__ = ("path", "module", "text", "line_map", "lines", "source")
 
-    def __init__(self, path: str, module: str, text: str | None = None, line_map: tuple[int, ...] | None = None,
-                 lines: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        module: str,
+        text: str | None = None,
+        line_map: tuple[int, ...] | None = None,
+        lines: list[str] | None = None,
+    ) -> None:
         self.path, self.module, self.text, self.line_map = path, module, text, line_map
         self.lines, self.source = lines, None
 

@@ -29,5 +29,4 @@ class Extractor(Protocol):
     metadata: tuple[type, ...]  # libcst metadata providers it reads (resolved once per file)
     # parser: str  -- optional; "ast" to get the stdlib `ast.Module` instead of a MetadataWrapper
 
-    def extract(self, wrapper: meta.MetadataWrapper, context: FileContext) -> tuple[Any, ...]:
-        ...
+    def extract(self, wrapper: meta.MetadataWrapper, context: FileContext) -> tuple[Any, ...]: ...

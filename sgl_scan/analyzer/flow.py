@@ -62,7 +62,7 @@ def conjoin(parts: Iterable[Cond]) -> Cond:
             return FALSE
         if part == TRUE:
             continue
-        for piece in (part[1] if part[0] == "and" else (part,)):
+        for piece in part[1] if part[0] == "and" else (part,):
             if piece not in out:
                 out.append(piece)
     if not out:
@@ -77,7 +77,7 @@ def disjoin(parts: Iterable[Cond]) -> Cond:
             return TRUE
         if part == FALSE:
             continue
-        for piece in (part[1] if part[0] == "or" else (part,)):
+        for piece in part[1] if part[0] == "or" else (part,):
             if piece not in out:
                 out.append(piece)
     if not out:
@@ -100,7 +100,11 @@ def terms_in(cond: Cond) -> Iterator[tuple[int, int]]:
 def bool_compare(node: ast.AST) -> tuple[ast.AST, bool] | None:
     """`x is True` / `x == True` / `x is not False` -> (x, True); `x is False` / `x == False` / `x != True`
     -> (x, False): a comparison with a bool literal is its operand's test (either side); else None."""
-    if not isinstance(node, ast.Compare) or len(node.ops) != 1 or not isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq)):
+    if (
+        not isinstance(node, ast.Compare)
+        or len(node.ops) != 1
+        or not isinstance(node.ops[0], (ast.Is, ast.IsNot, ast.Eq, ast.NotEq))
+    ):
         return None
     left, right = node.left, node.comparators[0]
     if isinstance(left, ast.Constant) and isinstance(left.value, bool):
@@ -121,7 +125,9 @@ class Decision:
     column: int  # 1-based, in characters, of the whole test
     test: Cond
     context: Cond  # path condition of the statement holding the test
-    refuses: str | None  # "raise" | "assert" | "return" (`return False, reason`) when one side of the test refuses loudly
+    refuses: (
+        str | None
+    )  # "raise" | "assert" | "return" (`return False, reason`) when one side of the test refuses loudly
     # ("raise" also for a problem collected into a table or list that is raised below)
 
 
@@ -146,11 +152,24 @@ class FunctionFlow:
     hold no term, and their decisions are not looked for.
     """
 
-    def __init__(self, body: list[ast.stmt], term_key: Callable[[ast.AST], Optional[Cond]],
-                 text: Callable[[ast.AST], str], column: Callable[[ast.AST], int],
-                 worker: Callable[[ast.AST], bool], delegate: Callable[[ast.AST], bool] = lambda node: False,
-                 term_lines: Sequence[int] | None = None, local_values: Mapping[str, ast.AST] | None = None) -> None:
-        self.term_key, self.text, self.column, self.is_worker, self.is_delegate = term_key, text, column, worker, delegate
+    def __init__(
+        self,
+        body: list[ast.stmt],
+        term_key: Callable[[ast.AST], Optional[Cond]],
+        text: Callable[[ast.AST], str],
+        column: Callable[[ast.AST], int],
+        worker: Callable[[ast.AST], bool],
+        delegate: Callable[[ast.AST], bool] = lambda node: False,
+        term_lines: Sequence[int] | None = None,
+        local_values: Mapping[str, ast.AST] | None = None,
+    ) -> None:
+        self.term_key, self.text, self.column, self.is_worker, self.is_delegate = (
+            term_key,
+            text,
+            column,
+            worker,
+            delegate,
+        )
         self._term_lines = term_lines
         self.decisions: dict[int, Decision] = {}  # id(term node) -> its decision
         self.workers: list[WorkerUse] = []
@@ -211,10 +230,16 @@ class FunctionFlow:
             return context
         if isinstance(statement, ast.If):
             test = self.condition(statement.test)
-            refuses = _refusal(statement.body) or _refusal(statement.orelse) or \
-                ("raise" if _only_collects(statement.body, self._problem_lists) else None)
-            if refuses == "raise" and any(self._caught(arm[-1]) for arm in (statement.body, statement.orelse)
-                                          if arm and isinstance(arm[-1], ast.Raise)):
+            refuses = (
+                _refusal(statement.body)
+                or _refusal(statement.orelse)
+                or ("raise" if _only_collects(statement.body, self._problem_lists) else None)
+            )
+            if refuses == "raise" and any(
+                self._caught(arm[-1])
+                for arm in (statement.body, statement.orelse)
+                if arm and isinstance(arm[-1], ast.Raise)
+            ):
                 refuses = None  # caught by an enclosing `try`/`except` that goes on: no loud refusal
             kind = "exit" if not statement.orelse and _bare_exit(statement.body) else "if"
             self._decide(statement.test, kind, context, refuses)
@@ -247,7 +272,9 @@ class FunctionFlow:
             self._catching.append(going_on)
             after = self._walk(statement.body, context)
             self._catching.pop()
-            caught = any(_catches(h, r) for h in going_on for r in _statements(statement.body) if isinstance(r, ast.Raise))
+            caught = any(
+                _catches(h, r) for h in going_on for r in _statements(statement.body) if isinstance(r, ast.Raise)
+            )
             for handler in statement.handlers:
                 self._walk(handler.body, context)
             self._walk(statement.orelse, after)
@@ -310,8 +337,9 @@ class FunctionFlow:
         if self.term_key(pattern) is not None:
             refuses = _refusal(body)
             kind = "exit" if _bare_exit(body) else "if"
-            self.decisions[id(pattern)] = Decision(kind, pattern.lineno, self.column(pattern), self.condition(pattern),
-                                                   context, refuses)
+            self.decisions[id(pattern)] = Decision(
+                kind, pattern.lineno, self.column(pattern), self.condition(pattern), context, refuses
+            )
 
     # decisions ----------------------------------------------------------------------------------
     def _decide(self, test: ast.AST, kind: str, context: Cond, refuses: str | None) -> None:
@@ -328,7 +356,7 @@ class FunctionFlow:
             self.decisions[id(leaf)] = decision
         if isinstance(root, ast.Name):  # `if is_eagle:` after `is_eagle = algo.is_eagle()`
             value = self._locals.get(root.id)
-            for leaf in (_walk_expr(value) if value is not None else ()):
+            for leaf in _walk_expr(value) if value is not None else ():
                 if self.term_key(leaf) is not None and id(leaf) not in self.decisions:
                     self.decisions[id(leaf)] = decision
 
@@ -348,13 +376,21 @@ class FunctionFlow:
                 if id(current) in self.decisions or self.term_key(current) is None:
                     continue
                 root = current
-                while isinstance(parents.get(id(root)), ast.BoolOp) or (
-                        isinstance(parents.get(id(root)), ast.UnaryOp) and isinstance(parents[id(root)].op, ast.Not)) or (
-                        bool_compare(parents.get(id(root))) is not None) or isinstance(parents.get(id(root)), ast.NamedExpr):
+                while (
+                    isinstance(parents.get(id(root)), ast.BoolOp)
+                    or (isinstance(parents.get(id(root)), ast.UnaryOp) and isinstance(parents[id(root)].op, ast.Not))
+                    or (bool_compare(parents.get(id(root))) is not None)
+                    or isinstance(parents.get(id(root)), ast.NamedExpr)
+                ):
                     root = parents[id(root)]
                 owner = parents.get(id(root))
-                kind = ("message" if _message(owner) else "ifexp") if isinstance(owner, ast.IfExp) and owner.test is root else \
-                    "filter" if isinstance(owner, ast.comprehension) and root in owner.ifs else "value"
+                kind = (
+                    ("message" if _message(owner) else "ifexp")
+                    if isinstance(owner, ast.IfExp) and owner.test is root
+                    else "filter"
+                    if isinstance(owner, ast.comprehension) and root in owner.ifs
+                    else "value"
+                )
                 refuses = "raise" if kind == "value" and self._raised_entry(root, parents) else None
                 self._record(root, kind, context, refuses)
 
@@ -363,7 +399,11 @@ class FunctionFlow:
         row = parents.get(id(root))
         table = parents.get(id(row)) if isinstance(row, ast.Tuple) else None
         assign = parents.get(id(table)) if isinstance(table, (ast.List, ast.Tuple)) else None
-        if not isinstance(assign, ast.Assign) or len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
+        if (
+            not isinstance(assign, ast.Assign)
+            or len(assign.targets) != 1
+            or not isinstance(assign.targets[0], ast.Name)
+        ):
             return False
         index = next(i for i, element in enumerate(row.elts) if element is root)
         return index in self._tables.get(assign.targets[0].id, ())
@@ -387,7 +427,11 @@ class FunctionFlow:
                         if not isinstance(arm, (ast.Call, ast.IfExp)):
                             self._use(arm, conjoin((context, cond)))
                 continue
-            if isinstance(node, ast.Return) and node.value is not None and not isinstance(node.value, (ast.Call, ast.IfExp)):
+            if (
+                isinstance(node, ast.Return)
+                and node.value is not None
+                and not isinstance(node.value, (ast.Call, ast.IfExp))
+            ):
                 self._use(node.value, context)
             elif isinstance(node, ast.Call):
                 if isinstance(node.func, ast.Name) and node.func.id in self._classes:
@@ -454,8 +498,11 @@ class FunctionFlow:
     def _draft_worker_slot(self, statement: ast.Assign, context: Cond) -> None:
         """`self.draft_worker = E(...)`: the worker the caller runs is made here; E must be readable
         (reading an existing one, `w = self.draft_worker`, makes nothing)."""
-        if len(statement.targets) != 1 or _last_name(statement.targets[0]) != "draft_worker" \
-                or not isinstance(statement.value, ast.Call):
+        if (
+            len(statement.targets) != 1
+            or _last_name(statement.targets[0]) != "draft_worker"
+            or not isinstance(statement.value, ast.Call)
+        ):
             return
         reason = self.unreadable(statement.value)
         if reason is not None:
@@ -463,8 +510,12 @@ class FunctionFlow:
 
     def _unread_returns(self) -> None:
         """In a function that returns workers, every other return must give one too (or None)."""
-        readable = [(node, context) for node, context in self._returns if self.unreadable(node.value) is None
-                    and not (isinstance(node.value, ast.Constant) and node.value.value is None)]
+        readable = [
+            (node, context)
+            for node, context in self._returns
+            if self.unreadable(node.value) is None
+            and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+        ]
         if not readable:
             return
         for node, context in self._returns:
@@ -574,12 +625,20 @@ def _raised_tables(body: list[ast.stmt]) -> dict[str, set[int]]:
     name -> the positions in each row whose truth makes the loop refuse."""
     out: dict[str, set[int]] = {}
     for loop in _statements(body):
-        if not isinstance(loop, ast.For) or not isinstance(loop.iter, ast.Name) or not isinstance(loop.target, ast.Tuple):
+        if (
+            not isinstance(loop, ast.For)
+            or not isinstance(loop.iter, ast.Name)
+            or not isinstance(loop.target, ast.Tuple)
+        ):
             continue
         for index, element in enumerate(loop.target.elts):
             if isinstance(element, ast.Name) and any(
-                    isinstance(inner, ast.If) and isinstance(inner.test, ast.Name) and inner.test.id == element.id
-                    and _refusal(inner.body) in ("raise", "assert") for inner in _statements(loop.body)):
+                isinstance(inner, ast.If)
+                and isinstance(inner.test, ast.Name)
+                and inner.test.id == element.id
+                and _refusal(inner.body) in ("raise", "assert")
+                for inner in _statements(loop.body)
+            ):
                 out.setdefault(loop.iter.id, set()).add(index)
     return out
 
@@ -589,8 +648,13 @@ def _raised_lists(body: list[ast.stmt]) -> set[str]:
     (or `assert not problems`)."""
     empty, raised = set(), set()
     for statement in _statements(body):
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name) \
-                and isinstance(statement.value, ast.List) and not statement.value.elts:
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.List)
+            and not statement.value.elts
+        ):
             empty.add(statement.targets[0].id)
         elif isinstance(statement, ast.If) and _refusal(statement.body) in ("raise", "assert"):
             test = statement.test
@@ -598,18 +662,28 @@ def _raised_lists(body: list[ast.stmt]) -> set[str]:
                 test = test.args[0]
             if isinstance(test, ast.Name):
                 raised.add(test.id)
-        elif isinstance(statement, ast.Assert) and isinstance(statement.test, ast.UnaryOp) \
-                and isinstance(statement.test.op, ast.Not) and isinstance(statement.test.operand, ast.Name):
+        elif (
+            isinstance(statement, ast.Assert)
+            and isinstance(statement.test, ast.UnaryOp)
+            and isinstance(statement.test.op, ast.Not)
+            and isinstance(statement.test.operand, ast.Name)
+        ):
             raised.add(statement.test.operand.id)
     return empty & raised
 
 
 def _only_collects(body: list[ast.stmt], lists: set[str]) -> bool:
     """A suite that only records a problem in such a list (`problems.append("why")`)."""
+
     def collects(statement: ast.stmt) -> bool:
         call = statement.value if isinstance(statement, ast.Expr) else None
-        return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in ("append", "extend") \
-            and isinstance(call.func.value, ast.Name) and call.func.value.id in lists
+        return (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("append", "extend")
+            and isinstance(call.func.value, ast.Name)
+            and call.func.value.id in lists
+        )
 
     return bool(lists) and bool(body) and all(collects(statement) for statement in body)
 
@@ -645,8 +719,10 @@ def _bare_exit(body: list[ast.stmt]) -> bool:
 
 def _message(node: ast.IfExp) -> bool:
     """`" (hint)" if x == "A" else ""`: a conditional expression that only picks message text."""
-    return all(isinstance(arm, ast.JoinedStr) or (isinstance(arm, ast.Constant) and isinstance(arm.value, str))
-               for arm in (node.body, node.orelse))
+    return all(
+        isinstance(arm, ast.JoinedStr) or (isinstance(arm, ast.Constant) and isinstance(arm.value, str))
+        for arm in (node.body, node.orelse)
+    )
 
 
 def _refusal(body: list[ast.stmt]) -> str | None:
@@ -660,8 +736,12 @@ def _refusal(body: list[ast.stmt]) -> str | None:
     if isinstance(last, ast.Assert):
         return "assert"
     value = last.value if isinstance(last, ast.Return) else None
-    if isinstance(value, ast.Tuple) and len(value.elts) >= 2 and isinstance(value.elts[0], ast.Constant) \
-            and value.elts[0].value is False:  # `return False, reason` (a bare `return False` is an answer)
+    if (
+        isinstance(value, ast.Tuple)
+        and len(value.elts) >= 2
+        and isinstance(value.elts[0], ast.Constant)
+        and value.elts[0].value is False
+    ):  # `return False, reason` (a bare `return False` is an answer)
         return "return"
     return None
 
@@ -756,5 +836,20 @@ def flags_text(cond: Cond, term_text: Callable[[Cond], str] | None = None) -> st
     return render(cond, "")
 
 
-__all__ = ["Cond", "Decision", "FALSE", "FunctionFlow", "TRUE", "WorkerUse", "bool_compare", "conjoin", "disjoin",
-           "evaluate", "flags_text", "negate", "side", "single_assignments", "terms_in"]
+__all__ = [
+    "Cond",
+    "Decision",
+    "FALSE",
+    "FunctionFlow",
+    "TRUE",
+    "WorkerUse",
+    "bool_compare",
+    "conjoin",
+    "disjoin",
+    "evaluate",
+    "flags_text",
+    "negate",
+    "side",
+    "single_assignments",
+    "terms_in",
+]

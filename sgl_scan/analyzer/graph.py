@@ -176,8 +176,9 @@ def _add_spec_layer(g: nx.MultiDiGraph, inventory: SpecInventory, symbols: Symbo
         for name in site.algorithms:
             if name not in names:
                 continue
-            attrs = dict(kind="dispatches_on", path=site.location.path, line=site.location.line, via=site.via,
-                         detail=site.detail)
+            attrs = dict(
+                kind="dispatches_on", path=site.location.path, line=site.location.line, via=site.via, detail=site.detail
+            )
             if site.worker:
                 attrs["worker"] = site.worker
             _edge(g, function, algorithm_node(name), **attrs)
@@ -187,8 +188,14 @@ def _add_spec_layer(g: nx.MultiDiGraph, inventory: SpecInventory, symbols: Symbo
         _node(g, node, "option", option.location.path, option.location.line)
         selected = _selected(inventory, option.values)
         for name in selected:
-            _edge(g, algorithm_node(name), node, kind="configured_by", path=option.location.path,
-                       line=option.location.line)
+            _edge(
+                g,
+                algorithm_node(name),
+                node,
+                kind="configured_by",
+                path=option.location.path,
+                line=option.location.line,
+            )
 
 
 def _selected(inventory: SpecInventory, values: tuple[str, ...]) -> list[str]:

@@ -72,8 +72,10 @@ def to_dot(g: nx.MultiDiGraph, scope: dict | None = None) -> str:
 
 def to_json(g: nx.MultiDiGraph, scope: dict | None = None) -> str:
     nodes = [{"id": n, **attrs} for n, attrs in sorted(g.nodes(data=True), key=lambda item: str(item[0]))]
-    edges = [{"source": u, "target": v, **attrs}
-             for u, v, attrs in sorted(g.edges(data=True), key=lambda e: (str(e[0]), str(e[1]), str(e[2].get("kind"))))]
+    edges = [
+        {"source": u, "target": v, **attrs}
+        for u, v, attrs in sorted(g.edges(data=True), key=lambda e: (str(e[0]), str(e[1]), str(e[2].get("kind"))))
+    ]
     doc = {"directed": True, "multigraph": True, "nodes": nodes, "edges": edges}
     if scope:
         doc["scope"] = scope
@@ -114,8 +116,12 @@ def dispatch_listing(inventory: SpecInventory, name: str) -> DispatchListing:
     if algo is None:
         known = ", ".join(a.name for a in inventory.algorithms) or "none found"
         raise FocusError(f"no speculative algorithm {name!r} in this snapshot (algorithms: {known})")
-    sites = tuple(sorted((s for s in inventory.dispatch_sites if algo.name in s.algorithms),
-                         key=lambda s: (s.location.path, s.location.line, s.location.column)))
+    sites = tuple(
+        sorted(
+            (s for s in inventory.dispatch_sites if algo.name in s.algorithms),
+            key=lambda s: (s.location.path, s.location.line, s.location.column),
+        )
+    )
     return DispatchListing(algo, sites)
 
 
@@ -125,8 +131,9 @@ def format_dispatch(listing: DispatchListing, scope_note: str | None = None) -> 
     `scope_note` says what the count covers ("in the speculative scope; run with --scope full for all").
     """
     algo = listing.algorithm
-    workers = [f"{w.qualname} if {w.condition}" if w.condition else w.qualname for w in algo.workers] \
-        or ([algo.worker] if algo.worker else [])
+    workers = [f"{w.qualname} if {w.condition}" if w.condition else w.qualname for w in algo.workers] or (
+        [algo.worker] if algo.worker else []
+    )
     worker = "; ".join(workers) if workers else "no worker found"
     where = f" (chosen at {algo.worker_location})" if algo.worker_location else ""
     yield f"{algo.name}: defined at {algo.location}; creates {worker}{where}"
@@ -212,8 +219,14 @@ class Derived:
         values = {p: (p in true) for p in [*dict(self.bodies), *sorted(self.base_true)]}
         values.update({p: None for p in [*not_read, *self.unknown] if p not in claims})
         values.update(claims)
-        origins = {p: "--claims" if p in claims else
-                   self.origin if not self.overrides or p in self.overrides else "plugin base" for p in values}
+        origins = {
+            p: "--claims"
+            if p in claims
+            else self.origin
+            if not self.overrides or p in self.overrides
+            else "plugin base"
+            for p in values
+        }
         return values, origins
 
 
@@ -224,11 +237,20 @@ def derived_predicates(inventory: SpecInventory, name: str) -> Derived:
     algo = next((a for a in inventory.algorithms if a.name.upper() == name.upper()), None)
     if algo is not None:
         return Derived("inventory", true=frozenset(algo.predicates))
-    return Derived("definition", bodies=inventory.predicate_definitions, unknown=frozenset(inventory.unread_definitions))
+    return Derived(
+        "definition", bodies=inventory.predicate_definitions, unknown=frozenset(inventory.unread_definitions)
+    )
 
 
-def like_listing(inventory: SpecInventory, name: str, base: str, claims: Iterable[str] | Mapping[str, bool] = (), *,
-                 strict: bool = True, derived: Derived | None = None) -> LikeListing:
+def like_listing(
+    inventory: SpecInventory,
+    name: str,
+    base: str,
+    claims: Iterable[str] | Mapping[str, bool] = (),
+    *,
+    strict: bool = True,
+    derived: Derived | None = None,
+) -> LikeListing:
     """Every dispatch site where algorithm `name` takes another side than algorithm `base`.
 
     NEW's predicates are `derived` (default: `derived_predicates`: the inventory's answer for an
@@ -247,8 +269,10 @@ def like_listing(inventory: SpecInventory, name: str, base: str, claims: Iterabl
     if not strict:
         wanted = {c: v for c, v in wanted.items() if c not in unknown_claims}
     elif unknown_claims:
-        raise FocusError(f"no predicate {', '.join(unknown_claims)} in this snapshot "
-                         f"(predicates: {', '.join(sorted(table)) or 'none found'})")
+        raise FocusError(
+            f"no predicate {', '.join(unknown_claims)} in this snapshot "
+            f"(predicates: {', '.join(sorted(table)) or 'none found'})"
+        )
     derived = derived or derived_predicates(inventory, name)
     truth, origins = derived.evaluate(wanted)
     for p in table:  # neither defined true nor unknown: false (a plugin base's default, an in-tree member's answer)
@@ -281,9 +305,18 @@ def like_listing(inventory: SpecInventory, name: str, base: str, claims: Iterabl
             out.append(LikeSite(site, base_side, new_side))
     claimed = tuple(p for p, v in truth.items() if v)
     shown = tuple((p, origins[p]) for p in claimed if p in origins) + tuple(
-        (p, o) for p, o in origins.items() if o == "--claims (false)")
-    return LikeListing(name.upper(), algo, claimed, _one_per_test(out), unknown, behind, shown,
-                       tuple(sorted(p for p, v in truth.items() if v is None)))
+        (p, o) for p, o in origins.items() if o == "--claims (false)"
+    )
+    return LikeListing(
+        name.upper(),
+        algo,
+        claimed,
+        _one_per_test(out),
+        unknown,
+        behind,
+        shown,
+        tuple(sorted(p for p, v in truth.items() if v is None)),
+    )
 
 
 def _one_per_test(sites: list[LikeSite]) -> tuple[LikeSite, ...]:
@@ -305,16 +338,22 @@ def format_like(listing: LikeListing) -> Iterable[str]:
     if false:
         yield f"  set false by --claims: {', '.join(false)}"
     if listing.unknown_predicates:
-        yield (f"  not known for {listing.name} (their definitions could not be evaluated; tests on them are compared "
-               f"as either side): {', '.join(listing.unknown_predicates)}")
+        yield (
+            f"  not known for {listing.name} (their definitions could not be evaluated; tests on them are compared "
+            f"as either side): {', '.join(listing.unknown_predicates)}"
+        )
     yield f"  {len(listing.sites)} test(s) where {listing.name} takes another branch than {base}:"
     for like in listing.sites:
         site = like.site
-        yield (f"  {site.location.path}:{site.location.line}  {site.function}  [{site.via}: {site.detail}]  "
-               f"{base}: {like.base_side} side; {listing.name}: {like.new_side} side")
+        yield (
+            f"  {site.location.path}:{site.location.line}  {site.function}  [{site.via}: {site.detail}]  "
+            f"{base}: {like.base_side} side; {listing.name}: {like.new_side} side"
+        )
     if listing.behind_guards:
-        yield (f"  ({listing.behind_guards} further test(s) {base} reaches are never reached by {listing.name}: "
-               "an earlier guard above refuses it)")
+        yield (
+            f"  ({listing.behind_guards} further test(s) {base} reaches are never reached by {listing.name}: "
+            "an earlier guard above refuses it)"
+        )
     if listing.unknown:
         yield f"  ({listing.unknown} site(s) outside any function body read are not compared)"
 
@@ -333,6 +372,7 @@ def plugin_file_predicates(source: str, name: str, inventory: SpecInventory, pat
 
     from sgl_scan.analyzer.extractors.algorithm_class import AlgorithmClassExtractor
     from sgl_scan.analyzer.extractors.records import AlgoClassRecord, Registration
+
     @dataclass
     class _Context:
         path: str
@@ -355,12 +395,18 @@ def plugin_file_predicates(source: str, name: str, inventory: SpecInventory, pat
         names = ", ".join(r.name for r in registrations) or "none"
         raise PluginFileError(f"{path} registers no algorithm {name.upper()} (it registers: {names})")
     if not reg.spec_class:
-        return Derived("plugin base", bodies=(), base_true=frozenset(inventory.plugin_base_true), flags=frozenset(reg.flags))
+        return Derived(
+            "plugin base", bodies=(), base_true=frozenset(inventory.plugin_base_true), flags=frozenset(reg.flags)
+        )
     short = reg.spec_class.rpartition(".")[2]
     record = next((r for r in records if isinstance(r, AlgoClassRecord) and r.name == short), None)
     if record is None:
         raise PluginFileError(f"{path}: the spec_class {short} of {name.upper()} is not defined in this file")
-    return Derived(f"spec_class {short}", bodies=tuple((p.name, p.expr) for p in record.predicates),
-                   base_true=frozenset(inventory.plugin_base_true),
-                   unknown=frozenset(n for n, _at, _text in record.unread_predicates),
-                   overrides=frozenset(p.name for p in record.predicates), flags=frozenset(reg.flags))
+    return Derived(
+        f"spec_class {short}",
+        bodies=tuple((p.name, p.expr) for p in record.predicates),
+        base_true=frozenset(inventory.plugin_base_true),
+        unknown=frozenset(n for n, _at, _text in record.unread_predicates),
+        overrides=frozenset(p.name for p in record.predicates),
+        flags=frozenset(reg.flags),
+    )

@@ -76,8 +76,13 @@ def _records(files: Mapping[str, Any]) -> dict[type, list[tuple[str, Any]]]:
 def _pick_class(classes: list[tuple[str, AlgoClassRecord]]) -> tuple[str, AlgoClassRecord] | None:
     def score(pair: tuple[str, AlgoClassRecord]) -> tuple:
         path, record = pair
-        return (record.name != ALGORITHM_CLASS, not (record.members or record.form == "registry"),
-                "speculative" not in path, -len(record.predicates), path)
+        return (
+            record.name != ALGORITHM_CLASS,
+            not (record.members or record.form == "registry"),
+            "speculative" not in path,
+            -len(record.predicates),
+            path,
+        )
 
     candidates = [pair for pair in classes if pair[1].predicates or pair[1].members or pair[1].form == "registry"]
     return min(candidates, key=score) if candidates else None
@@ -146,8 +151,9 @@ class _Evaluator:
         return None
 
 
-def plugin_truth(base_true: Iterable[str], bodies: Mapping[str, tuple], flags: Iterable[str] = (),
-                 unknown: Iterable[str] = ()) -> tuple[frozenset[str], tuple[str, ...]]:
+def plugin_truth(
+    base_true: Iterable[str], bodies: Mapping[str, tuple], flags: Iterable[str] = (), unknown: Iterable[str] = ()
+) -> tuple[frozenset[str], tuple[str, ...]]:
     """The predicates true for a plugin algorithm object (a `CustomSpecAlgo`-like instance): those the
     plugin base answers True, overridden by the bodies of its registered `spec_class`. A body reads
     `self` as an object equal to no member (`self == SA.X` is False, `self != SA.X` True), its
@@ -244,7 +250,9 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         plugin_true = {p.name for p in plugin[1].predicates if p.expr == ("const", True)}
     # Algorithms the class's own predicates reason about: every algorithm in the registry form;
     # only the enum members when plugins are separate `CustomSpecAlgo` objects.
-    plugin_algos = [n for n in universe if kinds[n] == "registered"] if algo is not None and algo.form != "registry" else []
+    plugin_algos = (
+        [n for n in universe if kinds[n] == "registered"] if algo is not None and algo.form != "registry" else []
+    )
     members_universe = [n for n in universe if n not in plugin_algos]
     predicates: list[Predicate] = []
     table: dict[str, tuple[str, ...]] = {}
@@ -259,23 +267,44 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         if not reg.spec_class:
             continue
         found = by_qualname.get(reg.spec_class) or next(
-            (pair for q, pair in by_qualname.items() if q.rpartition(".")[2] == reg.spec_class.rpartition(".")[2]), None)
+            (pair for q, pair in by_qualname.items() if q.rpartition(".")[2] == reg.spec_class.rpartition(".")[2]), None
+        )
         if found is None:
-            unread.append(Unread("predicate", name, _loc(path, reg),
-                                 f"its spec_class {reg.spec_class.rpartition('.')[2]} could not be read: which predicates "
-                                 f"{name} answers True is unknown"))
+            unread.append(
+                Unread(
+                    "predicate",
+                    name,
+                    _loc(path, reg),
+                    f"its spec_class {reg.spec_class.rpartition('.')[2]} could not be read: which predicates "
+                    f"{name} answers True is unknown",
+                )
+            )
             continue
         cpath, record = found
         truth_of[name], not_read = plugin_truth(plugin_true, {p.name: p.expr for p in record.predicates}, reg.flags)
         for pname, at, text in record.unread_predicates:
-            unread.append(Unread("predicate", pname, _loc(cpath, at),
-                                 f"{record.name} (spec_class of {name}): `return {text}` is not read"))
+            unread.append(
+                Unread(
+                    "predicate",
+                    pname,
+                    _loc(cpath, at),
+                    f"{record.name} (spec_class of {name}): `return {text}` is not read",
+                )
+            )
         for pname in not_read:
-            unread.append(Unread("predicate", pname, _loc(cpath, record),
-                                 f"{record.name} (spec_class of {name}): {pname}() could not be evaluated"))
+            unread.append(
+                Unread(
+                    "predicate",
+                    pname,
+                    _loc(cpath, record),
+                    f"{record.name} (spec_class of {name}): {pname}() could not be evaluated",
+                )
+            )
     if algo is not None:
         for name, at, text in algo.unread_predicates:
-            unread.append(Unread("predicate", name, _loc(algo_path, at), f"`return {text}` is not read as a set of algorithms"))
+            unread.append(
+                Unread("predicate", name, _loc(algo_path, at), f"`return {text}` is not read as a set of algorithms")
+            )
         evaluator = _Evaluator(members_universe, {p.name: p for p in algo.predicates}, flags)
         # the same definitions for a new member that equals none of the existing ones (`--like`)
         fresh = _Evaluator([*members_universe, NEW], {p.name: p for p in algo.predicates}, flags)
@@ -288,8 +317,14 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         for body in algo.predicates:
             result = evaluator.predicate(body.name)
             if result is None:
-                unread.append(Unread("predicate", body.name, _loc(algo_path, body),
-                                     "its body calls a predicate or method that could not be read"))
+                unread.append(
+                    Unread(
+                        "predicate",
+                        body.name,
+                        _loc(algo_path, body),
+                        "its body calls a predicate or method that could not be read",
+                    )
+                )
                 continue
             chosen = set(result) | {a for a in plugin_algos if body.name in truth_of.get(a, ())}
             table[body.name] = _ordered(chosen, universe)
@@ -355,17 +390,30 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
             if flowed:
                 worker_of[name] = ([(s, evaluate(s.context, {}), p) for p, s in flowed], None)
             else:  # a factory the flow layer did not read: every worker it may return, its last one the default
-                refs = [(WorkerSite(**vars(r.at), qualname=r.qualname, function=reg.worker, context=TRUE), TRUE, fpath)
-                        for r in factory.workers]
-                default = next(c for c in refs if c[0].qualname == factory.fallthrough.qualname
-                               and c[0].line == factory.fallthrough.at.line)
+                refs = [
+                    (WorkerSite(**vars(r.at), qualname=r.qualname, function=reg.worker, context=TRUE), TRUE, fpath)
+                    for r in factory.workers
+                ]
+                default = next(
+                    c
+                    for c in refs
+                    if c[0].qualname == factory.fallthrough.qualname and c[0].line == factory.fallthrough.at.line
+                )
                 worker_of[name] = (refs, default)
         elif reg.worker.rpartition(".")[2].endswith("Worker"):
-            site = WorkerSite(reg.line, reg.column, reg.end_line, qualname=reg.worker, function=reg.function, context=TRUE)
+            site = WorkerSite(
+                reg.line, reg.column, reg.end_line, qualname=reg.worker, function=reg.function, context=TRUE
+            )
             worker_of[name] = ([(site, TRUE, path)], None)
         if name not in worker_of:
-            unread.append(Unread("worker", name, _loc(path, reg),
-                                 f"the worker that {reg.worker.rpartition('.')[2]} gives could not be read"))
+            unread.append(
+                Unread(
+                    "worker",
+                    name,
+                    _loc(path, reg),
+                    f"the worker that {reg.worker.rpartition('.')[2]} gives could not be read",
+                )
+            )
     _delegated(worker_of, recs.get(WorkerDelegate, []), recs.get(WorkerSite, []), truths, universe)
 
     algorithms = []
@@ -376,7 +424,9 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         workers = tuple(dict.fromkeys(WorkerChoice(s.qualname, flags_text(cond), _loc(p, s)) for s, cond, p in choices))
         if default:
             site, _cond, path = default
-            algorithms.append(Algorithm(name, kinds[name], locations[name], preds, site.qualname, _loc(path, site), workers))
+            algorithms.append(
+                Algorithm(name, kinds[name], locations[name], preds, site.qualname, _loc(path, site), workers)
+            )
         else:
             algorithms.append(Algorithm(name, kinds[name], locations[name], preds, None, None, workers))
 
@@ -390,8 +440,14 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
         algos = selected(term)
         if algos is None:
             if term.via == "predicate" and term.values[0] in unread_predicates:
-                unread.append(Unread("dispatch", f"{term.subject}.{term.detail}()" if term.subject else f"{term.detail}()",
-                                     _loc(path, term), f"which algorithms reach it is unknown: {term.values[0]}() could not be read"))
+                unread.append(
+                    Unread(
+                        "dispatch",
+                        f"{term.subject}.{term.detail}()" if term.subject else f"{term.detail}()",
+                        _loc(path, term),
+                        f"which algorithms reach it is unknown: {term.values[0]}() could not be read",
+                    )
+                )
             continue
         ref = branch_of_term.get((path, term))
         if ref is None and term.decision == "if":  # `W = A if flag else B` then `W(...)` inside the branch
@@ -461,8 +517,14 @@ def _unread_aliases(recs, algo, known: set[str], aliases: Mapping[str, str]) -> 
         for value in const.values:
             name = value.upper()
             if name not in known and name not in aliases:
-                out.append(Unread("alias", name, _loc(path, const),
-                                  f"listed in {const.qualname.rpartition('.')[2]}, but no resolver maps it to an algorithm"))
+                out.append(
+                    Unread(
+                        "alias",
+                        name,
+                        _loc(path, const),
+                        f"listed in {const.qualname.rpartition('.')[2]}, but no resolver maps it to an algorithm",
+                    )
+                )
     return out
 
 
@@ -478,11 +540,23 @@ def _unread_alias_returns(recs, algo, path) -> list[Unread]:
         const = consts.get(container) or by_short.get(container.rpartition(".")[2])
         short = container.rpartition(".")[2]
         if member == "?":
-            out.append(Unread("alias", short, _loc(path, algo),
-                              f"`if x in {short}: return ...` returns a form the analyzer does not read: its spellings' targets are unknown"))
+            out.append(
+                Unread(
+                    "alias",
+                    short,
+                    _loc(path, algo),
+                    f"`if x in {short}: return ...` returns a form the analyzer does not read: its spellings' targets are unknown",
+                )
+            )
         elif member == "" and (const is None or not const.targets):
-            out.append(Unread("alias", short, _loc(path, algo),
-                              f"`return cls[{short}[x]]`, but {short} is no mapping of string literals the analyzer could read"))
+            out.append(
+                Unread(
+                    "alias",
+                    short,
+                    _loc(path, algo),
+                    f"`return cls[{short}[x]]`, but {short} is no mapping of string literals the analyzer could read",
+                )
+            )
     return out
 
 
@@ -537,7 +611,9 @@ def _truths(terms: list[DispatchTerm], base, universe: list[str]) -> dict[str, d
     return out
 
 
-def _site(path: str, term: DispatchTerm, algos: tuple[str, ...], ref: WorkerRef | None, truth, universe) -> DispatchSite:
+def _site(
+    path: str, term: DispatchTerm, algos: tuple[str, ...], ref: WorkerRef | None, truth, universe
+) -> DispatchSite:
     """A dispatch site with the algorithms that reach each side of its test (analyzer/flow.py)."""
     extra = {}
     if term.test is not None:
@@ -553,10 +629,25 @@ def _site(path: str, term: DispatchTerm, algos: tuple[str, ...], ref: WorkerRef 
         new = "either" if new_true and new_false else "enters" if new_true else "skips" if new_false else "unreachable"
         line, column = term.decision_at or (term.line, term.column)
         algos = tuple(positive)
-        extra = dict(negative=tuple(negative), decision=term.decision, decision_location=Location(path, line, column),
-                     refuses=term.refuses, new_algorithm=new, guarded=excluded or new == "unreachable")
-    return DispatchSite(term.function, _loc(path, term), term.via, term.detail, algos, ref.qualname if ref else None,
-                        tuple(term.values) if term.via == "string" else (), negated=term.negated, **extra)
+        extra = dict(
+            negative=tuple(negative),
+            decision=term.decision,
+            decision_location=Location(path, line, column),
+            refuses=term.refuses,
+            new_algorithm=new,
+            guarded=excluded or new == "unreachable",
+        )
+    return DispatchSite(
+        term.function,
+        _loc(path, term),
+        term.via,
+        term.detail,
+        algos,
+        ref.qualname if ref else None,
+        tuple(term.values) if term.via == "string" else (),
+        negated=term.negated,
+        **extra,
+    )
 
 
 def _conjuncts(cond) -> tuple:
@@ -607,8 +698,14 @@ def _workers(algo, worker_sites, truths, universe, term_text, unread: list[Unrea
                 worker_of[name] = (reached, None)
     for (path, site), keys in sorted(unknown.items(), key=lambda item: (item[0][0], item[0][1].line)):
         tests = ", ".join(f"`{term_text(path, ('term', *k))}`" for k in sorted(keys))
-        unread.append(Unread("worker", site.qualname.rpartition(".")[2], _loc(path, site),
-                             f"which algorithms create it is unknown: its path tests {tests}, which could not be evaluated"))
+        unread.append(
+            Unread(
+                "worker",
+                site.qualname.rpartition(".")[2],
+                _loc(path, site),
+                f"which algorithms create it is unknown: its path tests {tests}, which could not be evaluated",
+            )
+        )
     return worker_of
 
 
@@ -644,8 +741,10 @@ def _delegated(worker_of, delegates, worker_sites, truths, universe) -> None:
                 continue
             shared = set.intersection(*(set(other) for _c, other in reach))
             flags = {part for _site, own in alternatives for part in own}
-            entries = [((site.line, site.column), [(site, conjoin(p for p in own if p not in shared), path)])
-                       for site, own in alternatives]
+            entries = [
+                ((site.line, site.column), [(site, conjoin(p for p in own if p not in shared), path)])
+                for site, own in alternatives
+            ]
             base, _default_choice = worker_of.get(name, ([], None))
             for call, other in reach:
                 picks = conjoin(p for p in other if negate(p) in flags)
@@ -684,8 +783,12 @@ def _options(recs) -> tuple[ChoiceHook | None, list[ChoiceHook]]:
         option = ChoiceHook(record.name, record.kind, record.choices, True, _loc(path, record), record.values)
     hooks = []
     for path, hook in recs.get(HookRecord, []):
-        speculative = bool(option and option.choices and hook.choices
-                           and hook.choices.rpartition(".")[2] == option.choices.rpartition(".")[2])
+        speculative = bool(
+            option
+            and option.choices
+            and hook.choices
+            and hook.choices.rpartition(".")[2] == option.choices.rpartition(".")[2]
+        )
         hooks.append(ChoiceHook(hook.name, hook.kind, hook.choices, speculative, _loc(path, hook)))
     if option is not None:
         hooks.append(option)

@@ -83,7 +83,9 @@ def raw_before_normalisation(analysis: Analysis) -> dict[Location, str]:
         at = next((line for line, name in record.refs if name in normal or _short(name) in normal_short), None)
         if at is None:
             continue
-        step_n = next(name for line, name in record.refs if line == at and (name in normal or _short(name) in normal_short))
+        step_n = next(
+            name for line, name in record.refs if line == at and (name in normal or _short(name) in normal_short)
+        )
         for line, name in record.refs:
             if line < at:
                 early.setdefault(name, f"`{_short(name)}` runs at {path}:{line}, before `{_short(step_n)}` at :{at}")

@@ -47,7 +47,9 @@ def decode_source(data: bytes) -> str:
         start = getattr(exc, "start", 0)
         line = data[:start].count(b"\n") + 1
         column = start - (data.rfind(b"\n", 0, start) + 1) + 1
-        raise SourceError(f"cannot decode as {encoding}: {exc.reason if hasattr(exc, 'reason') else exc}", line, column) from None
+        raise SourceError(
+            f"cannot decode as {encoding}: {exc.reason if hasattr(exc, 'reason') else exc}", line, column
+        ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
     return text
@@ -66,14 +68,36 @@ def ast_dotted(node: ast.AST) -> str | None:
 
 
 def _str_list(node: ast.AST | None) -> list[str] | None:
-    if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+    if isinstance(node, (ast.List, ast.Tuple)) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
         return [e.value for e in node.elts]
     return None
 
 
 _AST_FIELDS: dict[type, tuple[str, ...]] = {}
-_AST_LEAF_FIELDS = frozenset({"ctx", "id", "value_str", "arg", "attr", "name", "names", "kind", "op", "conversion",
-                              "is_async", "level", "module", "type_comment", "kwd_attrs", "rest", "asname", "simple"})
+_AST_LEAF_FIELDS = frozenset(
+    {
+        "ctx",
+        "id",
+        "value_str",
+        "arg",
+        "attr",
+        "name",
+        "names",
+        "kind",
+        "op",
+        "conversion",
+        "is_async",
+        "level",
+        "module",
+        "type_comment",
+        "kwd_attrs",
+        "rest",
+        "asname",
+        "simple",
+    }
+)
 
 
 def _ast_fields(t: type) -> tuple[str, ...]:
@@ -102,8 +126,13 @@ class _AstWalker:
         return node.lineno, self._col(node.lineno, node.col_offset) + 1, node.end_lineno
 
     def text(self, node: Any) -> str:
-        return slice_text(self.lines, node.lineno, self._col(node.lineno, node.col_offset),
-                          node.end_lineno, self._col(node.end_lineno, node.end_col_offset))
+        return slice_text(
+            self.lines,
+            node.lineno,
+            self._col(node.lineno, node.col_offset),
+            node.end_lineno,
+            self._col(node.end_lineno, node.end_col_offset),
+        )
 
     def opt_text(self, node: Any) -> str | None:
         return None if node is None else self.text(node)
@@ -120,7 +149,7 @@ class _AstWalker:
             if end == line:
                 if "(" not in self.lines[line - 1]:
                     return
-            elif not any("(" in text for text in self.lines[line - 1:end]):
+            elif not any("(" in text for text in self.lines[line - 1 : end]):
                 return
         stack = [node]
         pop, push, extend = stack.pop, stack.append, stack.extend
@@ -187,8 +216,15 @@ class _AstWalker:
                 self.exprs(st.returns)
             decorators = [self.name(d.func if isinstance(d, ast.Call) else d) for d in st.decorator_list]
             dline = st.decorator_list[0].lineno if st.decorator_list else 0
-            b.open_function(st.name, self.pos(st), dline, decorators, self._params(st.args),
-                            self.opt_text(st.returns), t is ast.AsyncFunctionDef)
+            b.open_function(
+                st.name,
+                self.pos(st),
+                dline,
+                decorators,
+                self._params(st.args),
+                self.opt_text(st.returns),
+                t is ast.AsyncFunctionDef,
+            )
             self.stmts(st.body)
             b.close()
         elif t is ast.ClassDef:
@@ -209,13 +245,20 @@ class _AstWalker:
                 b.add_import(st.module, a.name, a.asname, st.level or 0, self.pos(a))
         elif t is ast.Assign or t is ast.AnnAssign or t is ast.AugAssign:
             targets: list[str] = []
-            for target in (st.targets if t is ast.Assign else [st.target]):
+            for target in st.targets if t is ast.Assign else [st.target]:
                 self._targets(target, targets)
             value = st.value
             kind = "assign" if t is ast.Assign else "annassign" if t is ast.AnnAssign else "augassign"
             annotation = self.text(st.annotation) if t is ast.AnnAssign else None
-            b.add_assign(targets, self.opt_text(value), ast_dotted(value) if value is not None else None,
-                         annotation, kind, self.pos(st), _str_list(value))
+            b.add_assign(
+                targets,
+                self.opt_text(value),
+                ast_dotted(value) if value is not None else None,
+                annotation,
+                kind,
+                self.pos(st),
+                _str_list(value),
+            )
             self.exprs(st)
         else:
             self._generic(st)
@@ -241,12 +284,22 @@ class _AstWalker:
 
 # -- entry points -------------------------------------------------------------------------------
 def _error(path: str, sha256: str, message: str, line: int = 1, column: int = 1) -> FileFacts:
-    return FileFacts(path=path, module=module_name(path), sha256=sha256,
-                     parse_error=ParseError(Location(path, line, column, line), message))
+    return FileFacts(
+        path=path,
+        module=module_name(path),
+        sha256=sha256,
+        parse_error=ParseError(Location(path, line, column, line), message),
+    )
 
 
-def facts_from_ast(path: str, sha256: str, text: str, tree: ast.Module | None = None,
-                   extras: dict | None = None, lines: list[str] | None = None) -> FileFacts:
+def facts_from_ast(
+    path: str,
+    sha256: str,
+    text: str,
+    tree: ast.Module | None = None,
+    extras: dict | None = None,
+    lines: list[str] | None = None,
+) -> FileFacts:
     """General facts through stdlib `ast` (raises SyntaxError/ValueError when it cannot parse);
     `lines`: `split_lines(text)` where the caller has it."""
     if tree is None:
@@ -268,14 +321,17 @@ def parses_cleanly(data: bytes) -> bool:
     return True
 
 
-def run_ast_extractors(path: str, tree: ast.Module, extractors: Sequence[Any], text: str,
-                       lines: list[str] | None = None) -> dict:
+def run_ast_extractors(
+    path: str, tree: ast.Module, extractors: Sequence[Any], text: str, lines: list[str] | None = None
+) -> dict:
     """Each `parser = "ast"` extractor's records, read from the file's stdlib syntax tree."""
     context = ExtractorContext(path, module_name(path), text, lines=lines)
     return {ex.name: run_extractor(ex, tree, context) for ex in extractors}
 
 
-def parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False) -> FileFacts:
+def parse_file(
+    path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False
+) -> FileFacts:
     """Facts for one file; never raises for bad input (the error is recorded in `parse_error`).
 
     Source nested too deeply for the walkers (libcst and the walkers recurse per nesting level)
@@ -317,7 +373,9 @@ def _too_deep_for_cst(text: str, tree: ast.Module | None, ast_error: SyntaxError
     return None
 
 
-def _parse_file(path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False) -> FileFacts:
+def _parse_file(
+    path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False
+) -> FileFacts:
     """Facts for one file; never raises for bad input (the error is recorded in `parse_error`).
 
     General facts come from stdlib `ast` (identical to libcst's, and several times cheaper);

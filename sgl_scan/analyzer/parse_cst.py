@@ -87,8 +87,11 @@ class _CstWalker:
             if type(n) is cst.Call:
                 callee, dotted = self.name(n.func)
                 positional = sum(1 for a in n.args if a.keyword is None and a.star != "**")
-                keywords = tuple(a.keyword.value if a.keyword is not None else "**" for a in n.args
-                                 if a.keyword is not None or a.star == "**")
+                keywords = tuple(
+                    a.keyword.value if a.keyword is not None else "**"
+                    for a in n.args
+                    if a.keyword is not None or a.star == "**"
+                )
                 self.b.add_call(callee, dotted, self.pos(n), positional, keywords)
             stack.extend(n.children)
 
@@ -138,9 +141,15 @@ class _CstWalker:
             self.exprs(st.params)
             if st.returns is not None:
                 self.exprs(st.returns)
-            b.open_function(st.name.value, self.pos(st), dline, decorators, self._params(st.params),
-                            self.text(st.returns.annotation) if st.returns is not None else None,
-                            st.asynchronous is not None)
+            b.open_function(
+                st.name.value,
+                self.pos(st),
+                dline,
+                decorators,
+                self._params(st.params),
+                self.text(st.returns.annotation) if st.returns is not None else None,
+                st.asynchronous is not None,
+            )
             self.suite(st.body)
             b.close()
         elif t is cst.ClassDef:
@@ -167,13 +176,20 @@ class _CstWalker:
                     b.add_import(module, _cst_dotted(a.name), asname, level, self.pos(a))
         elif t is cst.Assign or t is cst.AnnAssign or t is cst.AugAssign:
             targets: list[str] = []
-            for target in ([x.target for x in st.targets] if t is cst.Assign else [st.target]):
+            for target in [x.target for x in st.targets] if t is cst.Assign else [st.target]:
                 self._targets(target, targets)
             value = st.value
             kind = "assign" if t is cst.Assign else "annassign" if t is cst.AnnAssign else "augassign"
             annotation = self.text(st.annotation.annotation) if t is cst.AnnAssign else None
-            b.add_assign(targets, self.opt_text(value), _cst_dotted(value) if value is not None else None,
-                         annotation, kind, self.pos(st), _cst_str_list(value))
+            b.add_assign(
+                targets,
+                self.opt_text(value),
+                _cst_dotted(value) if value is not None else None,
+                annotation,
+                kind,
+                self.pos(st),
+                _cst_str_list(value),
+            )
             self.exprs(st)
         else:
             self._generic(st)
@@ -200,16 +216,22 @@ def wrap(module: cst.Module, extractors: Sequence[Any]) -> meta.MetadataWrapper:
     return wrapper
 
 
-def run_extractors(path: str, wrapper: meta.MetadataWrapper, extractors: Sequence[Any], text: str | None = None,
-                   line_map: tuple[int, ...] | None = None) -> dict:
+def run_extractors(
+    path: str,
+    wrapper: meta.MetadataWrapper,
+    extractors: Sequence[Any],
+    text: str | None = None,
+    line_map: tuple[int, ...] | None = None,
+) -> dict:
     """Each extractor's records; `text` is the module's source when known (saves regenerating it);
     `line_map` the file's line number of each line when the module is a compacted source."""
     context = ExtractorContext(path, module_name(path), text, line_map)
     return {ex.name: run_extractor(ex, wrapper, context) for ex in extractors}
 
 
-def facts_from_cst(path: str, sha256: str, text: str, extractors: Sequence[Any] = (),
-                   module: cst.Module | None = None) -> FileFacts:
+def facts_from_cst(
+    path: str, sha256: str, text: str, extractors: Sequence[Any] = (), module: cst.Module | None = None
+) -> FileFacts:
     """General facts through libcst, plus the records of `extractors` (raises libcst.ParserSyntaxError).
 
     For source this Python's `ast` cannot read: `parser = "ast"` extractors give no records here.

@@ -64,8 +64,15 @@ class _RecordsOnly:
 
 
 def empty_inventory() -> SpecInventory:
-    return SpecInventory(algorithm_class=None, algorithms=(), predicates=(), dispatch_sites=(), choice_hooks=(),
-                         algorithm_option=None, d2t_sites=())
+    return SpecInventory(
+        algorithm_class=None,
+        algorithms=(),
+        predicates=(),
+        dispatch_sites=(),
+        choice_hooks=(),
+        algorithm_option=None,
+        d2t_sites=(),
+    )
 
 
 # -- per-file work (runs in the pool's processes) ---------------------------------------------
@@ -177,9 +184,16 @@ class LazyFiles(_KnownPaths):
     the file's, else the read fails. Once nothing is deferred, `walked` receives
     {path: (sha256, pickled facts)} of the whole mapping (to store the complete pack)."""
 
-    def __init__(self, blobs: "Mapping[str, bytes] | Pack", ready: Mapping[str, FileFacts] | None = None, *,
-                 tree: Path | None = None, shas: Mapping[str, str] | None = None, jobs: int | None = None,
-                 walked: Callable[[dict[str, tuple[str, bytes]]], None] | None = None) -> None:
+    def __init__(
+        self,
+        blobs: "Mapping[str, bytes] | Pack",
+        ready: Mapping[str, FileFacts] | None = None,
+        *,
+        tree: Path | None = None,
+        shas: Mapping[str, str] | None = None,
+        jobs: int | None = None,
+        walked: Callable[[dict[str, tuple[str, bytes]]], None] | None = None,
+    ) -> None:
         self._pack = blobs if isinstance(blobs, Pack) else None
         self._blobs = None if self._pack is not None else dict(blobs)
         self._paths = self._pack.index if self._pack is not None else self._blobs
@@ -273,8 +287,11 @@ class LazyFiles(_KnownPaths):
         if self._pack is not None:
             found = self._pack.mentioning(needles)
             return [path for path in self._paths if path in self._ready or path in found or path in unwalked]
-        return [path for path, blob in self._blobs.items()
-                if path in self._ready or path in unwalked or any(needle in blob for needle in needles)]
+        return [
+            path
+            for path, blob in self._blobs.items()
+            if path in self._ready or path in unwalked or any(needle in blob for needle in needles)
+        ]
 
     def paths_with_records(self, kinds: Sequence[str]) -> list[str]:
         """`paths_mentioning(kinds)` for extractor record class names: a deferred file carries no
@@ -282,9 +299,14 @@ class LazyFiles(_KnownPaths):
         needles = [kind.encode("utf-8") for kind in kinds]
         if self._pack is not None:
             found = self._pack.mentioning(needles)
-            return [path for path in self._paths if path not in self._deferred and (path in self._ready or path in found)]
-        return [path for path, blob in self._blobs.items()
-                if path not in self._deferred and (path in self._ready or any(needle in blob for needle in needles))]
+            return [
+                path for path in self._paths if path not in self._deferred and (path in self._ready or path in found)
+            ]
+        return [
+            path
+            for path, blob in self._blobs.items()
+            if path not in self._deferred and (path in self._ready or any(needle in blob for needle in needles))
+        ]
 
     def source_mentioning(self, words: Sequence[str]) -> list[str] | None:
         """Paths whose source holds one of `words` (ASCII identifiers) anywhere, comments included: who
@@ -430,8 +452,9 @@ def _hash_files(tree: Path, paths: Sequence[str], cache: FactsCache | None) -> d
     return out
 
 
-def tree_items(tree: Path, paths: Sequence[str] | None, hashes: Mapping[str, str] | None,
-               cache: FactsCache | None) -> list[tuple[str, str]]:
+def tree_items(
+    tree: Path, paths: Sequence[str] | None, hashes: Mapping[str, str] | None, cache: FactsCache | None
+) -> list[tuple[str, str]]:
     """(path, sha256) of the `.py` files among `paths` (default: every one under `tree`), sorted:
     from `hashes` where given, else hashed (`_hash_files`)."""
     if not tree.is_dir():
@@ -444,10 +467,18 @@ def tree_items(tree: Path, paths: Sequence[str] | None, hashes: Mapping[str, str
     return [(p, known[p]) for p in rels]
 
 
-def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Mapping[str, str] | None = None,
-                  cache_dir: Path | None = None, use_cache: bool = True, jobs: int | None = None,
-                  progress: Progress | None = None, extractors: Sequence[Any] | None = None,
-                  walk_all: bool = False) -> FactsRun:
+def collect_facts(
+    tree: Path,
+    paths: Sequence[str] | None = None,
+    *,
+    hashes: Mapping[str, str] | None = None,
+    cache_dir: Path | None = None,
+    use_cache: bool = True,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    extractors: Sequence[Any] | None = None,
+    walk_all: bool = False,
+) -> FactsRun:
     """Facts for `paths` (default: every `.py` file) under `tree`, from the cache where possible.
 
     `hashes` (path -> sha256, e.g. from a snapshot manifest) saves hashing the files. `extractors`
@@ -507,8 +538,14 @@ def collect_facts(tree: Path, paths: Sequence[str] | None = None, *, hashes: Map
         cache.put_pack(actual, pack)
         if actual != key:  # a file changed between hashing and parsing: the next run hashes again
             key = actual
-    files = LazyFiles({p: blobs[p][1] for p in rels}, ready, tree=tree, shas={p: blobs[p][0] for p in rels}, jobs=jobs,
-                      walked=_repack(cache, key))
+    files = LazyFiles(
+        {p: blobs[p][1] for p in rels},
+        ready,
+        tree=tree,
+        shas={p: blobs[p][0] for p in rels},
+        jobs=jobs,
+        walked=_repack(cache, key),
+    )
     return FactsRun(files, tuple(sorted(parsed)), False, key, notes)
 
 
@@ -551,8 +588,12 @@ def _run_jobs(todo: list, extractors: tuple, jobs: int | None, defer_walk: bool 
     # biggest files first so the last chunks are small and the workers finish together
     todo = sorted(todo, key=lambda job: -sizes[job[0]])
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context(method),
-                             initializer=_init_worker, initargs=(extractors, True, defer_walk)) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context(method),
+        initializer=_init_worker,
+        initargs=(extractors, True, defer_walk),
+    ) as pool:
         _init_worker(extractors)
         try:
             results = pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16))))
@@ -595,10 +636,19 @@ def _size(path: str) -> int:
 GRAPH_FORMAT = 2  # 2: inventory and graph cached apart (the graph only when asked for)
 
 
-def analyze_tree(tree: Path, paths: Sequence[str] | None = None, *, snapshot_id: str = "",
-                 sglang_version: str | None = None, cache_dir: Path | None = None, jobs: int | None = None,
-                 progress: Progress | None = None, hashes: Mapping[str, str] | None = None,
-                 use_cache: bool = True, walk_all: bool = False) -> Analysis:
+def analyze_tree(
+    tree: Path,
+    paths: Sequence[str] | None = None,
+    *,
+    snapshot_id: str = "",
+    sglang_version: str | None = None,
+    cache_dir: Path | None = None,
+    jobs: int | None = None,
+    progress: Progress | None = None,
+    hashes: Mapping[str, str] | None = None,
+    use_cache: bool = True,
+    walk_all: bool = False,
+) -> Analysis:
     """Analyse the Python files under `tree` (or just `paths`, relative to it).
 
     The inventory and graph of a set of facts are cached with them: a warm re-scan reads the inventory
@@ -606,13 +656,33 @@ def analyze_tree(tree: Path, paths: Sequence[str] | None = None, *, snapshot_id:
     `walk_all` (`collect_facts`): for a caller that reads every file's facts.
     """
     with gc_paused():
-        return _analyze_tree(tree, paths, snapshot_id=snapshot_id, sglang_version=sglang_version, cache_dir=cache_dir,
-                             jobs=jobs, progress=progress, hashes=hashes, use_cache=use_cache, walk_all=walk_all)
+        return _analyze_tree(
+            tree,
+            paths,
+            snapshot_id=snapshot_id,
+            sglang_version=sglang_version,
+            cache_dir=cache_dir,
+            jobs=jobs,
+            progress=progress,
+            hashes=hashes,
+            use_cache=use_cache,
+            walk_all=walk_all,
+        )
 
 
-def _analyze_tree(tree: Path, paths: Sequence[str] | None, *, snapshot_id: str, sglang_version: str | None,
-                  cache_dir: Path | None, jobs: int | None, progress: Progress | None,
-                  hashes: Mapping[str, str] | None, use_cache: bool, walk_all: bool) -> Analysis:
+def _analyze_tree(
+    tree: Path,
+    paths: Sequence[str] | None,
+    *,
+    snapshot_id: str,
+    sglang_version: str | None,
+    cache_dir: Path | None,
+    jobs: int | None,
+    progress: Progress | None,
+    hashes: Mapping[str, str] | None,
+    use_cache: bool,
+    walk_all: bool,
+) -> Analysis:
     from sgl_scan.paths import facts_cache_dir
 
     tree = Path(tree)
@@ -625,12 +695,22 @@ def _analyze_tree(tree: Path, paths: Sequence[str] | None, *, snapshot_id: str, 
         derived = _derived(cache, key)
     if derived is not None:
         files: Mapping[str, FileFacts] = DeferredFiles(
-            list(hashes), functools.partial(_facts_of, tree, hashes, key, cache_dir=cache_dir, jobs=jobs, walk_all=walk_all))
+            list(hashes),
+            functools.partial(_facts_of, tree, hashes, key, cache_dir=cache_dir, jobs=jobs, walk_all=walk_all),
+        )
         if progress:
             progress(len(files), len(files))
     else:
-        run = collect_facts(tree, paths, hashes=hashes, cache_dir=cache_dir, use_cache=use_cache, jobs=jobs,
-                            progress=progress, walk_all=walk_all)
+        run = collect_facts(
+            tree,
+            paths,
+            hashes=hashes,
+            cache_dir=cache_dir,
+            use_cache=use_cache,
+            jobs=jobs,
+            progress=progress,
+            walk_all=walk_all,
+        )
         files = run.files
         if run.key != key:  # not cached, or a file changed after it was hashed
             key = run.key
@@ -642,10 +722,15 @@ def _analyze_tree(tree: Path, paths: Sequence[str] | None, *, snapshot_id: str, 
         inventory = build_inventory(run.with_records())
         if cache is not None:
             cache.put_value(f"analysis-{GRAPH_FORMAT}-{key}", (inventory, errors))
-    return Analysis(snapshot_id=snapshot_id, sglang_version=sglang_version, files=files,
-                    parse_errors=errors, inventory=inventory,
-                    graph_or_builder=_GraphBuilder(files, inventory, cache, f"graph-{GRAPH_FORMAT}-{key}"),
-                    derived=TreeValues(cache, key, files, inventory) if cache is not None else None)
+    return Analysis(
+        snapshot_id=snapshot_id,
+        sglang_version=sglang_version,
+        files=files,
+        parse_errors=errors,
+        inventory=inventory,
+        graph_or_builder=_GraphBuilder(files, inventory, cache, f"graph-{GRAPH_FORMAT}-{key}"),
+        derived=TreeValues(cache, key, files, inventory) if cache is not None else None,
+    )
 
 
 def _derived(cache: FactsCache, key: str) -> tuple[SpecInventory, tuple[ParseError, ...]] | None:
@@ -722,7 +807,9 @@ class DeferredFiles(_KnownPaths):
 class _GraphBuilder:
     """Makes the graph of one analysis when first asked: from the cache, else built (and cached)."""
 
-    def __init__(self, files: Mapping[str, FileFacts], inventory: SpecInventory, cache: FactsCache | None, name: str) -> None:
+    def __init__(
+        self, files: Mapping[str, FileFacts], inventory: SpecInventory, cache: FactsCache | None, name: str
+    ) -> None:
         self.files, self.inventory, self.cache, self.name = files, inventory, cache, name
 
     def __call__(self) -> Any:
@@ -749,5 +836,19 @@ def analyze(snapshot: Any, **kw: Any) -> Analysis:
     return analyze_tree(snapshot.tree, [e.path for e in entries], **kw)
 
 
-__all__ = ["DeferredFiles", "FactsRun", "FileNote", "LazyFiles", "ParseError", "analyze", "analyze_tree", "build_inventory",
-           "collect_facts", "discover", "empty_inventory", "load_extractors", "matching_extractors", "tree_items"]
+__all__ = [
+    "DeferredFiles",
+    "FactsRun",
+    "FileNote",
+    "LazyFiles",
+    "ParseError",
+    "analyze",
+    "analyze_tree",
+    "build_inventory",
+    "collect_facts",
+    "discover",
+    "empty_inventory",
+    "load_extractors",
+    "matching_extractors",
+    "tree_items",
+]

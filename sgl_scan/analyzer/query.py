@@ -90,7 +90,9 @@ def facts_in_passing(analysis: Analysis, path: str) -> FileFacts:
     return peek(path) if peek is not None else files[path]
 
 
-def find_class(analysis: Analysis, qualname: str, modules: Mapping[str, FileFacts] | None = None) -> tuple[FileFacts, ClassFact] | None:
+def find_class(
+    analysis: Analysis, qualname: str, modules: Mapping[str, FileFacts] | None = None
+) -> tuple[FileFacts, ClassFact] | None:
     """The file and class fact of a fully qualified class name (module prefix + class qualname)."""
     modules = modules if modules is not None else files_by_module(analysis)
     parts = qualname.split(".")
@@ -117,7 +119,9 @@ def signature(facts: FileFacts, fn: FunctionFact) -> Signature:
     return Signature(fn.name, tuple(params), facts.location(fn))
 
 
-def find_method(analysis: Analysis, facts: FileFacts, cls: ClassFact, name: str, _seen: frozenset = frozenset()) -> tuple[FileFacts, FunctionFact] | None:
+def find_method(
+    analysis: Analysis, facts: FileFacts, cls: ClassFact, name: str, _seen: frozenset = frozenset()
+) -> tuple[FileFacts, FunctionFact] | None:
     """A method of `cls` or of the first base in the snapshot that defines it (MRO order, simplified)."""
     found = method(facts, cls, name)
     if found is not None:
@@ -133,7 +137,9 @@ def find_method(analysis: Analysis, facts: FileFacts, cls: ClassFact, name: str,
     return None
 
 
-def class_methods(analysis: Analysis, qualname: str) -> tuple[dict[str, tuple[FileFacts, FunctionFact]], tuple[str, ...]]:
+def class_methods(
+    analysis: Analysis, qualname: str
+) -> tuple[dict[str, tuple[FileFacts, FunctionFact]], tuple[str, ...]]:
     """Every method a class offers, its own and its bases' (nearest first), and the bases that are not
     in the snapshot (whose methods are unknown: `object` and other builtins are not listed)."""
     found: dict[str, tuple[FileFacts, FunctionFact]] = {}
@@ -176,5 +182,15 @@ def resolve_class(analysis: Analysis, facts: FileFacts, name: str, hops: int = 4
     return resolve_class(analysis, source, attr, hops - 1) if source is not None else None
 
 
-__all__ = ["ModuleFiles", "Signature", "class_methods", "files_by_module", "files_mentioning", "find_class", "find_method", "method",
-           "resolve_class", "signature"]
+__all__ = [
+    "ModuleFiles",
+    "Signature",
+    "class_methods",
+    "files_by_module",
+    "files_mentioning",
+    "find_class",
+    "find_method",
+    "method",
+    "resolve_class",
+    "signature",
+]

@@ -78,8 +78,9 @@ def selects_rest(shape: BranchShape | None) -> bool:
     return shape is not None and shape.body_exit == "neutral" and not shape.has_else
 
 
-def sides(site: DispatchSite, algorithm: str, predicates: Mapping[str, frozenset[str]],
-          shape: BranchShape | None = None) -> tuple[bool, bool] | None:
+def sides(
+    site: DispatchSite, algorithm: str, predicates: Mapping[str, frozenset[str]], shape: BranchShape | None = None
+) -> tuple[bool, bool] | None:
     """(may `algorithm` run the selected code, may it take the other side); None: an earlier guard
     keeps it from the test."""
     if site.test is None:  # no control-flow facts (outside a function body read): the term alone
@@ -92,8 +93,9 @@ def sides(site: DispatchSite, algorithm: str, predicates: Mapping[str, frozenset
     return (false_side, true_side) if selects_rest(shape) else (true_side, false_side)
 
 
-def reach(site: DispatchSite, algorithm: str, predicates: Mapping[str, frozenset[str]],
-          shape: BranchShape | None = None) -> Reach:
+def reach(
+    site: DispatchSite, algorithm: str, predicates: Mapping[str, frozenset[str]], shape: BranchShape | None = None
+) -> Reach:
     """Whether `algorithm` runs the code `site`'s test selects (see the module docstring); SKIPS
     when it may take the other side."""
     found = sides(site, algorithm, predicates, shape)
@@ -109,8 +111,12 @@ def reach(site: DispatchSite, algorithm: str, predicates: Mapping[str, frozenset
     return Reach.ENTERS if on_selected else Reach.UNREACHABLE
 
 
-def picks_out(site: DispatchSite, members: Sequence[str], predicates: Mapping[str, frozenset[str]],
-              shape: BranchShape | None = None) -> bool:
+def picks_out(
+    site: DispatchSite,
+    members: Sequence[str],
+    predicates: Mapping[str, frozenset[str]],
+    shape: BranchShape | None = None,
+) -> bool:
     """Whether the members the test names may all run its selected code (it picks them out; `!= "NONE"`
     or `and algo != "EAGLE3"` exclude theirs instead). No members (a literal the tree does not
     define): the name the literal holds."""
@@ -139,5 +145,17 @@ def dead_branch(analysis: Analysis, site: DispatchSite, shape: BranchShape | Non
     return shape.writes
 
 
-__all__ = ["NAMED", "NEW", "Reach", "dead_branch", "picks_out", "reach", "read_elsewhere", "selects_rest", "shape_of",
-           "shapes", "sides", "truth"]
+__all__ = [
+    "NAMED",
+    "NEW",
+    "Reach",
+    "dead_branch",
+    "picks_out",
+    "reach",
+    "read_elsewhere",
+    "selects_rest",
+    "shape_of",
+    "shapes",
+    "sides",
+    "truth",
+]

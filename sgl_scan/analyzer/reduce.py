@@ -104,9 +104,14 @@ class _Reducer:
             return True
         if t is ast.ClassDef:
             body_first = node.body[0].lineno
-            if _ALGO_CLASS.search(node.name) or (hit and (node.keywords or self._hit(first, body_first - 1)
-                                                          or any("enum" in ast.unparse(b).lower() or "flag" in ast.unparse(b).lower()
-                                                                 for b in node.bases))):
+            if _ALGO_CLASS.search(node.name) or (
+                hit
+                and (
+                    node.keywords
+                    or self._hit(first, body_first - 1)
+                    or any("enum" in ast.unparse(b).lower() or "flag" in ast.unparse(b).lower() for b in node.bases)
+                )
+            ):
                 return True
             return False if (hit or top or _has_import(node)) else None
         if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
@@ -178,7 +183,7 @@ class _Reducer:
 
 def _ending(line: str) -> str:
     stripped = line.rstrip("\r\n")
-    return line[len(stripped):] or ""
+    return line[len(stripped) :] or ""
 
 
 def reduce_source(lines: Sequence[str], tree: ast.Module, extractors: Sequence[str] | None = None) -> str:
@@ -192,13 +197,17 @@ def reduce_source(lines: Sequence[str], tree: ast.Module, extractors: Sequence[s
 
 
 # Comments and strings, in source order: a line inside a multi-line string is never dropped.
-_LEXEME = re.compile("|".join((
-    r"#[^\r\n]*",
-    r'"""(?:\\[\s\S]|[^\\])*?"""',
-    r"'''(?:\\[\s\S]|[^\\])*?'''",
-    r'"(?:\\[\s\S]|[^"\\\r\n])*"',
-    r"'(?:\\[\s\S]|[^'\\\r\n])*'",
-)))
+_LEXEME = re.compile(
+    "|".join(
+        (
+            r"#[^\r\n]*",
+            r'"""(?:\\[\s\S]|[^\\])*?"""',
+            r"'''(?:\\[\s\S]|[^\\])*?'''",
+            r'"(?:\\[\s\S]|[^"\\\r\n])*"',
+            r"'(?:\\[\s\S]|[^'\\\r\n])*'",
+        )
+    )
+)
 
 
 def compact(reduced: str) -> tuple[str, tuple[int, ...]]:

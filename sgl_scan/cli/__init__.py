@@ -71,8 +71,14 @@ _state = {"verbose": 0}
 @click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="sgl-scan")
 @click.option("-v", "--verbose", count=True, help="More detail: -v logs steps and shows tracebacks, -vv debug.")
-@click.option("--config", type=click.Path(dir_okay=False), is_eager=True, expose_value=False, callback=config_callback,
-              help="Settings file (default: .sgl-scan.toml or [tool.sgl-scan] in pyproject.toml, found upwards).")
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False),
+    is_eager=True,
+    expose_value=False,
+    callback=config_callback,
+    help="Settings file (default: .sgl-scan.toml or [tool.sgl-scan] in pyproject.toml, found upwards).",
+)
 @source_options
 @click.pass_context
 def cli(ctx: click.Context, verbose: int, **source) -> None:
@@ -91,7 +97,9 @@ def cli(ctx: click.Context, verbose: int, **source) -> None:
     _state["verbose"] = verbose
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_VisibleFormatter("sgl-scan: %(message)s"))
-    logging.basicConfig(level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING, handlers=[handler])
+    logging.basicConfig(
+        level=logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING, handlers=[handler]
+    )
     _quiet_paramiko(verbose)
     ctx.ensure_object(dict)
     if ctx.invoked_subcommand is not None:
@@ -116,8 +124,10 @@ OWN_TREES = {
 
 def _given(ctx: click.Context, name: str) -> bool:
     """Whether the user typed option `name` (a default or a settings-file value is not "given")."""
-    return ctx.get_parameter_source(name) in (click.core.ParameterSource.COMMANDLINE,
-                                                click.core.ParameterSource.ENVIRONMENT)
+    return ctx.get_parameter_source(name) in (
+        click.core.ParameterSource.COMMANDLINE,
+        click.core.ParameterSource.ENVIRONMENT,
+    )
 
 
 def _leaf(group: click.Group, ctx: click.Context, name: str, rest: list[str]) -> tuple[list[str], click.Command | None]:
@@ -129,7 +139,7 @@ def _leaf(group: click.Group, ctx: click.Context, name: str, rest: list[str]) ->
         if sub is None:
             break
         path.append(words[0])
-        rest = rest[rest.index(words[0]) + 1:]
+        rest = rest[rest.index(words[0]) + 1 :]
         command = sub
     return path, command
 
@@ -148,8 +158,10 @@ def _hand_down_source(ctx: click.Context, given: dict) -> None:
     for name in given:
         flag = by_name[name].opts[-1]
         if name not in takes or isinstance(command, click.Group):
-            hint = OWN_TREES.get(path[0]) or (f"source options go after the command that reads a tree "
-                                              f"({SOURCE_COMMANDS}), e.g. sgl-scan graph {flag} ...")
+            hint = OWN_TREES.get(path[0]) or (
+                f"source options go after the command that reads a tree "
+                f"({SOURCE_COMMANDS}), e.g. sgl-scan graph {flag} ..."
+            )
             raise click.UsageError(f"{flag} does not apply to '{where}'; {hint}")
         if any(w in takes[name].opts or w.split("=", 1)[0] in takes[name].opts for w in rest if w.startswith("--")):
             raise click.UsageError(f"{flag} is given both before and after '{where}'; give it once")
@@ -208,6 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:  # the last line of defence: never a bare traceback without -v
         if _state["verbose"]:
             click.echo(visible_lines(traceback.format_exc()), err=True, nl=False)
-        click.echo(f"sgl-scan: internal error: {type(exc).__name__}: {visible(str(exc))} (run with -v for details)", err=True)
+        click.echo(
+            f"sgl-scan: internal error: {type(exc).__name__}: {visible(str(exc))} (run with -v for details)", err=True
+        )
         rc = FAILURE
     sys.exit(rc if isinstance(rc, int) else 0)

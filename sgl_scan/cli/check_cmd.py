@@ -65,8 +65,10 @@ def diff_base_commit(repo: "Quarantine", rev: str) -> str:
             raise ConfigError(f"--diff-base {rev}: no such revision in {root}")
         # named by a commit this (shallow) clone has, but not fetched
         shallow = " shallow" if (repo.private / "shallow").exists() else ""
-        raise ConfigError(f"--diff-base {rev} is commit {named[:12]}, which this{shallow} clone does not have; "
-                          "fetch it first (git fetch --deepen=1, or fetch-depth: 0 in actions/checkout)")
+        raise ConfigError(
+            f"--diff-base {rev} is commit {named[:12]}, which this{shallow} clone does not have; "
+            "fetch it first (git fetch --deepen=1, or fetch-depth: 0 in actions/checkout)"
+        )
     head = repo.commit_of("HEAD")
     if head is None:
         return base
@@ -115,8 +117,17 @@ def _named_object(repo: "Quarantine", rev: str) -> str | None:
 
 # Run through `safegit` (no configuration of the repository's, the system's or the user's is read),
 # with paths without prefixes, plain text, hunks with no context, no textconv, no external diff.
-_DIFF = ["-c", "core.quotePath=false", "diff", "--no-prefix", "--no-ext-diff", "--no-textconv", "--no-color",
-         "--find-renames", "--unified=0"]
+_DIFF = [
+    "-c",
+    "core.quotePath=false",
+    "diff",
+    "--no-prefix",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-color",
+    "--find-renames",
+    "--unified=0",
+]
 
 
 def _unquote(path: str) -> str:
@@ -136,7 +147,13 @@ def parse_unified_diff(text: str, *, prefix: str = "") -> dict[str, set[int]]:
         if line.startswith("+++ "):
             raw = line[4:]
             target = _unquote(raw[:-1] if raw.endswith("\t") else raw)  # git ends a name holding a space with a tab
-            current = None if target == "/dev/null" else target[len(prefix):] if prefix and target.startswith(prefix) else target
+            current = (
+                None
+                if target == "/dev/null"
+                else target[len(prefix) :]
+                if prefix and target.startswith(prefix)
+                else target
+            )
             if current is not None:
                 changed.setdefault(current, set())
             continue
@@ -188,7 +205,9 @@ def changed_lines(repo, base: str, pathspecs: list[str]) -> dict[str, set[int]]:
     changed = parse_unified_diff(text)
     missed = sorted(path for path, n in counts.items() if n and not changed.get(path))
     if missed:
-        raise SnapshotError(f"git reports changes in {len(missed)} file(s) that were not read from its diff (first: {missed[0]}); refusing to pass the review")
+        raise SnapshotError(
+            f"git reports changes in {len(missed)} file(s) that were not read from its diff (first: {missed[0]}); refusing to pass the review"
+        )
     root = Path(repo.work_tree)
     for path in filter(None, untracked):
         try:  # never a FIFO, a link out of the tree, or more than a source file holds
@@ -218,7 +237,7 @@ def to_snapshot_paths(changed: dict[str, set[int]], prefix: str) -> dict[str, fr
     for path, lines in changed.items():
         if prefix and not path.startswith(prefix):
             continue
-        result[path[len(prefix):]] = frozenset(lines)
+        result[path[len(prefix) :]] = frozenset(lines)
     return result
 
 
@@ -236,14 +255,29 @@ def _changes(repo: "Quarantine", root: Path, starts: list[Path], diff_base: str)
 
 @click.command("check")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@click.option("--diff-base", default="HEAD", show_default=True, metavar="REV",
-              help="Report only findings on lines changed since the merge base of REV and HEAD.")
-@click.option("--include-new", is_flag=True,
-              help="Also report findings the change creates on unchanged lines (e.g. SGL205 after adding a member); analyses REV too.")
-@click.option("--scope", type=click.Choice(["speculative", "full"]), default=None, help="Which files to analyse (default: speculative).")
+@click.option(
+    "--diff-base",
+    default="HEAD",
+    show_default=True,
+    metavar="REV",
+    help="Report only findings on lines changed since the merge base of REV and HEAD.",
+)
+@click.option(
+    "--include-new",
+    is_flag=True,
+    help="Also report findings the change creates on unchanged lines (e.g. SGL205 after adding a member); analyses REV too.",
+)
+@click.option(
+    "--scope",
+    type=click.Choice(["speculative", "full"]),
+    default=None,
+    help="Which files to analyse (default: speculative).",
+)
 @finding_options
 @click.pass_context
-def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_new: bool, scope: str | None, **kwargs) -> None:
+def command(
+    ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_new: bool, scope: str | None, **kwargs
+) -> None:
     """Review a change in an SGLang git checkout: findings on changed lines only.
 
     PATHS (default: the whole repository, wherever check runs from) limit which changed files count.
@@ -269,7 +303,9 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_
     wanted = to_snapshot_paths(changed, prefix)
     log.info("check: %d changed files since %s (%s)", len(wanted), diff_base, base[:12])
     if changed and not wanted:
-        click.echo(f"sgl-scan: {len(changed)} changed file(s) since {diff_base}, none under {prefix or './'}sglang", err=True)
+        click.echo(
+            f"sgl-scan: {len(changed)} changed file(s) since {diff_base}, none under {prefix or './'}sglang", err=True
+        )
 
     # a symlinked scope root is followed anywhere inside the checkout, never out of it
     snapshot = obtain_snapshot({"local_path": str(parent), "scope": scope, "link_boundary": str(root)})
@@ -296,5 +332,16 @@ def command(ctx: click.Context, paths: tuple[str, ...], diff_base: str, include_
 
     # SARIF: uris as the repository has them (`python/sglang/srt/...`)
     anchor = ArtifactRoot(root.as_uri().rstrip("/") + "/", prefix + "sglang")
-    ctx.exit(report_findings(snapshot, analysis, options, prepared, changed_lines=wanted, previous=previous,
-                             base_hazards=base_hazards, review=True, artifact_root=anchor))
+    ctx.exit(
+        report_findings(
+            snapshot,
+            analysis,
+            options,
+            prepared,
+            changed_lines=wanted,
+            previous=previous,
+            base_hazards=base_hazards,
+            review=True,
+            artifact_root=anchor,
+        )
+    )

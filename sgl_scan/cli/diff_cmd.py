@@ -116,19 +116,36 @@ def _say_done(progress, name: str, line: str) -> None:
 @click.command("diff")
 @click.argument("a")
 @click.argument("b")
-@click.option("--format", "fmt", type=click.Choice(FORMAT_CHOICES), default=None,
-              help="Report format (default: from --output's extension, else text).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMAT_CHOICES),
+    default=None,
+    help="Report format (default: from --output's extension, else text).",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the diff to this file instead of stdout.")
-@click.option("--select", multiple=True, metavar="IDS", help="Compare only findings of these rules (ids, prefixes or names).")
+@click.option(
+    "--select", multiple=True, metavar="IDS", help="Compare only findings of these rules (ids, prefixes or names)."
+)
 @click.option("--ignore", multiple=True, metavar="IDS", help="Leave these rules' findings out of the comparison.")
-@click.option("--fail-on", type=click.Choice(["never", *SEVERITIES]), default="never", show_default=True,
-              help="Exit 1 when a finding new in B has at least this severity.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["never", *SEVERITIES]),
+    default="never",
+    show_default=True,
+    help="Exit 1 when a finding new in B has at least this severity.",
+)
 @click.option("--identity", type=click.Path(dir_okay=False), help="SSH private key file (ssh: references).")
 @click.option("--ssh-config", type=click.Path(dir_okay=False), help="SSH config file (default ~/.ssh/config).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False), help="Extra known_hosts file to trust.")
 @click.option("--accept-new-host-key", is_flag=True, default=None, help="Trust and record an unknown host key.")
 @click.option("--connect-timeout", type=float, default=None, help="Seconds to wait for an SSH connection (default 15).")
-@click.option("--scope", type=click.Choice(["speculative", "full"]), default=None, help="Which files to take (default: speculative).")
+@click.option(
+    "--scope",
+    type=click.Choice(["speculative", "full"]),
+    default=None,
+    help="Which files to take (default: speculative).",
+)
 @click.pass_context
 def command(ctx: click.Context, a: str, b: str, fmt, output, select, ignore, fail_on, **shared) -> None:
     """Compare two snapshots or sources: algorithms, predicates, choice hooks, dispatch and d2t sites, findings.
@@ -156,8 +173,14 @@ def command(ctx: click.Context, a: str, b: str, fmt, output, select, ignore, fai
     a_snap, a_analysis, a_findings = _scan(a, a_params, prepared, "A")
     b_snap, b_analysis, b_findings = _scan(b, b_params, prepared, "B")
     diff = compute_diff(
-        a_analysis, a_findings, b_analysis, b_findings,
-        a_manifest=a_snap.manifest, b_manifest=b_snap.manifest, a_label=a, b_label=b,
+        a_analysis,
+        a_findings,
+        b_analysis,
+        b_findings,
+        a_manifest=a_snap.manifest,
+        b_manifest=b_snap.manifest,
+        a_label=a,
+        b_label=b,
         rules=prepared.rule_docs(),
     )
     color = wants_color(fmt, output)

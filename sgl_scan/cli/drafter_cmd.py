@@ -49,7 +49,11 @@ def _engine(report, source: dict, no_snapshot: bool):
         from sgl_scan.snapshots.store import Store
 
         if not Store().list():
-            return None, "no snapshot stored and no source given: engine compatibility not checked (add --pip sglang==X, --path DIR, ...)", None
+            return (
+                None,
+                "no snapshot stored and no source given: engine compatibility not checked (add --pip sglang==X, --path DIR, ...)",
+                None,
+            )
         source = {**source, "snapshot_ref": "latest"}
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.snapshots.resolve import obtain_snapshot
@@ -60,18 +64,38 @@ def _engine(report, source: dict, no_snapshot: bool):
     snapshot = obtain_snapshot(source)
     analysis = analyze(snapshot)
     version = analysis.sglang_version or snapshot.manifest.sglang_version
-    return judge(report, analysis.inventory, snapshot.id, version), None, tree_fields(snapshot.manifest, latest_meaning(source, snapshot))
+    return (
+        judge(report, analysis.inventory, snapshot.id, version),
+        None,
+        tree_fields(snapshot.manifest, latest_meaning(source, snapshot)),
+    )
 
 
 @command.command("check")
 @click.argument("path", type=click.Path())
-@click.option("--target-config", type=click.Path(exists=True), help="The target model's config.json (or its folder): vocab_size, num_hidden_layers.")
-@click.option("--target-vocab", type=click.IntRange(min=1), help="The target vocabulary size, when no target config is at hand.")
-@click.option("--no-snapshot", is_flag=True, help="Check the checkpoint alone; do not judge it against an SGLang snapshot.")
+@click.option(
+    "--target-config",
+    type=click.Path(exists=True),
+    help="The target model's config.json (or its folder): vocab_size, num_hidden_layers.",
+)
+@click.option(
+    "--target-vocab", type=click.IntRange(min=1), help="The target vocabulary size, when no target config is at hand."
+)
+@click.option(
+    "--no-snapshot", is_flag=True, help="Check the checkpoint alone; do not judge it against an SGLang snapshot."
+)
 @_FORMAT
 @source_options
 @click.pass_context
-def check(ctx: click.Context, path: str, target_config: str | None, target_vocab: int | None, no_snapshot: bool, fmt: str, **kwargs) -> None:
+def check(
+    ctx: click.Context,
+    path: str,
+    target_config: str | None,
+    target_vocab: int | None,
+    no_snapshot: bool,
+    fmt: str,
+    **kwargs,
+) -> None:
     """Check the drafter at PATH (a folder, a .safetensors file or an index file).
 
     With a source option (or, by default, the latest stored snapshot) it also says how that SGLang
@@ -93,7 +117,9 @@ def check(ctx: click.Context, path: str, target_config: str | None, target_vocab
 @command.command("diff")
 @click.argument("a", type=click.Path())
 @click.argument("b", type=click.Path())
-@click.option("--limit", type=click.IntRange(min=0), default=10, show_default=True, help="How many differing positions to list.")
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=10, show_default=True, help="How many differing positions to list."
+)
 @_FORMAT
 def diff(a: str, b: str, limit: int, fmt: str) -> None:
     """Compare the draft->target maps of drafters A and B (e.g. trained for Kimi-K2 vs K2.5)."""

@@ -14,30 +14,82 @@ from sgl_scan.rules.finding import SEVERITIES
 
 FORMATS = ("text", "json", "markdown", "html")
 # every option `--host` takes, with the same definitions (one connection code path)
-SSH_PARAM_NAMES = ("port", "user", "identity", "ssh_config", "known_hosts", "accept_new_host_key", "remote_root",
-                   "connect_timeout", "scope", "timeout", "max_bytes", "max_files", "max_file_size")
+SSH_PARAM_NAMES = (
+    "port",
+    "user",
+    "identity",
+    "ssh_config",
+    "known_hosts",
+    "accept_new_host_key",
+    "remote_root",
+    "connect_timeout",
+    "scope",
+    "timeout",
+    "max_bytes",
+    "max_files",
+    "max_file_size",
+)
 
 
 @click.command("fleet")
 @click.argument("hosts", nargs=-1)
-@click.option("--hosts-file", type=click.Path(dir_okay=False), help="File with one 'HOST [REMOTE_ROOT]' per line (# comments).")
-@click.option("--ssh-config-hosts", metavar="PATTERN", help="Every concrete Host of the ssh config matching this glob, e.g. 'gpu-*'.")
+@click.option(
+    "--hosts-file", type=click.Path(dir_okay=False), help="File with one 'HOST [REMOTE_ROOT]' per line (# comments)."
+)
+@click.option(
+    "--ssh-config-hosts",
+    metavar="PATTERN",
+    help="Every concrete Host of the ssh config matching this glob, e.g. 'gpu-*'.",
+)
 @click.option("--jobs", type=click.IntRange(min=1, max=256), default=None, help="Hosts pulled at once (default 16).")
-@click.option("--fleet-timeout", type=click.FloatRange(min=0, min_open=True), default=3600.0, show_default=True,
-              help="Seconds for the whole fleet's pulls; a host not done by then is that host's error row.")
-@click.option("--baseline-host", metavar="HOST", help="Compare every other group with this host's (default: the largest group).")
+@click.option(
+    "--fleet-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=3600.0,
+    show_default=True,
+    help="Seconds for the whole fleet's pulls; a host not done by then is that host's error row.",
+)
+@click.option(
+    "--baseline-host", metavar="HOST", help="Compare every other group with this host's (default: the largest group)."
+)
 @click.option("--select", multiple=True, metavar="IDS", help="Report only these rules: ids, prefixes or names.")
 @click.option("--ignore", multiple=True, metavar="IDS", help="Do not report these rules.")
-@click.option("--fail-on", type=click.Choice(SEVERITIES), default="error", show_default=True,
-              help="Exit 1 when a host has a finding of at least this severity.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(SEVERITIES),
+    default="error",
+    show_default=True,
+    help="Exit 1 when a host has a finding of at least this severity.",
+)
 @click.option("--fail-on-drift", is_flag=True, help="Exit 1 when a group differs from the baseline.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-              help="Report format (default: from --output's extension, else text).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to this file instead of stdout.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="Report format (default: from --output's extension, else text).",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="Write the report to this file instead of stdout."
+)
 @some_source_options(*SSH_PARAM_NAMES)
 @click.pass_context
-def command(ctx: click.Context, hosts, hosts_file, ssh_config_hosts, jobs, fleet_timeout, baseline_host, select, ignore,
-            fail_on, fail_on_drift, fmt, output, **ssh) -> None:
+def command(
+    ctx: click.Context,
+    hosts,
+    hosts_file,
+    ssh_config_hosts,
+    jobs,
+    fleet_timeout,
+    baseline_host,
+    select,
+    ignore,
+    fail_on,
+    fail_on_drift,
+    fmt,
+    output,
+    **ssh,
+) -> None:
     """Scan every host of a fleet over SSH, group identical builds, diff each group with the baseline.
 
     Hosts come from arguments (HOST or HOST:REMOTE_ROOT is not parsed: use --remote-root or a hosts
@@ -73,11 +125,18 @@ def command(ctx: click.Context, hosts, hosts_file, ssh_config_hosts, jobs, fleet
     params = {name: ssh.get(name) for name in SSH_PARAM_NAMES}
     progress = Progress("sgl-scan fleet")
     try:
-        pulled = pull_hosts(entries, params, jobs=jobs or DEFAULT_JOBS, show=progress.update,
-                            fleet_timeout=fleet_timeout)
-        report = build_report(pulled, prepared.rule_docs(), lambda snapshot, analysis: kept_findings(snapshot, analysis, prepared),
-                              scope=scopes.check_scope(ssh.get("scope")), baseline_host=baseline_host,
-                              tool_version=__version__, show=lambda text: progress.update(text, force=True))
+        pulled = pull_hosts(
+            entries, params, jobs=jobs or DEFAULT_JOBS, show=progress.update, fleet_timeout=fleet_timeout
+        )
+        report = build_report(
+            pulled,
+            prepared.rule_docs(),
+            lambda snapshot, analysis: kept_findings(snapshot, analysis, prepared),
+            scope=scopes.check_scope(ssh.get("scope")),
+            baseline_host=baseline_host,
+            tool_version=__version__,
+            show=lambda text: progress.update(text, force=True),
+        )
     finally:
         progress.done()
     color = wants_color(fmt, output)

@@ -18,16 +18,36 @@ def command() -> None:
 
 @command.command("ddtree")
 @source_options
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder to write (its name becomes the package name). Required unless --dry-run.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder to write (its name becomes the package name). Required unless --dry-run.",
+)
 @click.option("--force", is_flag=True, help="Replace --out when it exists and is not empty.")
-@click.option("--budget", type=click.IntRange(1, 4096), default=DEFAULT_BUDGET, show_default=True,
-              help="Draft-tree node budget B (the verify width is B + 1).")
-@click.option("--topk", type=click.IntRange(1, 4096), default=None,
-              help="Cap on candidates per draft position (default: none; at run time min(budget, vocabulary), as in the DDTree reference).")
-@click.option("--mode", type=click.Choice(["auto", "plugin", "patch"]), default="auto", show_default=True,
-              help="Registration: plugin where the release has the plugin API, else a patch (auto).")
-@click.option("--dry-run", is_flag=True, help="Print the plan (base class, registration, dispatch sites) and write nothing.")
+@click.option(
+    "--budget",
+    type=click.IntRange(1, 4096),
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    help="Draft-tree node budget B (the verify width is B + 1).",
+)
+@click.option(
+    "--topk",
+    type=click.IntRange(1, 4096),
+    default=None,
+    help="Cap on candidates per draft position (default: none; at run time min(budget, vocabulary), as in the DDTree reference).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "plugin", "patch"]),
+    default="auto",
+    show_default=True,
+    help="Registration: plugin where the release has the plugin API, else a patch (auto).",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Print the plan (base class, registration, dispatch sites) and write nothing."
+)
 def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: str, dry_run: bool, **kwargs) -> None:
     """DDTree for the scanned SGLang: tree.py, kernels.py, worker.py, register.py or ddtree.patch, README, tests.
 
@@ -50,7 +70,9 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
         raise click.UsageError("--out DIR is required (or use --dry-run)")
     package = out.name if out is not None else "ddtree_sglang"
     if not package.isidentifier():
-        raise click.BadParameter(f"{out.name!r} is not a Python identifier; the folder name becomes the package name", param_hint="--out")
+        raise click.BadParameter(
+            f"{out.name!r} is not a Python identifier; the folder name becomes the package name", param_hint="--out"
+        )
     source = source_or_latest(pop_source_params(kwargs))
     snapshot = obtain_snapshot(source)
     protected = [snapshot.folder, snapshots_dir()]
@@ -60,9 +82,19 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
         check_destination(out, force=force, protected=protected)
     analysis = analyze(snapshot, walk_all=True)  # the plan reads every file's facts
     cap = f" --topk {topk}" if topk is not None else ""
-    regenerate = f"sgl-scan gen ddtree --snapshot {snapshot.id} --budget {budget}{cap} --mode {mode} --out <this folder> --force"
-    generated = generate_ddtree(analysis, snapshot.tree, package=package, budget=budget, topk=topk, mode=mode, regenerate=regenerate,
-                               allow_unwired=dry_run)
+    regenerate = (
+        f"sgl-scan gen ddtree --snapshot {snapshot.id} --budget {budget}{cap} --mode {mode} --out <this folder> --force"
+    )
+    generated = generate_ddtree(
+        analysis,
+        snapshot.tree,
+        package=package,
+        budget=budget,
+        topk=topk,
+        mode=mode,
+        regenerate=regenerate,
+        allow_unwired=dry_run,
+    )
     tree = visible(tree_line(snapshot.manifest, latest_meaning(source, snapshot)))  # the version is the tree's text
     if dry_run:
         click.echo(f"tree: {tree}")
@@ -71,5 +103,7 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
             raise CodegenError(generated.plan.unwired)
         return
     target = write_tree(generated.files, out, force=force, protected=protected)
-    click.echo(f"wrote {len(generated.files)} files to {target} ({generated.plan.mode} mode, base {generated.plan.base.qualname}) "
-               f"for {tree}")
+    click.echo(
+        f"wrote {len(generated.files)} files to {target} ({generated.plan.mode} mode, base {generated.plan.base.qualname}) "
+        f"for {tree}"
+    )

@@ -28,12 +28,16 @@ def _format(fmt: str | None, output: str | None, listing: bool, like: bool) -> s
         return "text"
     if listing:
         if fmt not in (None, *LISTING_FORMATS):
-            raise click.UsageError(f"--dispatch lists sites as text or json, not {fmt}; "
-                                   f"without --dispatch, graph writes the program graph as {fmt}")
+            raise click.UsageError(
+                f"--dispatch lists sites as text or json, not {fmt}; "
+                f"without --dispatch, graph writes the program graph as {fmt}"
+            )
         return fmt or "text"
     if fmt not in (None, *GRAPH_FORMATS):
-        raise click.UsageError(f"the graph is written as dot, graphml or json, not {fmt}; "
-                               "--dispatch ALGO lists one algorithm's sites as text")
+        raise click.UsageError(
+            f"the graph is written as dot, graphml or json, not {fmt}; "
+            "--dispatch ALGO lists one algorithm's sites as text"
+        )
     return fmt or "dot"
 
 
@@ -52,28 +56,60 @@ def _with_tree(text: str, fmt: str, tree: dict) -> str:
 
 @click.command("graph")
 @source_options
-@click.option("--format", "fmt", type=click.Choice(["dot", "graphml", "json", "text"]), default=None,
-              help="Output format: the graph as dot (default), graphml or json; --dispatch as text (default) or json "
-                   "(schema in docs/json-schema.md). Default from -o's extension.")
-@click.option("--focus", help="Keep only the neighbourhood of an algorithm (EAGLE) or a symbol (qualified name or suffix).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["dot", "graphml", "json", "text"]),
+    default=None,
+    help="Output format: the graph as dot (default), graphml or json; --dispatch as text (default) or json "
+    "(schema in docs/json-schema.md). Default from -o's extension.",
+)
+@click.option(
+    "--focus", help="Keep only the neighbourhood of an algorithm (EAGLE) or a symbol (qualified name or suffix)."
+)
 @click.option("--depth", type=click.IntRange(min=0), default=1, show_default=True, help="Edges around --focus to keep.")
-@click.option("--dispatch", "dispatch", metavar="ALGO",
-              help="Instead of the graph, list the sites whose branch ALGO reaches, with file:line, the worker, the "
-                   "side ALGO takes (true/false/either) and the term that decides it, and 'negated' where it gets "
-                   "there as one of all-but-the-named algorithms (in the files the scope takes; --scope full for the "
-                   "whole srt/ tree).")
-@click.option("--like", "like", metavar="BASE",
-              help="With --dispatch NEW: list every test where the new algorithm NEW takes another branch than BASE.")
-@click.option("--plugin", "plugin", type=click.Path(exists=True, dir_okay=False),
-              help="With --like: the plugin file that registers NEW; the spec_class registered under NEW (over the "
-                   "plugin base) says which predicates NEW answers True. Other classes of the file are ignored.")
-@click.option("--claims", "claims", metavar="PREDICATES",
-              help="With --like: predicates to add to or override what the tree says of NEW, comma-separated "
-                   "(is_x: true; is_x=false or !is_x: false). Without --plugin, NEW is read as a new enum member: "
-                   "each predicate's definition evaluated for it.")
+@click.option(
+    "--dispatch",
+    "dispatch",
+    metavar="ALGO",
+    help="Instead of the graph, list the sites whose branch ALGO reaches, with file:line, the worker, the "
+    "side ALGO takes (true/false/either) and the term that decides it, and 'negated' where it gets "
+    "there as one of all-but-the-named algorithms (in the files the scope takes; --scope full for the "
+    "whole srt/ tree).",
+)
+@click.option(
+    "--like",
+    "like",
+    metavar="BASE",
+    help="With --dispatch NEW: list every test where the new algorithm NEW takes another branch than BASE.",
+)
+@click.option(
+    "--plugin",
+    "plugin",
+    type=click.Path(exists=True, dir_okay=False),
+    help="With --like: the plugin file that registers NEW; the spec_class registered under NEW (over the "
+    "plugin base) says which predicates NEW answers True. Other classes of the file are ignored.",
+)
+@click.option(
+    "--claims",
+    "claims",
+    metavar="PREDICATES",
+    help="With --like: predicates to add to or override what the tree says of NEW, comma-separated "
+    "(is_x: true; is_x=false or !is_x: false). Without --plugin, NEW is read as a new enum member: "
+    "each predicate's definition evaluated for it.",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write to FILE instead of stdout.")
-def command(fmt: str | None, focus: str | None, depth: int, dispatch: str | None, like: str | None, plugin: str | None,
-            claims: str | None, output: str | None, **kwargs) -> None:
+def command(
+    fmt: str | None,
+    focus: str | None,
+    depth: int,
+    dispatch: str | None,
+    like: str | None,
+    plugin: str | None,
+    claims: str | None,
+    output: str | None,
+    **kwargs,
+) -> None:
     """Export the call/dispatch graph of an SGLang tree (the files the scope takes). Every output
     names the tree it describes (first line, or a "tree" field). Examples:
 
@@ -84,9 +120,18 @@ def command(fmt: str | None, focus: str | None, depth: int, dispatch: str | None
       sgl-scan graph --pip sglang==0.5.23 --dispatch DDTREE --like DFLASH --claims is_dflash,is_dflash_family
     """
     from sgl_scan import __version__
-    from sgl_scan.analyzer.graph_views import (FocusError, dispatch_listing, focus as focus_on, format_dispatch, format_like,
-                                               PluginFileError, like_listing, parse_claims, plugin_file_predicates,
-                                               render)
+    from sgl_scan.analyzer.graph_views import (
+        FocusError,
+        dispatch_listing,
+        focus as focus_on,
+        format_dispatch,
+        format_like,
+        PluginFileError,
+        like_listing,
+        parse_claims,
+        plugin_file_predicates,
+        render,
+    )
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.cli.output import emit
     from sgl_scan.reports import dispatch_listing as listing_report
@@ -120,8 +165,11 @@ def command(fmt: str | None, focus: str | None, depth: int, dispatch: str | None
     snapshot = obtain_snapshot(source)
     bar = Progress("analysing")
     try:
-        analysis = analyze(snapshot, progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total),
-                           walk_all=True)  # the graph reads every file's facts
+        analysis = analyze(
+            snapshot,
+            progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total),
+            walk_all=True,
+        )  # the graph reads every file's facts
     finally:
         bar.done()
     m = snapshot.manifest
@@ -142,8 +190,9 @@ def command(fmt: str | None, focus: str | None, depth: int, dispatch: str | None
             listing = dispatch_listing(analysis.inventory, dispatch)
             sides = listing_report.site_sides(analysis.inventory, listing.algorithm.name, listing.sites)
             if fmt == "json":
-                text = json_document(listing_report.document(listing, sides, tree, scopes.summary(m.scope, len(m.files)),
-                                                             __version__))
+                text = json_document(
+                    listing_report.document(listing, sides, tree, scopes.summary(m.scope, len(m.files)), __version__)
+                )
             else:
                 lines = listing_report.text_lines(list(format_dispatch(listing, scopes.qualifier(m.scope))), sides)
                 text = head + "\n" + "\n".join(visible(line) for line in lines) + "\n"

@@ -37,21 +37,60 @@ SOURCE_OPTIONS = (
     click.option("--identity", "identity", type=click.Path(dir_okay=False), help="SSH private key file."),
     click.option("--ssh-config", type=click.Path(dir_okay=False), help="SSH config file (default ~/.ssh/config)."),
     click.option("--known-hosts", type=click.Path(dir_okay=False), help="Extra known_hosts file to trust."),
-    click.option("--accept-new-host-key", is_flag=True, help="Trust and record an unknown host key (a changed key is always refused)."),
+    click.option(
+        "--accept-new-host-key",
+        is_flag=True,
+        help="Trust and record an unknown host key (a changed key is always refused).",
+    ),
     click.option("--remote-root", help="Remote path of the sglang package (default: auto-detect)."),
-    click.option("--connect-timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for the SSH connection."),
-    click.option("--path", "local_path", type=click.Path(file_okay=False), help="Read a local folder: an SGLang checkout, an installed package or a snapshot copy."),
-    click.option("--follow-outside-links", is_flag=True, default=None,
-                 help="With --path: follow a symlinked scope root (srt/, srt/speculative/, ...) that leads outside the folder."),
-    click.option("--git", "git_repo", help="Read a git repository (URL or local path) at --rev without touching its work tree."),
+    click.option(
+        "--connect-timeout", type=float, default=15.0, show_default=True, help="Seconds to wait for the SSH connection."
+    ),
+    click.option(
+        "--path",
+        "local_path",
+        type=click.Path(file_okay=False),
+        help="Read a local folder: an SGLang checkout, an installed package or a snapshot copy.",
+    ),
+    click.option(
+        "--follow-outside-links",
+        is_flag=True,
+        default=None,
+        help="With --path: follow a symlinked scope root (srt/, srt/speculative/, ...) that leads outside the folder.",
+    ),
+    click.option(
+        "--git", "git_repo", help="Read a git repository (URL or local path) at --rev without touching its work tree."
+    ),
     click.option("--rev", help="git revision for --git (default HEAD)."),
     click.option("--pip", "pip_spec", help="Download an SGLang release from the package index, e.g. sglang==0.5.23."),
     click.option("--snapshot", "snapshot_ref", help="Use a stored snapshot: its id, or 'latest'."),
-    click.option("--scope", type=click.Choice(["speculative", "full"]), default=None, help="Which files to take (default: speculative)."),
-    click.option("--timeout", type=float, default=None, help="Total deadline in seconds for an SSH pull (connect to last byte), a pip download, or each --git clone or fetch (default 900)."),
-    click.option("--max-bytes", type=ByteSize(), default=None, help="Refuse a pull larger than this, and a --git clone or fetch that downloads more (e.g. 2G; default 2 GiB)."),
-    click.option("--max-files", type=click.IntRange(min=1), default=None, help="Refuse a pull with more files (default 100000)."),
-    click.option("--max-file-size", type=ByteSize(), default=None, help="Skip (and record) files larger than this (default 4M: parsing a .py file takes ~80x its size in memory)."),
+    click.option(
+        "--scope",
+        type=click.Choice(["speculative", "full"]),
+        default=None,
+        help="Which files to take (default: speculative).",
+    ),
+    click.option(
+        "--timeout",
+        type=float,
+        default=None,
+        help="Total deadline in seconds for an SSH pull (connect to last byte), a pip download, or each --git clone or fetch (default 900).",
+    ),
+    click.option(
+        "--max-bytes",
+        type=ByteSize(),
+        default=None,
+        help="Refuse a pull larger than this, and a --git clone or fetch that downloads more (e.g. 2G; default 2 GiB).",
+    ),
+    click.option(
+        "--max-files", type=click.IntRange(min=1), default=None, help="Refuse a pull with more files (default 100000)."
+    ),
+    click.option(
+        "--max-file-size",
+        type=ByteSize(),
+        default=None,
+        help="Skip (and record) files larger than this (default 4M: parsing a .py file takes ~80x its size in memory).",
+    ),
 )
 
 
@@ -63,9 +102,26 @@ def source_options(func: Callable) -> Callable:
 
 
 SOURCE_PARAM_NAMES = (
-    "host", "port", "user", "identity", "ssh_config", "known_hosts", "accept_new_host_key",
-    "remote_root", "connect_timeout", "local_path", "follow_outside_links", "git_repo", "rev", "pip_spec", "snapshot_ref", "scope",
-    "timeout", "max_bytes", "max_files", "max_file_size",
+    "host",
+    "port",
+    "user",
+    "identity",
+    "ssh_config",
+    "known_hosts",
+    "accept_new_host_key",
+    "remote_root",
+    "connect_timeout",
+    "local_path",
+    "follow_outside_links",
+    "git_repo",
+    "rev",
+    "pip_spec",
+    "snapshot_ref",
+    "scope",
+    "timeout",
+    "max_bytes",
+    "max_files",
+    "max_file_size",
 )
 
 
@@ -76,6 +132,7 @@ def pop_source_params(kwargs: dict) -> dict:
 
 def _param_name(option: Callable) -> str:
     def probe() -> None: ...
+
     option(probe)
     return probe.__click_params__[0].name  # type: ignore[attr-defined]
 
@@ -98,15 +155,34 @@ def some_source_options(*names: str) -> Callable[[Callable], Callable]:
 FORMAT_CHOICES = ("text", "json", "sarif", "markdown", "html")
 
 FINDING_OPTIONS = (
-    click.option("--select", multiple=True, metavar="IDS", help="Report only these rules: ids, prefixes or names, comma-separated (default: all)."),
+    click.option(
+        "--select",
+        multiple=True,
+        metavar="IDS",
+        help="Report only these rules: ids, prefixes or names, comma-separated (default: all).",
+    ),
     click.option("--ignore", multiple=True, metavar="IDS", help="Do not report these rules (ids, prefixes or names)."),
-    click.option("--fail-on", type=click.Choice(SEVERITIES), default="error", show_default=True,
-                 help="Exit 1 when a reported finding has at least this severity."),
+    click.option(
+        "--fail-on",
+        type=click.Choice(SEVERITIES),
+        default="error",
+        show_default=True,
+        help="Exit 1 when a reported finding has at least this severity.",
+    ),
     click.option("--baseline", type=click.Path(dir_okay=False), help="Hide findings recorded in this baseline file."),
-    click.option("--write-baseline", type=click.Path(dir_okay=False), help="Record the current findings as a baseline (exit 0)."),
-    click.option("--format", "fmt", type=click.Choice(FORMAT_CHOICES), default=None,
-                 help="Report format (default: from --output's extension, else text)."),
-    click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to this file instead of stdout."),
+    click.option(
+        "--write-baseline", type=click.Path(dir_okay=False), help="Record the current findings as a baseline (exit 0)."
+    ),
+    click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMAT_CHOICES),
+        default=None,
+        help="Report format (default: from --output's extension, else text).",
+    ),
+    click.option(
+        "-o", "--output", type=click.Path(dir_okay=False), help="Write the report to this file instead of stdout."
+    ),
 )
 
 FINDING_PARAM_NAMES = ("select", "ignore", "fail_on", "baseline", "write_baseline", "fmt", "output")
@@ -165,8 +241,10 @@ def source_or_latest(source: dict) -> dict:
     from sgl_scan.snapshots.store import Store
 
     if not Store().list():
-        raise click.UsageError("give a source: --path, --git, --pip, --host or --snapshot "
-                               "(with none, the latest stored snapshot is used, and the store is empty)")
+        raise click.UsageError(
+            "give a source: --path, --git, --pip, --host or --snapshot "
+            "(with none, the latest stored snapshot is used, and the store is empty)"
+        )
     return {**source, "snapshot_ref": ImplicitLatest("latest")}
 
 
@@ -178,5 +256,8 @@ def latest_meaning(source: dict, snapshot) -> str | None:
     from sgl_scan.snapshots.store import Store
     from sgl_scan.snapshots.summary import latest_note
 
-    return latest_note(snapshot.manifest, Store().latest_since(snapshot.id),
-                       implicit=isinstance(source.get("snapshot_ref"), ImplicitLatest))
+    return latest_note(
+        snapshot.manifest,
+        Store().latest_since(snapshot.id),
+        implicit=isinstance(source.get("snapshot_ref"), ImplicitLatest),
+    )

@@ -68,7 +68,6 @@ def write_file(path: Path, data: bytes) -> None:
         raise
 
 
-
 def report_findings(
     snapshot,
     analysis,
@@ -87,15 +86,24 @@ def report_findings(
     from sgl_scan.pipeline import check_snapshot, findings_report, record_baseline
     from sgl_scan.reports import format_for_path, render
 
-    checked = check_snapshot(snapshot, analysis, prepared, changed_lines=changed_lines, previous=previous,
-                             base_hazards=base_hazards)
+    checked = check_snapshot(
+        snapshot, analysis, prepared, changed_lines=changed_lines, previous=previous, base_hazards=base_hazards
+    )
     if options.write_baseline:
         click.echo(record_baseline(options.write_baseline, checked.filtered), err=True)
         if not options.output:
             return 0  # the one line is the answer; with -o the report is written too, never dropped
 
-    report = findings_report(snapshot, analysis, checked, prepared, config=_config_used(), review=review,
-                             artifact_root=artifact_root, latest=latest)
+    report = findings_report(
+        snapshot,
+        analysis,
+        checked,
+        prepared,
+        config=_config_used(),
+        review=review,
+        artifact_root=artifact_root,
+        latest=latest,
+    )
     fmt = options.fmt or (format_for_path(options.output) if options.output else None) or "text"
     color = wants_color(fmt, options.output)
     document = render(report, fmt, color=color)

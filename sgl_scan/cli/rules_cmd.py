@@ -30,7 +30,9 @@ def command(rule_id: str | None, fmt: str) -> None:
             raise ConfigError(f"no rule {rule_id!r} (known: {', '.join(rules.ids())})")
         docs = (rule.doc(),)
     if fmt == "json":
-        payload = [{"id": d.id, "name": d.name, "severity": d.severity, "message": d.message, "docs": d.docs} for d in docs]
+        payload = [
+            {"id": d.id, "name": d.name, "severity": d.severity, "message": d.message, "docs": d.docs} for d in docs
+        ]
         click.echo(json.dumps(payload[0] if rule_id else payload, indent=2))
         return
     if rule_id is not None:

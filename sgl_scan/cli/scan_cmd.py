@@ -11,8 +11,15 @@ from pathlib import Path
 
 import click
 
-from sgl_scan.cli.options import (finding_options, latest_meaning, pop_finding_options, pop_source_params,
-                                  prepare_findings, source_options, source_or_latest)
+from sgl_scan.cli.options import (
+    finding_options,
+    latest_meaning,
+    pop_finding_options,
+    pop_source_params,
+    prepare_findings,
+    source_options,
+    source_or_latest,
+)
 from sgl_scan.cli.output import report_findings
 from sgl_scan.errors import ConfigError
 from sgl_scan.pipeline import require_speculative_files
@@ -39,8 +46,12 @@ def artifact_root_for(snapshot, base: Path):
 @click.command("scan")
 @source_options
 @finding_options
-@click.option("--sarif-root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
-              help="SARIF: make locations relative to this folder (your repository root) so code scanning can place them.")
+@click.option(
+    "--sarif-root",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="SARIF: make locations relative to this folder (your repository root) so code scanning can place them.",
+)
 @click.pass_context
 def command(ctx: click.Context, sarif_root: Path | None = None, **kwargs) -> None:
     """Scan an SGLang tree: inventory (SGL1xx) and checks (SGL2xx dispatch, SGL3xx d2t).
@@ -65,10 +76,14 @@ def command(ctx: click.Context, sarif_root: Path | None = None, **kwargs) -> Non
     anchor = artifact_root_for(snapshot, sarif_root) if sarif_root is not None else None
     bar = Progress("analysing")  # a cold full-scope scan reads thousands of files: say so on a TTY
     try:
-        analysis = analyze(snapshot, progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total))
+        analysis = analyze(
+            snapshot, progress=lambda done, total: bar.update(f"{done}/{total} files", force=done == total)
+        )
     finally:
         bar.done()
-    code = report_findings(snapshot, analysis, options, prepared, artifact_root=anchor, latest=latest_meaning(source, snapshot))
+    code = report_findings(
+        snapshot, analysis, options, prepared, artifact_root=anchor, latest=latest_meaning(source, snapshot)
+    )
     settle(snapshot)
     ctx.exit(code)
 

@@ -50,15 +50,39 @@ def list_(as_json: bool) -> None:
     if as_json:
         for m in manifests:
             git = None if m.git is None else {"commit": m.git.commit, "branch": m.git.branch, "dirty": m.git.dirty}
-            click.echo(json.dumps({"id": m.id, "source_kind": m.source_kind, "sglang_version": m.sglang_version,
-                                   "scope": m.scope, "files": len(m.files), "created": m.created,
-                                   "source": describe_source(m), "git": git, "latest": m.id == latest}, sort_keys=True))
+            click.echo(
+                json.dumps(
+                    {
+                        "id": m.id,
+                        "source_kind": m.source_kind,
+                        "sglang_version": m.sglang_version,
+                        "scope": m.scope,
+                        "files": len(m.files),
+                        "created": m.created,
+                        "source": describe_source(m),
+                        "git": git,
+                        "latest": m.id == latest,
+                    },
+                    sort_keys=True,
+                )
+            )
         return
     rows = [("", "ID", "VERSION", "SCOPE", "FILES", "GIT", "SOURCE")]
-    rows += [("*" if m.id == latest else "",)
-             + tuple(visible(c) for c in (m.id, m.sglang_version or "-", m.scope, str(len(m.files)), git_label(m) or "-",
-                                          describe_source(m)))
-             for m in manifests]
+    rows += [
+        ("*" if m.id == latest else "",)
+        + tuple(
+            visible(c)
+            for c in (
+                m.id,
+                m.sglang_version or "-",
+                m.scope,
+                str(len(m.files)),
+                git_label(m) or "-",
+                describe_source(m),
+            )
+        )
+        for m in manifests
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     for row in rows:
         click.echo("  ".join(cell.ljust(w) for cell, w in zip(row[:6], widths, strict=True)) + "  " + row[6])
@@ -101,8 +125,14 @@ def rm(refs: tuple[str, ...]) -> None:
 
 
 @command.command("gc")
-@click.option("--keep", type=click.IntRange(min=0), default=3, show_default=True, metavar="N",
-              help="Snapshots to keep per source (kind, where from, root and scope), newest first.")
+@click.option(
+    "--keep",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    metavar="N",
+    help="Snapshots to keep per source (kind, where from, root and scope), newest first.",
+)
 @click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
 def gc(keep: int, dry_run: bool) -> None:
     """Remove old snapshots (all but the N newest of each source; never 'latest'), the blobs no
@@ -118,8 +148,10 @@ def gc(keep: int, dry_run: bool) -> None:
     result = Store().gc(keep, dry_run=dry_run)
     for manifest in result.removed:
         click.echo(f"{verb} snapshot {manifest.id}  ({describe_source(manifest)})")
-    click.echo(f"{verb} {len(result.removed)} snapshot(s) and {result.blobs} unused blob(s) ({human(result.blob_bytes)}); "
-               f"kept {len(result.kept)} snapshot(s)")
+    click.echo(
+        f"{verb} {len(result.removed)} snapshot(s) and {result.blobs} unused blob(s) ({human(result.blob_bytes)}); "
+        f"kept {len(result.kept)} snapshot(s)"
+    )
     live = {tree_key((e.path, e.sha256) for e in m.files if e.path.endswith(".py")) for m in result.kept}
     facts = facts_cache_dir()
     stale = stale_entries(facts, signature(None, facts), live)
@@ -135,5 +167,7 @@ def gc(keep: int, dry_run: bool) -> None:
                     path.unlink()
                 except OSError:
                     pass
-    click.echo(f"{verb} {len(stale)} facts-cache entr{'y' if len(stale) == 1 else 'ies'} ({human(freed)}): "
-               f"{folders} of other analyzer builds, {len(stale) - folders} of trees no longer stored")
+    click.echo(
+        f"{verb} {len(stale)} facts-cache entr{'y' if len(stale) == 1 else 'ies'} ({human(freed)}): "
+        f"{folders} of other analyzer builds, {len(stale) - folders} of trees no longer stored"
+    )

@@ -75,13 +75,17 @@ def check_destination(out: Path, *, force: bool, protected: Protected) -> None:
         raise OutputFolderError(f"refusing --out {out}: it holds a git repository ({top})")
     written = _marker_files(target)  # checked before any walk: a big folder of the user's is refused at once
     if written is None:
-        raise OutputFolderError(f"refusing --out {out}: it is not empty and sgl-scan did not generate it (no {MARKER}); choose a new folder")
+        raise OutputFolderError(
+            f"refusing --out {out}: it is not empty and sgl-scan did not generate it (no {MARKER}); choose a new folder"
+        )
     repo = next(target.rglob(".git"), None)
     if repo is not None:
         raise OutputFolderError(f"refusing --out {out}: it holds a git repository ({repo})")
     foreign = _foreign_entry(target, written)
     if foreign is not None:
-        raise OutputFolderError(f"refusing --out {out}: it holds {foreign}, which sgl-scan did not write; move it away or choose a new folder")
+        raise OutputFolderError(
+            f"refusing --out {out}: it holds {foreign}, which sgl-scan did not write; move it away or choose a new folder"
+        )
     if not force:
         raise OutputFolderError(f"{out} exists and is not empty; pass --force to replace it")
 

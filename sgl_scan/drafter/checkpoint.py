@@ -46,8 +46,7 @@ def backend():
         from safetensors import safe_open
     except ImportError as exc:
         raise MissingBackendError(
-            f"drafter checks need numpy and safetensors ({exc.name or exc} is missing): "
-            "pip install 'sgl-scan[drafter]'"
+            f"drafter checks need numpy and safetensors ({exc.name or exc} is missing): pip install 'sgl-scan[drafter]'"
         ) from None
     return numpy, safe_open
 
@@ -136,7 +135,9 @@ def _read_text(file: Path) -> str:
         size = os.fstat(handle.fileno()).st_size
         data = handle.read(MAX_JSON_BYTES + 1)
     if max(size, len(data)) > MAX_JSON_BYTES:
-        raise CheckpointError(f"{file}: larger than {MAX_JSON_BYTES >> 20} MiB, not a checkpoint's JSON; refusing to read it")
+        raise CheckpointError(
+            f"{file}: larger than {MAX_JSON_BYTES >> 20} MiB, not a checkpoint's JSON; refusing to read it"
+        )
     return data.decode("utf-8")
 
 
@@ -214,7 +215,11 @@ def _resolve_files(path: Path) -> tuple[list[Path], Path | None, Path]:
         files = sorted(path.glob("*.safetensors"))
         if not files:
             pickles = sorted(p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES)
-            found = f" (found {', '.join(pickles)}: a PyTorch pickle checkpoint; convert it to safetensors)" if pickles else ""
+            found = (
+                f" (found {', '.join(pickles)}: a PyTorch pickle checkpoint; convert it to safetensors)"
+                if pickles
+                else ""
+            )
             raise CheckpointError(f"{path}: no .safetensors files in this folder{found}")
         return files, None, path
     if path.name.endswith(INDEX_SUFFIX):
@@ -285,8 +290,12 @@ def _entries(shape: tuple[int, ...]) -> int:
 def _load_mapping(file: Path, info: TensorInfo, safe_open, limit: int = 1 << 24) -> MappingTensor:
     entries = _entries(info.shape)
     if entries > limit:  # a header can declare any length (a sparse file holds it): never allocated
-        return MappingTensor(info, None, f"it declares {entries:,} entries, more than this checkpoint's vocabulary "
-                                         f"sizes allow ({limit:,}); not loaded")
+        return MappingTensor(
+            info,
+            None,
+            f"it declares {entries:,} entries, more than this checkpoint's vocabulary "
+            f"sizes allow ({limit:,}); not loaded",
+        )
     try:
         with safe_open(str(file), framework="numpy") as handle:
             values = handle.get_tensor(info.name)
@@ -362,6 +371,8 @@ def _disagreement(copies: list[MappingTensor]) -> str | None:
         if not numpy.array_equal(first.values, other.values):
             differing = numpy.flatnonzero(first.values.reshape(-1) != other.values.reshape(-1))
             index = int(differing[0])
-            return (f"{where} differ in {differing.size:,} of {first.values.size:,} entries "
-                    f"(first at index {index:,}: {first.values.reshape(-1)[index]} vs {other.values.reshape(-1)[index]})")
+            return (
+                f"{where} differ in {differing.size:,} of {first.values.size:,} entries "
+                f"(first at index {index:,}: {first.values.reshape(-1)[index]} vs {other.values.reshape(-1)[index]})"
+            )
     return None

@@ -131,21 +131,36 @@ def _check_mapping_tensors(ckpt: Checkpoint, draft_vocab: int | None, target: Ta
         details["copies"] = {k: list(v) for k, v in ckpt.copies.items()}
     if ckpt.conflicts:
         kind, why = next(iter(ckpt.conflicts.items()))
-        return CheckResult(name, "fail", f"{len(ckpt.copies[kind])} different {kind} tensors: {why}; "
-                                         "the engine keeps whichever it loads last", details)
+        return CheckResult(
+            name,
+            "fail",
+            f"{len(ckpt.copies[kind])} different {kind} tensors: {why}; the engine keeps whichever it loads last",
+            details,
+        )
     several = [k for k, v in found.items() if len(v) > 1]
     if several:
         kind = several[0]
-        return CheckResult(name, "fail", f"several tensors named {kind}: {', '.join(found[kind])}; the engine keeps whichever it loads last", details)
+        return CheckResult(
+            name,
+            "fail",
+            f"several tensors named {kind}: {', '.join(found[kind])}; the engine keeps whichever it loads last",
+            details,
+        )
     missing = [k for k in ("d2t", "t2d") if k not in found]
     if not missing:
         return CheckResult(name, "pass", f"d2t ({found['d2t'][0]}) and t2d ({found['t2d'][0]}) found", details)
     reduced = draft_vocab is not None and target.vocab_size is not None and draft_vocab < target.vocab_size
     if draft_vocab is not None and draft_vocab == target.vocab_size:
-        return CheckResult(name, "pass", f"no {' or '.join(missing)}, none needed: draft and target share one vocabulary ({_n(draft_vocab)})", details)
+        return CheckResult(
+            name,
+            "pass",
+            f"no {' or '.join(missing)}, none needed: draft and target share one vocabulary ({_n(draft_vocab)})",
+            details,
+        )
     if not reduced:
         return CheckResult(
-            name, "warn",
+            name,
+            "warn",
             f"{' and '.join(missing)} missing; whether a mapping is needed is unknown "
             f"(draft vocab {_n(draft_vocab)}, target vocab {_n(target.vocab_size)})",
             details,
@@ -168,18 +183,39 @@ def _check_d2t_format(ckpt: Checkpoint, draft_vocab: int | None, draft_source: s
     name = "d2t-format"
     tensor = ckpt.d2t
     if tensor is None:
-        return CheckResult(name, "skip", "several d2t tensors (see mapping-tensors)" if ckpt.candidates.get("d2t") or ckpt.conflicts.get("d2t") else "no d2t tensor")
+        return CheckResult(
+            name,
+            "skip",
+            "several d2t tensors (see mapping-tensors)"
+            if ckpt.candidates.get("d2t") or ckpt.conflicts.get("d2t")
+            else "no d2t tensor",
+        )
     info = tensor.info
     details = {"name": info.name, "dtype": info.dtype, "shape": list(info.shape), "file": info.file}
     if info.dtype not in INTEGER_DTYPES:
-        return CheckResult(name, "fail", f"{info.name} is {info.dtype}, not an integer tensor; target ids must be exact integers", details)
+        return CheckResult(
+            name,
+            "fail",
+            f"{info.name} is {info.dtype}, not an integer tensor; target ids must be exact integers",
+            details,
+        )
     if tensor.values is None:
         return CheckResult(name, "fail", f"{info.name} could not be loaded: {tensor.error}", details)
     if len(info.shape) != 1:
-        return CheckResult(name, "fail", f"{info.name} has shape {list(info.shape)}; d2t must be one-dimensional (one entry per draft id)", details)
+        return CheckResult(
+            name,
+            "fail",
+            f"{info.name} has shape {list(info.shape)}; d2t must be one-dimensional (one entry per draft id)",
+            details,
+        )
     length = info.shape[0]
     if draft_source != "d2t length" and draft_vocab != length:
-        return CheckResult(name, "fail", f"{info.name} has {_n(length)} entries but the draft vocab is {_n(draft_vocab)} ({draft_source})", details)
+        return CheckResult(
+            name,
+            "fail",
+            f"{info.name} has {_n(length)} entries but the draft vocab is {_n(draft_vocab)} ({draft_source})",
+            details,
+        )
     basis = "= draft vocab" if draft_source != "d2t length" else "(no draft_vocab_size or lm_head to compare with)"
     return CheckResult(name, "pass", f"{info.dtype}, {_n(length)} entries {basis}", details)
 
@@ -206,21 +242,27 @@ def _check_d2t_values(facts: D2tFacts | None, target: Target, draft_vocab: int |
         results.append(CheckResult(names[0], "skip", "target vocab unknown: give --target-vocab or --target-config"))
     elif off.out_of_range:
         draft, tid = off.first_out_of_range
-        results.append(CheckResult(
-            names[0], "fail",
-            f"{off.out_of_range:,} of {facts.length:,} ids i + d2t[i] fall outside [0, {vocab}) (first: draft {draft:,} -> {tid:,})",
-            {"count": off.out_of_range, "first": list(off.first_out_of_range)},
-        ))
+        results.append(
+            CheckResult(
+                names[0],
+                "fail",
+                f"{off.out_of_range:,} of {facts.length:,} ids i + d2t[i] fall outside [0, {vocab}) (first: draft {draft:,} -> {tid:,})",
+                {"count": off.out_of_range, "first": list(off.first_out_of_range)},
+            )
+        )
     else:
         results.append(CheckResult(names[0], "pass", f"every i + d2t[i] lies in [0, {vocab})"))
 
     if off.collisions:
         earlier, draft, tid = off.first_collision
-        results.append(CheckResult(
-            names[1], "fail",
-            f"{_count(off.collisions, 'draft id')} {'shares' if off.collisions == 1 else 'share'} an earlier draft id's target under i + d2t[i] (first: draft {earlier:,} and {draft:,} -> {tid:,})",
-            {"count": off.collisions, "first": list(off.first_collision)},
-        ))
+        results.append(
+            CheckResult(
+                names[1],
+                "fail",
+                f"{_count(off.collisions, 'draft id')} {'shares' if off.collisions == 1 else 'share'} an earlier draft id's target under i + d2t[i] (first: draft {earlier:,} and {draft:,} -> {tid:,})",
+                {"count": off.collisions, "first": list(off.first_collision)},
+            )
+        )
     else:
         results.append(CheckResult(names[1], "pass", f"all {facts.length:,} target ids i + d2t[i] are distinct"))
 
@@ -230,20 +272,41 @@ def _check_d2t_values(facts: D2tFacts | None, target: Target, draft_vocab: int |
 
 
 def _reading_result(name: str, facts: D2tFacts, vocab: str) -> CheckResult:
-    details = {"fits": facts.fits, "decided_by_t2d": facts.decided_by_t2d, "offset": _describe(facts.offset), "direct": _describe(facts.direct)}
+    details = {
+        "fits": facts.fits,
+        "decided_by_t2d": facts.decided_by_t2d,
+        "offset": _describe(facts.offset),
+        "direct": _describe(facts.direct),
+    }
     t2d_note = " (t2d agrees)" if facts.decided_by_t2d else ""
     if facts.fits == "offset":
-        return CheckResult(name, "pass", f"fits the offset reading (target = i + d2t[i]){t2d_note}; as a direct map: {_describe(facts.direct)}", details)
+        return CheckResult(
+            name,
+            "pass",
+            f"fits the offset reading (target = i + d2t[i]){t2d_note}; as a direct map: {_describe(facts.direct)}",
+            details,
+        )
     if facts.fits == "direct":
         return CheckResult(
-            name, "fail",
+            name,
+            "fail",
             f"written as a direct map: d2t[i] are themselves {facts.unique_targets:,} distinct target ids in [0, {vocab}){t2d_note}, "
             f"but EAGLE-3 stores offsets (target = i + d2t[i]: {_describe(facts.offset)}); store d2t[i] - i instead",
             details,
         )
     if facts.fits == "both":
-        return CheckResult(name, "warn", "fits both readings (offset and direct map) and no t2d decides; the offset reading is assumed", details)
-    return CheckResult(name, "fail", f"fits neither reading: offset {_describe(facts.offset)}; direct {_describe(facts.direct)}", details)
+        return CheckResult(
+            name,
+            "warn",
+            "fits both readings (offset and direct map) and no t2d decides; the offset reading is assumed",
+            details,
+        )
+    return CheckResult(
+        name,
+        "fail",
+        f"fits neither reading: offset {_describe(facts.offset)}; direct {_describe(facts.direct)}",
+        details,
+    )
 
 
 def _trivial_result(name: str, facts: D2tFacts, target: Target, draft_vocab: int | None) -> CheckResult:
@@ -252,9 +315,13 @@ def _trivial_result(name: str, facts: D2tFacts, target: Target, draft_vocab: int
     first_n = f"the first {facts.length:,} target ids"
     why = "the draft vocabulary was probably never built from token frequencies"
     if facts.all_zero:
-        return CheckResult(name, "warn", f"d2t is all zero: draft id i maps to target id i, {first_n}; {why}", {"kind": "all-zero"})
+        return CheckResult(
+            name, "warn", f"d2t is all zero: draft id i maps to target id i, {first_n}; {why}", {"kind": "all-zero"}
+        )
     if facts.identity_direct:
-        return CheckResult(name, "warn", f"d2t[i] == i: a direct identity map onto {first_n}; {why}", {"kind": "identity"})
+        return CheckResult(
+            name, "warn", f"d2t[i] == i: a direct identity map onto {first_n}; {why}", {"kind": "identity"}
+        )
     return CheckResult(name, "pass", "not an identity mapping")
 
 
@@ -271,12 +338,26 @@ def _check_t2d_format(ckpt: Checkpoint, target: Target) -> CheckResult:
     if tensor.values is None:
         return CheckResult(name, "fail", f"{info.name} could not be loaded: {tensor.error}", details)
     if len(info.shape) != 1:
-        return CheckResult(name, "fail", f"{info.name} has shape {list(info.shape)}; t2d must be one-dimensional (one flag per target id)", details)
+        return CheckResult(
+            name,
+            "fail",
+            f"{info.name} has shape {list(info.shape)}; t2d must be one-dimensional (one flag per target id)",
+            details,
+        )
     if info.dtype != "BOOL":
         return CheckResult(name, "fail", f"{info.name} is {info.dtype}, not BOOL (one flag per target id)", details)
     if target.vocab_size is not None and info.shape[0] != target.vocab_size:
-        return CheckResult(name, "fail", f"{info.name} has {_n(info.shape[0])} entries but the target vocab is {_n(target.vocab_size)} ({target.vocab_source})", details)
-    basis = "= target vocab" if target.vocab_source != "t2d length" else "(taken as the target vocab: give --target-config to confirm)"
+        return CheckResult(
+            name,
+            "fail",
+            f"{info.name} has {_n(info.shape[0])} entries but the target vocab is {_n(target.vocab_size)} ({target.vocab_source})",
+            details,
+        )
+    basis = (
+        "= target vocab"
+        if target.vocab_source != "t2d length"
+        else "(taken as the target vocab: give --target-config to confirm)"
+    )
     return CheckResult(name, "pass", f"BOOL, {_n(info.shape[0])} entries {basis}", details)
 
 
@@ -291,7 +372,12 @@ def _check_t2d_count(ckpt: Checkpoint, facts: D2tFacts | None, draft_vocab: int 
     if expected is None:
         return CheckResult(name, "skip", f"{count:,} True entries; draft vocab unknown", {"true": count})
     if count != expected:
-        return CheckResult(name, "fail", f"t2d has {count:,} True entries, the draft vocab is {expected:,}", {"true": count, "expected": expected})
+        return CheckResult(
+            name,
+            "fail",
+            f"t2d has {count:,} True entries, the draft vocab is {expected:,}",
+            {"true": count, "expected": expected},
+        )
     return CheckResult(name, "pass", f"{count:,} True entries = draft vocab", {"true": count})
 
 
@@ -303,11 +389,17 @@ def _check_t2d_matches(ckpt: Checkpoint, facts: D2tFacts | None) -> CheckResult:
     if reading.t2d_missing is None:
         return CheckResult(name, "skip", "t2d's length is not the target vocab; no id-by-id comparison")
     label = "i + d2t[i]" if facts.effective == "offset" else "d2t[i] (direct reading)"
-    details = {"reading": facts.effective, "mapped_but_false": reading.t2d_missing, "true_but_unmapped": reading.t2d_extra, "first_mismatch": reading.first_t2d_mismatch}
+    details = {
+        "reading": facts.effective,
+        "mapped_but_false": reading.t2d_missing,
+        "true_but_unmapped": reading.t2d_extra,
+        "first_mismatch": reading.first_t2d_mismatch,
+    }
     if reading.t2d_missing == 0 and reading.t2d_extra == 0:
         return CheckResult(name, "pass", f"t2d is True at exactly the ids {label} maps to", details)
     return CheckResult(
-        name, "fail",
+        name,
+        "fail",
         f"t2d disagrees with {label}: {reading.t2d_missing:,} mapped ids are False in t2d, "
         f"{reading.t2d_extra:,} True entries are not mapped (first differing target id {reading.first_t2d_mismatch:,})",
         details,
@@ -319,7 +411,11 @@ def _check_t2d_matches(ckpt: Checkpoint, facts: D2tFacts | None) -> CheckResult:
 
 def _check_config_present(ckpt: Checkpoint) -> CheckResult:
     if ckpt.config is None:
-        return CheckResult("config", "fail", "no config.json next to the checkpoint: the engine reads the draft architecture and sizes from it")
+        return CheckResult(
+            "config",
+            "fail",
+            "no config.json next to the checkpoint: the engine reads the draft architecture and sizes from it",
+        )
     return CheckResult("config", "pass", f"{ckpt.config_path} read", {"path": ckpt.config_path})
 
 
@@ -335,7 +431,9 @@ def _check_config_vocab(ckpt: Checkpoint, target: Target, draft_vocab: int | Non
     t2d_len = ckpt.t2d.info.shape[0] if ckpt.t2d is not None and len(ckpt.t2d.info.shape) == 1 else None
 
     if draft_cfg is not None:
-        facts.append(f"draft_vocab_size {draft_cfg:,}" if isinstance(draft_cfg, int) else f"draft_vocab_size {draft_cfg!r}")
+        facts.append(
+            f"draft_vocab_size {draft_cfg:,}" if isinstance(draft_cfg, int) else f"draft_vocab_size {draft_cfg!r}"
+        )
         for label, value in (("d2t length", d2t_len), ("lm_head.weight rows", ckpt.head_rows)):
             if value is not None and value != draft_cfg:
                 problems.append(f"draft_vocab_size {draft_cfg!r} != {label} {value:,}")
@@ -352,8 +450,18 @@ def _check_config_vocab(ckpt: Checkpoint, target: Target, draft_vocab: int | Non
         return CheckResult(name, "fail", "; ".join(problems), details)
     reduced = draft_vocab is not None and target.vocab_size is not None and draft_vocab < target.vocab_size
     if draft_cfg is None and (reduced or d2t_len is not None):
-        return CheckResult(name, "warn", f"draft_vocab_size missing while the draft vocabulary ({_n(draft_vocab)}) is reduced: engines size the draft head from it", details)
-    return CheckResult(name, "pass", ", ".join(facts) + " agree with the tensors" + (" and the target" if target.confirmed else ""), details)
+        return CheckResult(
+            name,
+            "warn",
+            f"draft_vocab_size missing while the draft vocabulary ({_n(draft_vocab)}) is reduced: engines size the draft head from it",
+            details,
+        )
+    return CheckResult(
+        name,
+        "pass",
+        ", ".join(facts) + " agree with the tensors" + (" and the target" if target.confirmed else ""),
+        details,
+    )
 
 
 def _check_max_positions(ckpt: Checkpoint) -> CheckResult:
@@ -363,15 +471,26 @@ def _check_max_positions(ckpt: Checkpoint) -> CheckResult:
     value = config_field(ckpt.config, "max_position_embeddings")
     if _positive_int(value) is None:
         shown = "missing" if value is None else f"{value!r}, not a positive integer"
-        return CheckResult(name, "fail", f"max_position_embeddings {shown}: the engine sizes the draft's rotary embedding from it", {"value": value})
+        return CheckResult(
+            name,
+            "fail",
+            f"max_position_embeddings {shown}: the engine sizes the draft's rotary embedding from it",
+            {"value": value},
+        )
     return CheckResult(name, "pass", f"max_position_embeddings {value:,}", {"value": value})
 
 
 def _check_aux_layers(aux: AuxLayers, target: Target) -> CheckResult:
     name = "config-aux-layers"
-    details = {"key": aux.key, "layer_ids": list(aux.layer_ids) if aux.layer_ids is not None else None, "target_layers": target.num_layers}
+    details = {
+        "key": aux.key,
+        "layer_ids": list(aux.layer_ids) if aux.layer_ids is not None else None,
+        "target_layers": target.num_layers,
+    }
     if aux.layer_ids is None:
-        return CheckResult(name, "pass", "eagle_aux_hidden_state_layer_ids not set: the engine captures its default layers", details)
+        return CheckResult(
+            name, "pass", "eagle_aux_hidden_state_layer_ids not set: the engine captures its default layers", details
+        )
     shown = f"{aux.key} {list(aux.layer_ids)}"
     bad = [i for i in aux.layer_ids if not (isinstance(i, int) and not isinstance(i, bool) and i >= 0)]
     if bad:
@@ -382,5 +501,10 @@ def _check_aux_layers(aux: AuxLayers, target: Target) -> CheckResult:
         return CheckResult(name, "skip", f"{shown}; target layer count unknown: give --target-config", details)
     outside = [i for i in aux.layer_ids if i >= target.num_layers]
     if outside:
-        return CheckResult(name, "fail", f"{shown}: {outside} outside the target's {target.num_layers} layers (0..{target.num_layers - 1})", details)
+        return CheckResult(
+            name,
+            "fail",
+            f"{shown}: {outside} outside the target's {target.num_layers} layers (0..{target.num_layers - 1})",
+            details,
+        )
     return CheckResult(name, "pass", f"{shown} within the target's {target.num_layers} layers", details)

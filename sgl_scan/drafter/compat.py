@@ -67,9 +67,7 @@ def judge(report: CheckReport, inventory: SpecInventory, snapshot_id: str, sglan
     readers = [s for s in relevant if s.kind in READING_KINDS]
     name_tests = [s for s in relevant if s.kind in NAME_TEST_KINDS and _is_d2t_lookup(s.detail)]
     kinds = {s.kind for s in readers}
-    reading = (
-        "mixed" if len(kinds) > 1 else "offset" if "offset_conversion" in kinds else "direct" if kinds else "none"
-    )
+    reading = "mixed" if len(kinds) > 1 else "offset" if "offset_conversion" in kinds else "direct" if kinds else "none"
     sites = tuple(sorted(readers + name_tests, key=lambda s: s.location))
 
     def verdict(status: str, word: str, reason: str) -> EngineVerdict:
@@ -81,37 +79,57 @@ def judge(report: CheckReport, inventory: SpecInventory, snapshot_id: str, sglan
     if d2t is None:
         several = report.checkpoint.candidates.get("d2t") or ()
         if several:
-            return verdict("fail", "incompatible", f"several d2t tensors ({', '.join(several)}): the release would keep whichever it loads last")
+            return verdict(
+                "fail",
+                "incompatible",
+                f"several d2t tensors ({', '.join(several)}): the release would keep whichever it loads last",
+            )
         if draft is not None and draft == target:
             return verdict("pass", "compatible", "no d2t and none needed: draft and target share one vocabulary")
         return verdict(
-            "fail", "incompatible",
+            "fail",
+            "incompatible",
             "the checkpoint has no d2t: this release would leave the draft->target map unset and take draft id i as target id i",
         )
     if name_tests and not any(_accepts(s, d2t.info.name) for s in name_tests):
         return verdict(
-            "fail", "incompatible",
+            "fail",
+            "incompatible",
             f"this release looks d2t up by exact name ({_where(name_tests)}) and would not pick up {d2t.info.name!r}",
         )
     if reading == "none":
         return verdict(
-            "fail", "incompatible",
+            "fail",
+            "incompatible",
             "no site in this snapshot turns d2t into target ids: the release (or the snapshot's scope) has no reduced-vocabulary EAGLE-3 support",
         )
     if reading == "mixed":
         offsets = [s for s in readers if s.kind == "offset_conversion"]
         directs = [s for s in readers if s.kind == "direct_map"]
         return verdict(
-            "warn", "undecided",
+            "warn",
+            "undecided",
             f"this release reads d2t as offsets at {_where(offsets)} and as a direct map at {_where(directs)}; "
             "which applies depends on the draft model class",
         )
     if facts is None:
-        return verdict("fail", "incompatible", f"the checkpoint's d2t is unusable (see d2t-format); the release reads it as {_label(reading)}")
+        return verdict(
+            "fail",
+            "incompatible",
+            f"the checkpoint's d2t is unusable (see d2t-format); the release reads it as {_label(reading)}",
+        )
     if facts.fits == "neither":
-        return verdict("fail", "incompatible", f"the checkpoint's d2t fits neither reading; the release reads it as {_label(reading)}")
+        return verdict(
+            "fail",
+            "incompatible",
+            f"the checkpoint's d2t fits neither reading; the release reads it as {_label(reading)}",
+        )
     if facts.fits in ("both", reading):
-        return verdict("pass", "compatible", f"the release reads d2t as {_label(reading)} at {_where(readers)}, which the checkpoint fits")
+        return verdict(
+            "pass",
+            "compatible",
+            f"the release reads d2t as {_label(reading)} at {_where(readers)}, which the checkpoint fits",
+        )
     if reading == "offset":
         reason = (
             f"the release adds arange to d2t ({_where(readers)}) but the checkpoint's d2t holds target ids already: "

@@ -40,8 +40,12 @@ def _target_ids(ckpt: Checkpoint, label: str):
             why = f"different d2t tensors: {ckpt.conflicts['d2t']}"
         raise CheckpointError(f"{label} {ckpt.path}: {why}")
     if tensor.values is None or tensor.info.dtype not in INTEGER_DTYPES or tensor.values.ndim != 1:
-        raise CheckpointError(f"{label} {ckpt.path}: d2t ({tensor.info.dtype}, shape {list(tensor.info.shape)}) is not a 1-D integer tensor")
-    t2d = ckpt.t2d.values if ckpt.t2d is not None and ckpt.t2d.values is not None and ckpt.t2d.values.ndim == 1 else None
+        raise CheckpointError(
+            f"{label} {ckpt.path}: d2t ({tensor.info.dtype}, shape {list(tensor.info.shape)}) is not a 1-D integer tensor"
+        )
+    t2d = (
+        ckpt.t2d.values if ckpt.t2d is not None and ckpt.t2d.values is not None and ckpt.t2d.values.ndim == 1 else None
+    )
     target = complete_target(Target(), t2d.shape[0] if t2d is not None else None, ckpt.config)
     reading = analyse_d2t(tensor.values, target.vocab_size, t2d).effective
     return targets(tensor.values, reading), reading

@@ -97,7 +97,9 @@ def _judge(name: str, ids: Any, target_vocab: int | None, t2d: Any) -> Reading:
         t2d_extra = int(np.count_nonzero(truth & ~mapped))
         differ = np.flatnonzero(mapped != truth)
         first_mismatch = int(differ[0]) if differ.size else None
-    return Reading(name, int(out_idx.size), first_out, int(repeat.size), first_collision, t2d_missing, t2d_extra, first_mismatch)
+    return Reading(
+        name, int(out_idx.size), first_out, int(repeat.size), first_collision, t2d_missing, t2d_extra, first_mismatch
+    )
 
 
 def analyse_d2t(d2t: Any, target_vocab: int | None, t2d: Any = None) -> D2tFacts:

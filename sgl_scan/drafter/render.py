@@ -44,14 +44,21 @@ def check_data(report: CheckReport, engine: EngineVerdict | None, engine_note: s
         "config": ckpt.config_path,
         "architectures": list(report.architectures),
         "draft_vocab": {"size": report.draft_vocab, "source": report.draft_vocab_source},
-        "target": {"vocab_size": target.vocab_size, "vocab_source": target.vocab_source, "num_layers": target.num_layers},
+        "target": {
+            "vocab_size": target.vocab_size,
+            "vocab_source": target.vocab_source,
+            "num_layers": target.num_layers,
+        },
         "d2t_reading": report.d2t.fits if report.d2t else None,
         "aux_layers": {
             "key": report.aux.key,
             "layer_ids": list(report.aux.layer_ids) if report.aux.layer_ids is not None else None,
             "sglang_default": (engine.default_aux_layers or UNKNOWN_AUX) if engine else None,
         },
-        "checks": [{"name": c.name, "status": c.status, "message": c.message, "details": dict(c.details)} for c in report.checks],
+        "checks": [
+            {"name": c.name, "status": c.status, "message": c.message, "details": dict(c.details)}
+            for c in report.checks
+        ],
         "engine": _engine_data(engine),
         "engine_note": engine_note,
         "summary": _counts(report, engine),
@@ -67,7 +74,10 @@ def _engine_data(engine: EngineVerdict | None) -> dict[str, Any] | None:
         "sglang_version": engine.sglang_version,
         "reading": engine.reading,
         "scope": engine.scope,
-        "sites": [{"kind": s.kind, "location": str(s.location), "function": s.function, "detail": s.detail} for s in engine.sites],
+        "sites": [
+            {"kind": s.kind, "location": str(s.location), "function": s.function, "detail": s.detail}
+            for s in engine.sites
+        ],
         "status": engine.status,
         "verdict": engine.verdict,
         "reason": engine.reason,
@@ -75,9 +85,13 @@ def _engine_data(engine: EngineVerdict | None) -> dict[str, Any] | None:
     }
 
 
-def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: str | None, tree: dict | None = None) -> str:
+def _check_text(
+    report: CheckReport, engine: EngineVerdict | None, engine_note: str | None, tree: dict | None = None
+) -> str:
     ckpt, target = report.checkpoint, report.target
-    files = f"{len(ckpt.files)} file{'s' if len(ckpt.files) != 1 else ''}" + (f", index {ckpt.index}" if ckpt.index else "")
+    files = f"{len(ckpt.files)} file{'s' if len(ckpt.files) != 1 else ''}" + (
+        f", index {ckpt.index}" if ckpt.index else ""
+    )
     lines = [
         f"drafter {ckpt.path} ({files})",
         f"draft vocab {_n(report.draft_vocab)} ({report.draft_vocab_source}); "
@@ -97,9 +111,12 @@ def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: 
         version = engine.sglang_version or "version unknown"
         if tree is not None:
             lines.append(f"tree: {tree['line']}")
-        what = (f"SGLang {version} (snapshot {engine.snapshot_id})" if tree is None or tree["source_kind"] == "pip"
-                else f"this tree ({tree['source']}{', dirty' if (tree['git'] or {}).get('dirty') else ''}; "
-                     f"read as it is, not as the published release its version file names, {version})")
+        what = (
+            f"SGLang {version} (snapshot {engine.snapshot_id})"
+            if tree is None or tree["source_kind"] == "pip"
+            else f"this tree ({tree['source']}{', dirty' if (tree['git'] or {}).get('dirty') else ''}; "
+            f"read as it is, not as the published release its version file names, {version})"
+        )
         lines.append(f"{what}: reads d2t as {READING_WORDS[engine.reading]} [{engine.scope}]")
         reason = engine.reason
         if tree is not None and tree["source_kind"] != "pip":  # the verdict is about this tree, not a release
@@ -109,12 +126,23 @@ def _check_text(report: CheckReport, engine: EngineVerdict | None, engine_note: 
         lines.append(f"  {engine.status.upper():4}  verdict: {engine.verdict}: {reason}")
     counts = _counts(report, engine)
     lines.append("")
-    lines.append("result: " + ", ".join(f"{counts[s]} {word}" for s, word in (("fail", "failed"), ("warn", "warnings"), ("pass", "passed"), ("skip", "skipped"))))
+    lines.append(
+        "result: "
+        + ", ".join(
+            f"{counts[s]} {word}"
+            for s, word in (("fail", "failed"), ("warn", "warnings"), ("pass", "passed"), ("skip", "skipped"))
+        )
+    )
     return "\n".join(lines)
 
 
-def render_check(report: CheckReport, engine: EngineVerdict | None, engine_note: str | None, fmt: str = "text",
-                 tree: dict | None = None) -> str:
+def render_check(
+    report: CheckReport,
+    engine: EngineVerdict | None,
+    engine_note: str | None,
+    fmt: str = "text",
+    tree: dict | None = None,
+) -> str:
     """`tree` (snapshots.summary.tree_fields): the SGLang tree the engine verdict is about, named
     in the output; a tree that is not a published release is never called "SGLang X"."""
     if fmt == "json":

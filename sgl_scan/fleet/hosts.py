@@ -78,8 +78,13 @@ def hosts_from_ssh_config(pattern: str, ssh_config: str | None) -> list[HostEntr
     return [HostEntry(name) for name in names]
 
 
-def collect_hosts(args: Iterable[str], hosts_file: str | None, config_pattern: str | None,
-                  ssh_config: str | None, remote_root: str | None) -> list[HostEntry]:
+def collect_hosts(
+    args: Iterable[str],
+    hosts_file: str | None,
+    config_pattern: str | None,
+    ssh_config: str | None,
+    remote_root: str | None,
+) -> list[HostEntry]:
     """Every host to scan, duplicates removed (first wins); `remote_root` fills entries without one."""
     entries = [HostEntry(h) for h in args]
     if hosts_file:

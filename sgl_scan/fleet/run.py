@@ -83,9 +83,15 @@ def patch_files(snapshot: Snapshot) -> tuple[str, ...]:
     return tuple(sorted({m.group(2) for m in _PATCH_FILE.finditer(text)}))
 
 
-def pull_hosts(entries: Sequence[HostEntry], params: Mapping, *, jobs: int = DEFAULT_JOBS,
-               store=None, show: Callable[[str], None] = lambda text: None,
-               fleet_timeout: float = DEFAULT_FLEET_TIMEOUT) -> list[Pulled]:
+def pull_hosts(
+    entries: Sequence[HostEntry],
+    params: Mapping,
+    *,
+    jobs: int = DEFAULT_JOBS,
+    store=None,
+    show: Callable[[str], None] = lambda text: None,
+    fleet_timeout: float = DEFAULT_FLEET_TIMEOUT,
+) -> list[Pulled]:
     """Pull every host (at most `jobs` at once); each result in the order the hosts were given.
 
     The whole fleet has one deadline, `fleet_timeout` seconds from now: each pull gets the sooner of
@@ -112,16 +118,23 @@ def pull_hosts(entries: Sequence[HostEntry], params: Mapping, *, jobs: int = DEF
         tally.started()
         host_params = {**params, "host": entry.host, "remote_root": entry.remote_root}
         try:
-            pulled = pull_ssh(host_params, store=store, progress=Progress("pull", enabled=False),
-                              deadline=fleet_deadline, deadline_name=why)
+            pulled = pull_ssh(
+                host_params,
+                store=store,
+                progress=Progress("pull", enabled=False),
+                deadline=fleet_deadline,
+                deadline_name=why,
+            )
         except SglScanError as exc:
             result = Pulled(entry, None, str(exc), seconds=time.monotonic() - start)
         except Exception as exc:  # one host's surprise is that host's row, never the end of the run
-            result = Pulled(entry, None, f"internal error: {type(exc).__name__}: {exc}",
-                            seconds=time.monotonic() - start)
+            result = Pulled(
+                entry, None, f"internal error: {type(exc).__name__}: {exc}", seconds=time.monotonic() - start
+            )
         else:
-            result = Pulled(entry, pulled.snapshot, None, len(pulled.fetched), pulled.unchanged,
-                            time.monotonic() - start)
+            result = Pulled(
+                entry, pulled.snapshot, None, len(pulled.fetched), pulled.unchanged, time.monotonic() - start
+            )
         tally.finished(result.error is None)
         return result
 
@@ -153,14 +166,25 @@ def pull_hosts(entries: Sequence[HostEntry], params: Mapping, *, jobs: int = DEF
         closed = True
         for index, entry in enumerate(entries):
             if index not in results:
-                results[index] = Pulled(entry, None, f"did not finish before the fleet deadline ({why}); gave up",
-                                        seconds=round(fleet_timeout, 3))
+                results[index] = Pulled(
+                    entry,
+                    None,
+                    f"did not finish before the fleet deadline ({why}); gave up",
+                    seconds=round(fleet_timeout, 3),
+                )
     return [results[i] for i in range(len(entries))]
 
 
-def build_report(pulled: Sequence[Pulled], rules: Sequence[RuleDoc], check: Callable[[Snapshot, object], list], *,
-                 scope: str, baseline_host: str | None = None, tool_version: str = "",
-                 show: Callable[[str], None] = lambda text: None) -> FleetReport:
+def build_report(
+    pulled: Sequence[Pulled],
+    rules: Sequence[RuleDoc],
+    check: Callable[[Snapshot, object], list],
+    *,
+    scope: str,
+    baseline_host: str | None = None,
+    tool_version: str = "",
+    show: Callable[[str], None] = lambda text: None,
+) -> FleetReport:
     """Group the pulled snapshots, analyse and check each group once (`check(snapshot, analysis)`: the
     selected rules' findings), diff every group with the baseline. `rules`: the selected rules' docs."""
     from sgl_scan.analyzer.pipeline import analyze
@@ -182,33 +206,49 @@ def build_report(pulled: Sequence[Pulled], rules: Sequence[RuleDoc], check: Call
         analysis = analyze(first)
         analyses[group_of[key]] = analysis
         touched = sorted({path for item in members[key] for path in patch_files(item.snapshot)})
-        groups.append(FleetGroup(
-            id=group_of[key], hosts=tuple(item.entry.label for item in members[key]), content_key=key,
-            manifest=first.manifest, inventory=analysis.inventory,
-            findings=tuple(check(first, analysis)), patch_files=tuple(touched),
-        ))
+        groups.append(
+            FleetGroup(
+                id=group_of[key],
+                hosts=tuple(item.entry.label for item in members[key]),
+                content_key=key,
+                manifest=first.manifest,
+                inventory=analysis.inventory,
+                findings=tuple(check(first, analysis)),
+                patch_files=tuple(touched),
+            )
+        )
 
     hosts = []
     for item in pulled:
         snap = item.snapshot
-        hosts.append(FleetHost(
-            label=item.entry.label, host=item.entry.host,
-            remote_root=snap.manifest.root if snap else item.entry.remote_root, error=item.error,
-            snapshot_id=snap.id if snap else None,
-            group=group_of[content_key(snap.manifest)] if snap else None,
-            sglang_version=snap.manifest.sglang_version if snap else None,
-            git=git_label(snap.manifest) if snap else None,
-            fetched=item.fetched, unchanged=item.unchanged, seconds=round(item.seconds, 3),
-        ))
+        hosts.append(
+            FleetHost(
+                label=item.entry.label,
+                host=item.entry.host,
+                remote_root=snap.manifest.root if snap else item.entry.remote_root,
+                error=item.error,
+                snapshot_id=snap.id if snap else None,
+                group=group_of[content_key(snap.manifest)] if snap else None,
+                sglang_version=snap.manifest.sglang_version if snap else None,
+                git=git_label(snap.manifest) if snap else None,
+                fetched=item.fetched,
+                unchanged=item.unchanged,
+                seconds=round(item.seconds, 3),
+            )
+        )
 
     notes = []
     baseline = groups[0].id if groups else None
     if baseline_host is not None:
         chosen = [h for h in hosts if baseline_host in (h.label, h.host)]
         if not chosen:
-            notes.append(f"--baseline-host {baseline_host} is not one of the hosts; comparing with the largest group {baseline}")
+            notes.append(
+                f"--baseline-host {baseline_host} is not one of the hosts; comparing with the largest group {baseline}"
+            )
         elif chosen[0].group is None:
-            notes.append(f"--baseline-host {baseline_host} could not be scanned; comparing with the largest group {baseline}")
+            notes.append(
+                f"--baseline-host {baseline_host} could not be scanned; comparing with the largest group {baseline}"
+            )
         else:
             baseline = chosen[0].group
     diffs = []
@@ -217,13 +257,29 @@ def build_report(pulled: Sequence[Pulled], rules: Sequence[RuleDoc], check: Call
         if group.id == baseline:
             continue
         base = by_id[baseline]
-        diffs.append(FleetDiff(group.id, baseline, compute_diff(
-            analyses[baseline], base.findings, analyses[group.id], group.findings,
-            a_manifest=base.manifest, b_manifest=group.manifest,
-            a_label=f"{baseline} ({', '.join(base.hosts)})", b_label=f"{group.id} ({', '.join(group.hosts)})",
-        )))
+        diffs.append(
+            FleetDiff(
+                group.id,
+                baseline,
+                compute_diff(
+                    analyses[baseline],
+                    base.findings,
+                    analyses[group.id],
+                    group.findings,
+                    a_manifest=base.manifest,
+                    b_manifest=group.manifest,
+                    a_label=f"{baseline} ({', '.join(base.hosts)})",
+                    b_label=f"{group.id} ({', '.join(group.hosts)})",
+                ),
+            )
+        )
     return FleetReport(
-        hosts=tuple(hosts), groups=tuple(groups), baseline=baseline, diffs=tuple(diffs), scope=scope,
+        hosts=tuple(hosts),
+        groups=tuple(groups),
+        baseline=baseline,
+        diffs=tuple(diffs),
+        scope=scope,
         rules=tuple(rules),
-        tool_version=tool_version, notes=tuple(notes),
+        tool_version=tool_version,
+        notes=tuple(notes),
     )

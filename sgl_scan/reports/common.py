@@ -118,10 +118,8 @@ def _indented(value: object) -> str:
     return "".join(parts)
 
 
-
-
 def census_line(inventory) -> str | None:
-    """"N references: M read, K could not be read" (analyzer/census.py); None when no census ran."""
+    """ "N references: M read, K could not be read" (analyzer/census.py); None when no census ran."""
     census = getattr(inventory, "census", None)
     if census is None:
         return None
@@ -162,8 +160,9 @@ def clip(text: str, limit: int = MAX_LINE_CHARS) -> str:
     return f"{text[:limit]} … ({len(text) - limit} more characters)"
 
 
-def excerpt(sources: Mapping[str, Sequence[str]] | None, path: str, line: int,
-            end_line: int | None = None, context: int = 2) -> tuple[ExcerptLine, ...]:
+def excerpt(
+    sources: Mapping[str, Sequence[str]] | None, path: str, line: int, end_line: int | None = None, context: int = 2
+) -> tuple[ExcerptLine, ...]:
     """Source lines around `line` (focus lines marked); empty when the source is not available."""
     if not sources or path not in sources:
         return ()

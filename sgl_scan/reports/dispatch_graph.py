@@ -45,8 +45,14 @@ def dispatch_view(inventory: SpecInventory, max_other: int = MAX_OTHER_FUNCTIONS
     g = nx.DiGraph()
     worker_of = {a.name: a.worker for a in inventory.algorithms}
     for a in inventory.algorithms:
-        g.add_node(f"alg:{a.name}", layer=0, group=0, label=a.name, kind="algorithm",
-                   title=f"{a.name} ({a.kind}) at {a.location}")
+        g.add_node(
+            f"alg:{a.name}",
+            layer=0,
+            group=0,
+            label=a.name,
+            kind="algorithm",
+            title=f"{a.name} ({a.kind}) at {a.location}",
+        )
 
     ordered = sorted(inventory.dispatch_sites, key=lambda s: loc_key(s.location))
     per_function: dict[str, list] = {}
@@ -59,9 +65,15 @@ def dispatch_view(inventory: SpecInventory, max_other: int = MAX_OTHER_FUNCTIONS
     for (fn, via, detail), sites in branches.items():
         node = f"br:{fn}:{via}:{detail}"
         lines = ", ".join(str(s.location.line) for s in sites)
-        g.add_node(node, layer=1, group=0, label=_branch_label(fn, via, detail), kind="branch",
-                   title=f"{fn}: branch on {via} {detail} ({sites[0].location.path} line {lines})",
-                   anchor=str(sites[0].location))
+        g.add_node(
+            node,
+            layer=1,
+            group=0,
+            label=_branch_label(fn, via, detail),
+            kind="branch",
+            title=f"{fn}: branch on {via} {detail} ({sites[0].location.path} line {lines})",
+            anchor=str(sites[0].location),
+        )
         branch_workers = {s.worker for s in sites}
         for site in sites:
             worker = f"wk:{site.worker}"
@@ -80,9 +92,15 @@ def dispatch_view(inventory: SpecInventory, max_other: int = MAX_OTHER_FUNCTIONS
     for fn in others:
         node = f"fn:{fn}"
         sites = per_function[fn]
-        g.add_node(node, layer=1, group=1, label=function_label(fn), kind="site",
-                   title=f"{fn}: {len(sites)} dispatch site(s), first at {sites[0].location}",
-                   anchor=str(sites[0].location))
+        g.add_node(
+            node,
+            layer=1,
+            group=1,
+            label=function_label(fn),
+            kind="site",
+            title=f"{fn}: {len(sites)} dispatch site(s), first at {sites[0].location}",
+            anchor=str(sites[0].location),
+        )
         for site in sites:
             for alg in site.algorithms:
                 if alg in worker_of:
@@ -101,18 +119,31 @@ def dispatch_view(inventory: SpecInventory, max_other: int = MAX_OTHER_FUNCTIONS
                 continue
             g.add_node(worker, layer=2, group=0, label=short_name(qualname), kind="worker", title=qualname)
             mid = f"at:{where.path}:{where.line}"
-            g.add_node(mid, layer=1, group=0, label=f"{where.path.rsplit('/', 1)[-1]}:{where.line}", kind="branch",
-                       title=f"{a.name}: worker chosen at {where}",
-                       anchor=str(where) if qualname == a.worker else None)  # the default's place has a table row
+            g.add_node(
+                mid,
+                layer=1,
+                group=0,
+                label=f"{where.path.rsplit('/', 1)[-1]}:{where.line}",
+                kind="branch",
+                title=f"{a.name}: worker chosen at {where}",
+                anchor=str(where) if qualname == a.worker else None,
+            )  # the default's place has a table row
             _add_edge(g, alg, mid, "worker", strong=qualname == a.worker)
-            _add_edge(g, mid, worker, f"creates if {condition}" if condition else "creates", strong=qualname == a.worker)
+            _add_edge(
+                g, mid, worker, f"creates if {condition}" if condition else "creates", strong=qualname == a.worker
+            )
     return g, GraphNote(functions_total=len(per_function), functions_drawn=len(choosing) + len(others))
 
 
 def _creates_label(inventory: SpecInventory, site) -> str:
     """`creates` or `creates if <flags>` for a branch's worker, from the algorithms that reach it."""
-    conditions = {w.condition for a in inventory.algorithms if a.name in site.algorithms
-                  for w in a.workers if w.qualname == site.worker and w.condition}
+    conditions = {
+        w.condition
+        for a in inventory.algorithms
+        if a.name in site.algorithms
+        for w in a.workers
+        if w.qualname == site.worker and w.condition
+    }
     return "creates if " + " / ".join(sorted(conditions)) if conditions else "creates"
 
 
@@ -142,6 +173,7 @@ def order_layers(g: nx.DiGraph, sweeps: int = 4) -> list[list[str]]:
 
 def _by_barycentre(g: nx.DiGraph, nodes: list[str], neighbour_positions) -> list[str]:
     """Nodes sorted by group, then by the mean position of their neighbours (ties: current order)."""
+
     def key(item):
         index, node = item
         positions = neighbour_positions(node)
@@ -213,7 +245,9 @@ def layout(g: nx.DiGraph) -> Drawing:
             # One row per node, in the layer's crossing-reduced order, top to bottom.
             y = offset + row * (NODE_H + ROW_GAP)
             d = g.nodes[n]
-            placed[n] = PlacedNode(n, d["label"], d["title"], d["kind"], lefts[i], y, widths[i], NODE_H, d.get("anchor"))
+            placed[n] = PlacedNode(
+                n, d["label"], d["title"], d["kind"], lefts[i], y, widths[i], NODE_H, d.get("anchor")
+            )
 
     edges = []
     for u, v, d in g.edges(data=True):
@@ -222,7 +256,9 @@ def layout(g: nx.DiGraph) -> Drawing:
         x2, y2 = b.x, b.y + b.height / 2
         bend = (x2 - x1) / 2
         path = f"M{x1:.1f},{y1:.1f} C{x1 + bend:.1f},{y1:.1f} {x2 - bend:.1f},{y2:.1f} {x2:.1f},{y2:.1f}"
-        title = f"{a.label} -> {b.label}: " + ", ".join(d["labels"]) + (f" ({d['count']} sites)" if d["count"] > 1 else "")
+        title = (
+            f"{a.label} -> {b.label}: " + ", ".join(d["labels"]) + (f" ({d['count']} sites)" if d["count"] > 1 else "")
+        )
         edges.append(PlacedEdge(path, title, d["count"], a.kind, d["strong"]))
     columns = tuple(
         (title, lefts[i] + widths[i] / 2)
@@ -263,8 +299,9 @@ def graphviz_available() -> bool:
     return shutil.which("dot") is not None
 
 
-def to_svg(inventory: SpecInventory, *, use_graphviz: bool | None = None,
-           algorithm_class: dict[str, str] | None = None) -> tuple[str, GraphNote]:
+def to_svg(
+    inventory: SpecInventory, *, use_graphviz: bool | None = None, algorithm_class: dict[str, str] | None = None
+) -> tuple[str, GraphNote]:
     """Inline SVG markup of the dispatch graph (no XML prolog) and the note on what was left out.
 
     With `algorithm_class` (algorithm name -> CSS class), every node and edge carries the classes of
@@ -288,30 +325,38 @@ def to_svg(inventory: SpecInventory, *, use_graphviz: bool | None = None,
     classes = [edge_classes[e] for e in g.edges]
     assert len(classes) == len(drawing.edges)
     return html_env().get_template("dispatch_graph.svg.j2").render(
-        d=drawing, node_classes=node_classes, edge_classes=classes), note
+        d=drawing, node_classes=node_classes, edge_classes=classes
+    ), note
 
 
 def _graphviz_svg(g: nx.DiGraph, node_classes: dict[str, str], edge_classes: dict[tuple[str, str], str]) -> str | None:
     """Lay out and draw with `dot`; None if it fails (the caller falls back to the Python drawing)."""
     from sgl_scan.reports.templating import anchor
 
-    lines = ["digraph dispatch {", "rankdir=LR; nodesep=0.15; ranksep=1.2;",
-             'node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10, height=0.3];']
+    lines = [
+        "digraph dispatch {",
+        "rankdir=LR; nodesep=0.15; ranksep=1.2;",
+        'node [shape=box, style="rounded,filled", fontname="monospace", fontsize=10, height=0.3];',
+    ]
     fills = {"algorithm": "#dbeafe", "branch": "#fde68a", "site": "#fef9e7", "worker": "#dcfce7"}
     ids = {n: f"n{i}" for i, n in enumerate(g.nodes)}
     for layer in order_layers(g):
         lines.append("{ rank=same; " + " ".join(ids[n] for n in layer) + " }" if layer else "")
         for n in layer:
             d = g.nodes[n]
-            link = f', URL={_dot_quote("#" + anchor("site-" + d["anchor"]))}' if d.get("anchor") else ""
+            link = f", URL={_dot_quote('#' + anchor('site-' + d['anchor']))}" if d.get("anchor") else ""
             style = '"rounded,filled,dashed"' if d["kind"] == "site" else '"rounded,filled"'
-            css = f'node-{d["kind"]} {node_classes[n]}'.strip()
-            lines.append(f'{ids[n]} [label={_dot_quote(d["label"])}, tooltip={_dot_quote(d["title"])}, '
-                         f'fillcolor="{fills[d["kind"]]}", style={style}{link}, class={_dot_quote(css)}];')
+            css = f"node-{d['kind']} {node_classes[n]}".strip()
+            lines.append(
+                f"{ids[n]} [label={_dot_quote(d['label'])}, tooltip={_dot_quote(d['title'])}, "
+                f'fillcolor="{fills[d["kind"]]}", style={style}{link}, class={_dot_quote(css)}];'
+            )
     for u, v, d in g.edges(data=True):
         style = "solid" if d["strong"] else "dashed"
-        lines.append(f'{ids[u]} -> {ids[v]} [penwidth={min(1 + d["count"] * 0.5, 4):.1f}, style={style}, '
-                     f'tooltip={_dot_quote(", ".join(d["labels"]))}, class={_dot_quote(edge_classes[(u, v)])}];')
+        lines.append(
+            f"{ids[u]} -> {ids[v]} [penwidth={min(1 + d['count'] * 0.5, 4):.1f}, style={style}, "
+            f"tooltip={_dot_quote(', '.join(d['labels']))}, class={_dot_quote(edge_classes[(u, v)])}];"
+        )
     lines.append("}")
     try:
         result = subprocess.run(["dot", "-Tsvg"], input="\n".join(lines), capture_output=True, text=True, timeout=60)
@@ -319,7 +364,7 @@ def _graphviz_svg(g: nx.DiGraph, node_classes: dict[str, str], edge_classes: dic
         return None
     if result.returncode != 0 or "<svg" not in result.stdout:
         return None
-    svg = result.stdout[result.stdout.index("<svg"):]
+    svg = result.stdout[result.stdout.index("<svg") :]
     return svg
 
 

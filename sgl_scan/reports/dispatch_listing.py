@@ -69,8 +69,11 @@ def site_sides(inventory: SpecInventory, algorithm: str, sites: Iterable[Dispatc
                     break
         elif taken == "either":  # the term whose value for ALGO is unknown, if any, leaves it open
             deciding = next((key for key in sorted(terms) if truth[key] is None), None)
-        out.append(SiteSide(site, taken, terms[deciding] if deciding else None,
-                            f"{deciding[0]}:{deciding[1]}" if deciding else None))
+        out.append(
+            SiteSide(
+                site, taken, terms[deciding] if deciding else None, f"{deciding[0]}:{deciding[1]}" if deciding else None
+            )
+        )
     return tuple(out)
 
 
@@ -82,8 +85,13 @@ def text_lines(header_and_sites: list[str], sides: tuple[SiteSide, ...]) -> list
         return header_and_sites
     out = list(head)
     for row, s in zip(rows, sides, strict=True):
-        decided = (f", decided by {s.term} at {s.term_at}" if s.term
-                   else " (the test reads more than the algorithm)" if s.side == "either" else "")
+        decided = (
+            f", decided by {s.term} at {s.term_at}"
+            if s.term
+            else " (the test reads more than the algorithm)"
+            if s.side == "either"
+            else ""
+        )
         out.append(f"{row}  side: {s.side}{decided}")
     return out
 

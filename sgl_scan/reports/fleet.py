@@ -18,6 +18,8 @@ from sgl_scan.reports.serialize_diff import document as diff_document
 
 SCHEMA_VERSION = 1
 FORMATS = ("text", "json", "markdown", "html")
+
+
 def render_fleet(report: FleetReport, fmt: str, *, color: bool = False) -> str:
     renderers = {"text": render_text, "json": render_json, "markdown": render_markdown, "html": render_html}
     return renderers[fmt](report, color=color)
@@ -40,11 +42,14 @@ def drift_counts(report: FleetReport) -> dict[str, dict[str, int]]:
 
 def headline(report: FleetReport) -> str:
     scanned = len(report.hosts) - len(report.failed)
-    return (f"{plural(len(report.hosts), 'host')}: {scanned} scanned, {len(report.failed)} failed; "
-            f"{plural(len(report.groups), 'distinct build')} (scope {report.scope})")
+    return (
+        f"{plural(len(report.hosts), 'host')}: {scanned} scanned, {len(report.failed)} failed; "
+        f"{plural(len(report.groups), 'distinct build')} (scope {report.scope})"
+    )
 
 
 # -- text --------------------------------------------------------------------------------------------
+
 
 def render_text(report: FleetReport, *, color: bool = False) -> str:
     from sgl_scan.reports.text import _Out, render_diff
@@ -58,20 +63,45 @@ def render_text(report: FleetReport, *, color: bool = False) -> str:
     for h in report.hosts:
         if h.ok:
             pulled = "unchanged" if h.unchanged else f"{plural(h.fetched, 'file')} fetched"
-            rows.append([visible(h.label), h.group or "-", visible(h.sglang_version or "?"), visible(h.git or "-"),
-                         h.snapshot_id or "-", pulled, f"{h.seconds:.1f}s", "ok"])
+            rows.append(
+                [
+                    visible(h.label),
+                    h.group or "-",
+                    visible(h.sglang_version or "?"),
+                    visible(h.git or "-"),
+                    h.snapshot_id or "-",
+                    pulled,
+                    f"{h.seconds:.1f}s",
+                    "ok",
+                ]
+            )
         else:
-            rows.append([visible(h.label), "-", "-", "-", "-", "-", f"{h.seconds:.1f}s", out.style("error", fg="red") + ": " + visible(h.error)])
+            rows.append(
+                [
+                    visible(h.label),
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    f"{h.seconds:.1f}s",
+                    out.style("error", fg="red") + ": " + visible(h.error),
+                ]
+            )
     out.table(["host", "group", "SGLang", "git", "snapshot", "pulled", "time", "status"], rows)
     for group in report.groups:
         mark = "  [baseline]" if group.id == report.baseline else ""
-        out.heading(f"{group.id}: SGLang {visible(group.manifest.sglang_version or '?')}, "
-                    f"{plural(len(group.hosts), 'host')}{mark}")
+        out.heading(
+            f"{group.id}: SGLang {visible(group.manifest.sglang_version or '?')}, "
+            f"{plural(len(group.hosts), 'host')}{mark}"
+        )
         out.add(f"  hosts: {visible(', '.join(group.hosts))}")
         out.add(f"  tree: {visible(tree_line(group.manifest))}")
         out.add(f"  local patch: {_patch_text(group)}")
-        algorithms = ", ".join(f"{visible(a.name)} -> {visible(short_name(a.worker)) if a.worker else 'no worker'}"
-                               for a in group.inventory.algorithms)
+        algorithms = ", ".join(
+            f"{visible(a.name)} -> {visible(short_name(a.worker)) if a.worker else 'no worker'}"
+            for a in group.inventory.algorithms
+        )
         out.add(f"  algorithms ({len(group.inventory.algorithms)}): {algorithms or 'none'}")
         counts = severity_counts(group.findings)
         by_rule = Counter(f.rule_id for f in group.findings if f.severity != "info")
@@ -84,8 +114,10 @@ def render_text(report: FleetReport, *, color: bool = False) -> str:
         out.heading(f"Drift against {report.baseline}")
         for d in report.diffs:
             c = d.diff.counts()
-            out.add(f"  {d.group}: {c['added']} added, {c['removed']} removed, {c['changed']} changed, "
-                    f"{c['moved']} moved; {plural(c['new_findings'], 'new finding')}, {c['resolved_findings']} resolved")
+            out.add(
+                f"  {d.group}: {c['added']} added, {c['removed']} removed, {c['changed']} changed, "
+                f"{c['moved']} moved; {plural(c['new_findings'], 'new finding')}, {c['resolved_findings']} resolved"
+            )
             for line in render_diff(d.diff, color=color).splitlines()[3:]:
                 out.add(f"    {visible(line)}" if line else "")
     return out.text()
@@ -99,6 +131,7 @@ def _patch_text(group: FleetGroup) -> str:
 
 # -- JSON --------------------------------------------------------------------------------------------
 
+
 def to_document(report: FleetReport) -> dict:
     return {
         "schema_version": SCHEMA_VERSION,
@@ -108,22 +141,39 @@ def to_document(report: FleetReport) -> dict:
         "baseline_group": report.baseline,
         "notes": list(report.notes),
         "hosts": [
-            {"host": h.label, "status": "ok" if h.ok else "error", "error": h.error, "group": h.group,
-             "snapshot_id": h.snapshot_id, "remote_root": h.remote_root, "sglang_version": h.sglang_version,
-             "git": h.git, "fetched": h.fetched, "unchanged": h.unchanged, "seconds": h.seconds}
+            {
+                "host": h.label,
+                "status": "ok" if h.ok else "error",
+                "error": h.error,
+                "group": h.group,
+                "snapshot_id": h.snapshot_id,
+                "remote_root": h.remote_root,
+                "sglang_version": h.sglang_version,
+                "git": h.git,
+                "fetched": h.fetched,
+                "unchanged": h.unchanged,
+                "seconds": h.seconds,
+            }
             for h in report.hosts
         ],
         "groups": [
-            {"id": g.id, "hosts": list(g.hosts), "content_key": g.content_key,
-             "tree": tree_fields(g.manifest), "snapshot": serialize.manifest_summary(g.manifest),
-             "patch_files": list(g.patch_files),
-             "algorithms": [serialize.algorithm(a) for a in g.inventory.algorithms],
-             "summary": serialize.summary(g.findings, ()),
-             "findings": [serialize.finding(f) for f in g.findings]}
+            {
+                "id": g.id,
+                "hosts": list(g.hosts),
+                "content_key": g.content_key,
+                "tree": tree_fields(g.manifest),
+                "snapshot": serialize.manifest_summary(g.manifest),
+                "patch_files": list(g.patch_files),
+                "algorithms": [serialize.algorithm(a) for a in g.inventory.algorithms],
+                "summary": serialize.summary(g.findings, ()),
+                "findings": [serialize.finding(f) for f in g.findings],
+            }
             for g in report.groups
         ],
-        "diffs": [{"group": d.group, "against": d.against, "diff": diff_document(d.diff, report.tool_version)}
-                  for d in report.diffs],
+        "diffs": [
+            {"group": d.group, "against": d.against, "diff": diff_document(d.diff, report.tool_version)}
+            for d in report.diffs
+        ],
     }
 
 
@@ -134,10 +184,14 @@ def render_json(report: FleetReport, *, color: bool = False) -> str:
 
 # -- Markdown and HTML (templates) ---------------------------------------------------------------------
 
+
 def _context(report: FleetReport) -> dict:
     return {
-        "report": report, "headline": headline(report), "algorithms": algorithm_names(report),
-        "groups": {g.id: g for g in report.groups}, "drift": drift_counts(report),
+        "report": report,
+        "headline": headline(report),
+        "algorithms": algorithm_names(report),
+        "groups": {g.id: g for g in report.groups},
+        "drift": drift_counts(report),
         "workers": {g.id: g.workers for g in report.groups},
         "counts": {g.id: severity_counts(g.findings) for g in report.groups},
         "tool_version": report.tool_version,

@@ -49,8 +49,11 @@ def doc_blocks(markdown: str) -> tuple[DocBlock, ...]:
         if para:
             text = " ".join(s.strip() for s in para)
             pieces = re.split(r"(`[^`]+`)", text)
-            parts = tuple((p.startswith("`") and p.endswith("`") and len(p) > 1, p.strip("`") if p.startswith("`") else p)
-                          for p in pieces if p)
+            parts = tuple(
+                (p.startswith("`") and p.endswith("`") and len(p) > 1, p.strip("`") if p.startswith("`") else p)
+                for p in pieces
+                if p
+            )
             blocks.append(DocBlock("para", parts=parts))
             para.clear()
 
@@ -113,14 +116,17 @@ def _site_table(inventory, keys: dict[str, int]) -> tuple[list[SiteRow], tuple[S
     rows = []
     for site in sites:
         key = anchor(f"site-{site.location}")
-        classes = ["site", *(f"sa-{keys[name]}" for name in dict.fromkeys(site.algorithms)),
-                   f"sv-{vias[site.via]}", f"sf-{files[site.location.path]}"]
+        classes = [
+            "site",
+            *(f"sa-{keys[name]}" for name in dict.fromkeys(site.algorithms)),
+            f"sv-{vias[site.via]}",
+            f"sf-{files[site.location.path]}",
+        ]
         rows.append(SiteRow(site, None if key in seen else key, " ".join(classes)))
         seen.add(key)
 
     def options(prefix: str, labels: dict[str, int], count) -> tuple[FilterOption, ...]:
-        return tuple(FilterOption(f"{prefix}-{i}", label, count(label)) for label, i in labels.items()
-                     if count(label))
+        return tuple(FilterOption(f"{prefix}-{i}", label, count(label)) for label, i in labels.items() if count(label))
 
     filters = (
         SiteFilter("Algorithm", options("sa", keys, lambda name: sum(name in s.algorithms for s in sites))),
@@ -152,24 +158,28 @@ def render(report: Report, *, color: bool = False) -> str:
         findings.append((severity, len(chosen), severity != "info" or len(chosen) <= OPEN_INFO, groups))
     rules = sorted(report.rules, key=lambda r: r.id)
     known = {r.id for r in rules}
-    return html_env().get_template("report.html.j2").render(
-        report=report,
-        m=report.manifest,
-        inv=inv,
-        source=describe_source(report.manifest),
-        git=git_label(report.manifest),
-        counts=severity_counts(report.findings),
-        matrix=algorithm_matrix(inv),
-        d2t=d2t_by_kind(inv),
-        site_rows=site_rows,
-        site_filters=site_filters,
-        graph_algorithms=[(keys[a.name], a.name) for a in inv.algorithms],
-        svg=Markup(svg),  # built from an autoescaped template (or Graphviz's own escaped output)
-        graph_note=note,
-        findings=findings,
-        rules=[(r, doc_blocks(r.docs)) for r in rules],
-        unknown_rules=sorted({f.rule_id for f in report.findings} - known),
-        tool_version=report.tool_version,
+    return (
+        html_env()
+        .get_template("report.html.j2")
+        .render(
+            report=report,
+            m=report.manifest,
+            inv=inv,
+            source=describe_source(report.manifest),
+            git=git_label(report.manifest),
+            counts=severity_counts(report.findings),
+            matrix=algorithm_matrix(inv),
+            d2t=d2t_by_kind(inv),
+            site_rows=site_rows,
+            site_filters=site_filters,
+            graph_algorithms=[(keys[a.name], a.name) for a in inv.algorithms],
+            svg=Markup(svg),  # built from an autoescaped template (or Graphviz's own escaped output)
+            graph_note=note,
+            findings=findings,
+            rules=[(r, doc_blocks(r.docs)) for r in rules],
+            unknown_rules=sorted({f.rule_id for f in report.findings} - known),
+            tool_version=report.tool_version,
+        )
     )
 
 
@@ -178,11 +188,15 @@ def render_diff(diff, *, color: bool = False) -> str:
     from sgl_scan import __version__
     from sgl_scan.compare import CATEGORIES
 
-    return html_env().get_template("diff.html.j2").render(
-        diff=diff,
-        groups=diff.by_category(),
-        titles=CATEGORIES,
-        counts=diff.counts(),
-        tool_version=__version__,
-        rules={r.id: r for r in diff.rules},
+    return (
+        html_env()
+        .get_template("diff.html.j2")
+        .render(
+            diff=diff,
+            groups=diff.by_category(),
+            titles=CATEGORIES,
+            counts=diff.counts(),
+            tool_version=__version__,
+            rules={r.id: r for r in diff.rules},
+        )
     )

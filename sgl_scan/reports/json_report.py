@@ -23,10 +23,15 @@ def to_document(report: Report) -> dict:
         "tree": tree_fields(report.manifest, report.latest),
         "snapshot": serialize.manifest_summary(report.manifest),
         "scope": scopes.summary(report.manifest.scope, len(report.manifest.files)),
-        "summary": {**serialize.summary(findings, report.parse_errors), **(dict(report.hidden) if report.hidden else {})},
+        "summary": {
+            **serialize.summary(findings, report.parse_errors),
+            **(dict(report.hidden) if report.hidden else {}),
+        },
         "inventory": serialize.inventory(report.inventory),
         "findings": [serialize.finding(f) for f in findings],
-        "parse_errors": [serialize.parse_error(e) for e in sorted(report.parse_errors, key=lambda e: loc_key(e.location))],
+        "parse_errors": [
+            serialize.parse_error(e) for e in sorted(report.parse_errors, key=lambda e: loc_key(e.location))
+        ],
         "rules": [
             {"id": r.id, "name": r.name, "severity": r.severity, "message": r.message}
             for r in sorted(report.rules, key=lambda r: r.id)

@@ -21,7 +21,7 @@ class ArtifactRoot:
     package: str  # POSIX, relative to base_uri, no trailing slash ("" when the package is the base)
 
     def uri(self, snapshot_path: str) -> str:
-        rest = snapshot_path[len("sglang/"):] if snapshot_path.startswith("sglang/") else snapshot_path
+        rest = snapshot_path[len("sglang/") :] if snapshot_path.startswith("sglang/") else snapshot_path
         return f"{self.package}/{rest}" if self.package else rest
 
 

@@ -17,7 +17,15 @@ from pathlib import PurePosixPath
 from typing import Iterable, Mapping, Sequence
 
 from sgl_scan.analyzer.model import Location, ParseError
-from sgl_scan.reports.common import census_line, describe_source, json_document, loc_key, sorted_findings, source_line, tree_line
+from sgl_scan.reports.common import (
+    census_line,
+    describe_source,
+    json_document,
+    loc_key,
+    sorted_findings,
+    source_line,
+    tree_line,
+)
 from sgl_scan.reports.model import ArtifactRoot, Report
 from sgl_scan.rules.doc import RuleDoc
 from sgl_scan.rules.finding import Finding
@@ -39,7 +47,9 @@ def render(report: Report, *, color: bool = False) -> str:
         report.rules,
         [(f, None) for f in sorted_findings(report.findings)],
         report.sources,
-        _notifications(report.parse_errors, report.manifest, anchor, report.inventory.unread, census_line(report.inventory)),
+        _notifications(
+            report.parse_errors, report.manifest, anchor, report.inventory.unread, census_line(report.inventory)
+        ),
         _root(report.manifest, report.artifact_root),
         {
             "tree": tree_line(report.manifest, report.latest),
@@ -47,7 +57,9 @@ def render(report: Report, *, color: bool = False) -> str:
             "snapshotId": report.manifest.id,
             "sglangVersion": report.manifest.sglang_version,
             "source": describe_source(report.manifest),
-            "git": None if report.manifest.git is None else {
+            "git": None
+            if report.manifest.git is None
+            else {
                 "commit": report.manifest.git.commit,
                 "branch": report.manifest.git.branch,
                 "dirty": report.manifest.git.dirty,
@@ -88,8 +100,9 @@ def render_diff(diff, *, color: bool = False) -> str:
         "after": serialize_diff.side(diff.b),
         "inventoryChanges": [serialize_diff.change(c) for c in diff.changes],
     }
-    run = _run(__version__, diff.rules, results, None, [], {"description": {"text": "the snapshot tree root"}},
-               properties)
+    run = _run(
+        __version__, diff.rules, results, None, [], {"description": {"text": "the snapshot tree root"}}, properties
+    )
     return _dump(run)
 
 
@@ -98,8 +111,15 @@ def _dump(run: dict) -> str:
     return json_document(document)
 
 
-def _run(tool_version: str, rules: Sequence[RuleDoc], results: Sequence[tuple[Finding, str | None]],
-         sources: Mapping | None, notifications: list, root: dict, properties: dict) -> dict:
+def _run(
+    tool_version: str,
+    rules: Sequence[RuleDoc],
+    results: Sequence[tuple[Finding, str | None]],
+    sources: Mapping | None,
+    notifications: list,
+    root: dict,
+    properties: dict,
+) -> dict:
     descriptors = _rule_descriptors(rules, (f for f, _ in results))
     index = {d["id"]: i for i, d in enumerate(descriptors)}
     return {
@@ -182,8 +202,9 @@ def _result(f: Finding, baseline_state: str | None, rule_index: int, sources: Ma
     return result
 
 
-def _physical(path: str, line: int, column: int, end_line: int | None, end_column: int | None,
-              sources: Mapping | None = None) -> dict:
+def _physical(
+    path: str, line: int, column: int, end_line: int | None, end_column: int | None, sources: Mapping | None = None
+) -> dict:
     region: dict = {"startLine": max(1, line), "startColumn": max(1, column)}
     if end_line is not None and end_line >= line:
         region["endLine"] = end_line
@@ -195,34 +216,55 @@ def _physical(path: str, line: int, column: int, end_line: int | None, end_colum
     return {"artifactLocation": {"uri": path, "uriBaseId": ROOT_ID}, "region": region}
 
 
-def _notifications(parse_errors: Sequence[ParseError], manifest: Manifest, anchor: "_Anchor",
-                   unread: Sequence = (), census: str | None = None) -> list[dict]:
+def _notifications(
+    parse_errors: Sequence[ParseError],
+    manifest: Manifest,
+    anchor: "_Anchor",
+    unread: Sequence = (),
+    census: str | None = None,
+) -> list[dict]:
     out = []
     if census:  # the census's counts (analyzer/census.py): every reference read or listed below
         out.append({"level": "note", "message": {"text": census}, "descriptor": {"id": "census"}})
     for item in unread:  # already in location order
         loc = item.location
-        out.append({
-            "level": "warning",
-            "message": {"text": f"could not read {item.what} {item.name}: {item.reason}"},
-            "descriptor": {"id": "could-not-read"},
-            "locations": [{"physicalLocation": _placed(_physical(loc.path, loc.line, loc.column, None, None), anchor)}],
-        })
+        out.append(
+            {
+                "level": "warning",
+                "message": {"text": f"could not read {item.what} {item.name}: {item.reason}"},
+                "descriptor": {"id": "could-not-read"},
+                "locations": [
+                    {"physicalLocation": _placed(_physical(loc.path, loc.line, loc.column, None, None), anchor)}
+                ],
+            }
+        )
     for err in sorted(parse_errors, key=lambda e: loc_key(e.location)):
         loc: Location = err.location
-        out.append({
-            "level": "error",
-            "message": {"text": f"not analysed: {err.message}"},
-            "descriptor": {"id": "parse-error"},
-            "locations": [{"physicalLocation": _placed(_physical(loc.path, loc.line, loc.column, None, None), anchor)}],
-        })
+        out.append(
+            {
+                "level": "error",
+                "message": {"text": f"not analysed: {err.message}"},
+                "descriptor": {"id": "parse-error"},
+                "locations": [
+                    {"physicalLocation": _placed(_physical(loc.path, loc.line, loc.column, None, None), anchor)}
+                ],
+            }
+        )
     for skipped in sorted(manifest.skipped, key=lambda s: s.path):
-        out.append({
-            "level": "note",
-            "message": {"text": f"skipped: {skipped.reason}"},
-            "descriptor": {"id": "skipped-file"},
-            "locations": [{"physicalLocation": {"artifactLocation": anchor.place({"uri": skipped.path, "uriBaseId": ROOT_ID})}}],
-        })
+        out.append(
+            {
+                "level": "note",
+                "message": {"text": f"skipped: {skipped.reason}"},
+                "descriptor": {"id": "skipped-file"},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": anchor.place({"uri": skipped.path, "uriBaseId": ROOT_ID})
+                        }
+                    }
+                ],
+            }
+        )
     return out
 
 
@@ -235,7 +277,10 @@ def _root(manifest: Manifest, declared: ArtifactRoot | None = None) -> dict:
     """The base of every uri: the declared root, or SNAPSHOTROOT — the folder holding `sglang/` as a
     file URI where the tree is a local folder named `sglang`, else a description only."""
     if declared is not None:
-        return {"uri": declared.base_uri, "description": {"text": "the repository root (uris as code scanning reads them)"}}
+        return {
+            "uri": declared.base_uri,
+            "description": {"text": "the repository root (uris as code scanning reads them)"},
+        }
     description = {"text": f"the snapshot tree root ({describe_source(manifest)})"}
     root = PurePosixPath(manifest.root)
     if manifest.source_kind == "local" and root.is_absolute() and root.name == "sglang":

@@ -50,7 +50,9 @@ def algorithm(alg: Algorithm) -> dict[str, Any]:
         "predicates": list(alg.predicates),
         "worker": alg.worker,
         "worker_location": location(alg.worker_location),
-        "workers": [{"class": w.qualname, "condition": w.condition, "location": location(w.location)} for w in alg.workers],
+        "workers": [
+            {"class": w.qualname, "condition": w.condition, "location": location(w.location)} for w in alg.workers
+        ],
     }
 
 
@@ -105,11 +107,17 @@ def inventory(inv: SpecInventory) -> dict[str, Any]:
         "plugin_base": inv.plugin_base,
         "plugin_base_predicates": list(inv.plugin_base_predicates),
         "aliases": {k: inv.aliases[k] for k in sorted(inv.aliases)},
-        "unread": [{"what": u.what, "name": u.name, "location": location(u.location), "reason": u.reason}
-                   for u in inv.unread],
-        "census": None if inv.census is None else {
-            "references": inv.census.references, "read": inv.census.read, "unread": inv.census.unread,
-            "forms": {form: n for form, n in inv.census.forms}},
+        "unread": [
+            {"what": u.what, "name": u.name, "location": location(u.location), "reason": u.reason} for u in inv.unread
+        ],
+        "census": None
+        if inv.census is None
+        else {
+            "references": inv.census.references,
+            "read": inv.census.read,
+            "unread": inv.census.unread,
+            "forms": {form: n for form, n in inv.census.forms},
+        },
     }
 
 

@@ -12,15 +12,23 @@ SCHEMA_VERSION = 2
 
 
 def side(s: Side) -> dict[str, Any]:
-    return {"snapshot_id": s.snapshot_id, "sglang_version": s.sglang_version, "label": s.label, "source": s.source, "git": s.git,
-            "scope": scopes.summary(s.scope, s.files) if s.scope else None}
+    return {
+        "snapshot_id": s.snapshot_id,
+        "sglang_version": s.sglang_version,
+        "label": s.label,
+        "source": s.source,
+        "git": s.git,
+        "scope": scopes.summary(s.scope, s.files) if s.scope else None,
+    }
 
 
 def scope(diff: InventoryDiff) -> dict[str, Any]:
     """What the comparison covers: complete only when both sides read the whole srt/ tree."""
     sides = [s for s in (diff.a, diff.b) if s.scope]
-    return {"complete": bool(sides) and all(scopes.is_complete(s.scope) for s in sides),
-            "note": "; ".join(diff.scope_lines()) or None}
+    return {
+        "complete": bool(sides) and all(scopes.is_complete(s.scope) for s in sides),
+        "note": "; ".join(diff.scope_lines()) or None,
+    }
 
 
 def change(c: Change) -> dict[str, Any]:

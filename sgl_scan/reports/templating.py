@@ -85,8 +85,15 @@ def html_visible(value):
 
 
 def _common_globals(env: jinja2.Environment) -> None:
-    env.filters.update(md_cell=md_cell, md_code=md_code, anchor=anchor, short_name=common.short_name,
-                       worker_choice=common.worker_choice, function_label=common.function_label, breakable=breakable)
+    env.filters.update(
+        md_cell=md_cell,
+        md_code=md_code,
+        anchor=anchor,
+        short_name=common.short_name,
+        worker_choice=common.worker_choice,
+        function_label=common.function_label,
+        breakable=breakable,
+    )
     env.globals.update(plural=common.plural, census_line=common.census_line)
 
 

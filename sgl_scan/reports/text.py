@@ -101,17 +101,23 @@ def _render_review(out: _Out, report: Report) -> str:
     """A review run (`check`): the findings first, then one line of inventory, then the summary."""
     m = report.manifest
     git = git_label(m)
-    out.add(out.style(f"sgl-scan {report.tool_version} review - SGLang {m.sglang_version or 'unknown version'}", bold=True)
-            + f"  ({m.id}, {m.scope} scope, {len(m.files)} files; from {describe_source(m)}"
-            + (f" at git {git}" if git else "") + (f"; {report.latest}" if report.latest else "") + ")")
+    out.add(
+        out.style(f"sgl-scan {report.tool_version} review - SGLang {m.sglang_version or 'unknown version'}", bold=True)
+        + f"  ({m.id}, {m.scope} scope, {len(m.files)} files; from {describe_source(m)}"
+        + (f" at git {git}" if git else "")
+        + (f"; {report.latest}" if report.latest else "")
+        + ")"
+    )
     _findings(out, report)
     _unread(out, report)
     _parse_errors(out, report)
     inv = report.inventory
     names = ", ".join(a.name for a in inv.algorithms) or "none"
-    out.heading(f"Inventory: {plural(len(inv.algorithms), 'algorithm')} ({names}), "
-                f"{plural(len(inv.predicates), 'predicate')}, {plural(len(inv.dispatch_sites), 'dispatch site')}, "
-                f"{plural(len(inv.d2t_sites), 'd2t site')} (full inventory: sgl-scan scan)")
+    out.heading(
+        f"Inventory: {plural(len(inv.algorithms), 'algorithm')} ({names}), "
+        f"{plural(len(inv.predicates), 'predicate')}, {plural(len(inv.dispatch_sites), 'dispatch site')}, "
+        f"{plural(len(inv.d2t_sites), 'd2t site')} (full inventory: sgl-scan scan)"
+    )
     _summary(out, report)
     return out.text()
 
@@ -265,10 +271,15 @@ def _summary(out: _Out, report: Report) -> None:
     parts = [severity_label(out, sev, 0) + f" {n}" if n else f"{sev} {n}" for sev, n in counts.items()]
     unread = report.inventory.unread
     out.heading(
-        "Summary: " + ", ".join(parts) + f" - {plural(len(report.findings), 'finding')}, {plural(len(report.parse_errors), 'parse error')}"
+        "Summary: "
+        + ", ".join(parts)
+        + f" - {plural(len(report.findings), 'finding')}, {plural(len(report.parse_errors), 'parse error')}"
         + (f", {len(unread)} fact(s) could not be read" if unread else "")
-        + (f"; {report.hidden.get('suppressed', 0)} suppressed, {report.hidden.get('baselined', 0)} baselined"
-           if report.hidden else "")
+        + (
+            f"; {report.hidden.get('suppressed', 0)} suppressed, {report.hidden.get('baselined', 0)} baselined"
+            if report.hidden
+            else ""
+        )
     )
     census = census_line(report.inventory)
     if census:
@@ -286,8 +297,16 @@ def render_diff(diff, *, color: bool = False) -> str:
     out = _Out(color)
     out.add(out.style("sgl-scan diff: what changed from A to B", bold=True))
     for name, side in (("A", diff.a), ("B", diff.b)):
-        extra = ", ".join(x for x in (f"SGLang {side.sglang_version or '?'}", f"snapshot {side.snapshot_id}",
-                                     f"from {side.source}" if side.source else "", f"git {side.git}" if side.git else "") if x)
+        extra = ", ".join(
+            x
+            for x in (
+                f"SGLang {side.sglang_version or '?'}",
+                f"snapshot {side.snapshot_id}",
+                f"from {side.source}" if side.source else "",
+                f"git {side.git}" if side.git else "",
+            )
+            if x
+        )
         out.add(f"  {name}  {side.label}  ({extra})")
     if diff.empty:
         out.heading("No differences in the inventory or the findings.")

@@ -71,8 +71,14 @@ Baseline = KnownFindings
 
 def baseline_json(findings: Iterable[Finding]) -> str:
     entries = [
-        {"fingerprint": f.fingerprint, "group": f.group or f.fingerprint, "rule_id": f.rule_id, "path": f.path,
-         "line": f.line, "message": f.message}
+        {
+            "fingerprint": f.fingerprint,
+            "group": f.group or f.fingerprint,
+            "rule_id": f.rule_id,
+            "path": f.path,
+            "line": f.line,
+            "message": f.message,
+        }
         for f in findings
     ]
     return json.dumps({"baseline_version": BASELINE_VERSION, "tool": "sgl-scan", "findings": entries}, indent=2) + "\n"
@@ -111,7 +117,9 @@ def read_baseline(path: str | Path) -> Baseline:
     if not isinstance(data, dict) or data.get("baseline_version") != BASELINE_VERSION:
         raise ConfigError(f"baseline {source}: expected baseline_version {BASELINE_VERSION}")
     entries = data.get("findings")
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("fingerprint"), str) for e in entries):
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("fingerprint"), str) for e in entries
+    ):
         raise ConfigError(f"baseline {source}: 'findings' must be a list of objects with a 'fingerprint'")
     if not all(isinstance(e.get("group", ""), str) for e in entries):
         raise ConfigError(f"baseline {source}: 'group' must be a string")

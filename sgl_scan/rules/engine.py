@@ -27,7 +27,9 @@ def sort_key(finding: Finding) -> tuple:
     return (finding.path, finding.line, finding.column, finding.rule_id, finding.message)
 
 
-def run_rules(analysis: Analysis, rules: RuleSet | None = None, *, source_lines: SourceLines | None = None) -> tuple[Finding, ...]:
+def run_rules(
+    analysis: Analysis, rules: RuleSet | None = None, *, source_lines: SourceLines | None = None
+) -> tuple[Finding, ...]:
     """All findings of `rules` (default: every rule) on `analysis`, sorted by path and line.
 
     With `source_lines` (path -> the snapshot file's lines, read by the caller) fingerprints include

@@ -83,8 +83,7 @@ def apply_filters(findings: Iterable[Finding], options: FilterOptions) -> Filter
             unchanged.append(finding)
         elif i in same_hazard:
             unchanged.append(finding)  # its lines changed, its hazard did not
-        elif is_suppressed(finding.rule_id, finding.line, options.suppressions.get(finding.path),
-                               finding.end_line):
+        elif is_suppressed(finding.rule_id, finding.line, options.suppressions.get(finding.path), finding.end_line):
             suppressed.append(finding)
         elif i in in_baseline:
             baselined.append(finding)

@@ -26,8 +26,9 @@ _HAZARD_DATA = ("algorithms", "members", "literals", "predicate", "method", "mem
 def hazard_key(finding: Finding) -> str:
     data = finding.data or {}
     part = {k: data[k] for k in _HAZARD_DATA if k in data}
-    text = json.dumps([finding.rule_id, finding.path, finding.group or finding.fingerprint or "", part],
-                      sort_keys=True, default=str)
+    text = json.dumps(
+        [finding.rule_id, finding.path, finding.group or finding.fingerprint or "", part], sort_keys=True, default=str
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 

@@ -33,7 +33,7 @@ def neighbours(lines: Sequence[str] | None, finding: Finding) -> tuple[str, str]
     own = _normal(lines[finding.line - 1])
     last = finding.end_line if finding.end_line and finding.end_line >= finding.line else finding.line
     above = next((t for t in (_normal(x) for x in reversed(lines[: finding.line - 1])) if t and t != own), "")
-    below = next((t for t in (_normal(x) for x in lines[min(last, len(lines)):]) if t and t != own), "")
+    below = next((t for t in (_normal(x) for x in lines[min(last, len(lines)) :]) if t and t != own), "")
     return above, below
 
 

@@ -35,8 +35,9 @@ class Selection:
     ignore: tuple[str, ...] = ()
 
     @classmethod
-    def build(cls, rules: RuleSet, select=None, ignore=None, *, select_from: str = "--select",
-              ignore_from: str = "--ignore") -> "Selection":
+    def build(
+        cls, rules: RuleSet, select=None, ignore=None, *, select_from: str = "--select", ignore_from: str = "--ignore"
+    ) -> "Selection":
         """Validate selectors against `rules` and normalise names to ids (`*_from`: where they were
         given, for the error: an option, or a settings file and key)."""
         chosen = tuple(_normalise(rules, s, select_from) for s in split_selectors(select)) or (ALL,)

@@ -144,9 +144,14 @@ class DDTreeWorker:
                 f"speculative algorithm {algorithm.name} ({algorithm.kind}) has no dispatch path that creates a worker"
                 + (f" (incomplete: {len(unread)} fact(s) could not be read)" if unread else ""),
                 symbol=f"{algorithm.kind}:{algorithm.name}",
-                data={"member": algorithm.name, "kind": algorithm.kind, "predicates": list(algorithm.predicates),
-                      **({"incomplete": [f"{u.what} {u.name} at {u.location}" for u in unread[:10]]} if unread else {})},
+                data={
+                    "member": algorithm.name,
+                    "kind": algorithm.kind,
+                    "predicates": list(algorithm.predicates),
+                    **({"incomplete": [f"{u.what} {u.name} at {u.location}" for u in unread[:10]]} if unread else {}),
+                },
                 hint="return its worker class from create_worker (or the worker factory) like the other algorithms"
-                if not unread else "see the facts that could not be read (inventory `unread`) before trusting this",
+                if not unread
+                else "see the facts that could not be read (inventory `unread`) before trusting this",
             )
             yield replace(finding, severity="warning") if unread else finding

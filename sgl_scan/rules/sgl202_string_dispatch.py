@@ -284,7 +284,15 @@ def draft_backend(cfg):
             if found.raw is not None:
                 continue  # runs before the name is normalised: SGL208 says so (NEXTN / eagle skip it too)
             message = f"speculative_algorithm compared with {found.shown}: any other algorithm " + (
-                "leaves here early and silently skips the code below, which runs for these only" if found.early_exit
-                else "silently skips this branch")
-            yield self.finding(analysis, found.site.location, message, symbol=found.symbol, data=found.data(),
-                               hint=predicate_hint(analysis, found))
+                "leaves here early and silently skips the code below, which runs for these only"
+                if found.early_exit
+                else "silently skips this branch"
+            )
+            yield self.finding(
+                analysis,
+                found.site.location,
+                message,
+                symbol=found.symbol,
+                data=found.data(),
+                hint=predicate_hint(analysis, found),
+            )

@@ -133,7 +133,11 @@ class SpeculativeAlgorithm(IntEnum):
                     f"predicate {predicate.name}() is missing on the plugin base {base_name}: "
                     "plugin-registered algorithms raise AttributeError where it is called",
                     symbol=f"plugin-base:{predicate.name}",
-                    data={"problem": "missing_on_plugin_base", "predicate": predicate.name, "plugin_base": inventory.plugin_base},
+                    data={
+                        "problem": "missing_on_plugin_base",
+                        "predicate": predicate.name,
+                        "plugin_base": inventory.plugin_base,
+                    },
                     hint=f"add `def {predicate.name}(self) -> bool: return False` to {base_name}",
                 )
         sets = predicate_sets(inventory)

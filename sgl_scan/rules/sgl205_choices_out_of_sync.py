@@ -111,7 +111,9 @@ def add_cli_args(parser: argparse.ArgumentParser):
             return
         choices = frozenset(option.values)
         members = frozenset(a.name for a in inventory.algorithms)
-        missing = sorted(frozenset(a.name for a in inventory.algorithms if a.kind == "enum") - null_members(inventory) - choices)
+        missing = sorted(
+            frozenset(a.name for a in inventory.algorithms if a.kind == "enum") - null_members(inventory) - choices
+        )
         unknown = sorted(choices - members - frozenset(inventory.aliases))
         if not missing and not unknown:
             return
@@ -125,5 +127,10 @@ def add_cli_args(parser: argparse.ArgumentParser):
             option.location,
             f"{option.name} choices and SpeculativeAlgorithm disagree; {'; '.join(parts)}",
             symbol=f"{option.name}:{','.join(missing)}|{','.join(unknown)}",
-            data={"option": option.name, "choices": list(option.values), "missing_choices": missing, "unknown_choices": unknown},
+            data={
+                "option": option.name,
+                "choices": list(option.values),
+                "missing_choices": missing,
+                "unknown_choices": unknown,
+            },
         )

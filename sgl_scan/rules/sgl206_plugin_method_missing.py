@@ -199,9 +199,13 @@ class Scheduler:
         own, _ = class_methods(analysis, inventory.algorithm_class.qualname)
         algo_class = inventory.algorithm_class.qualname
         missing = {
-            name for name, (_facts, fn) in own.items()
-            if fn.owner is not None and f"{_facts.module}.{fn.owner}" == algo_class
-            and not name.startswith(CONTRACT_PREFIXES) and not name.startswith("__") and name not in offered
+            name
+            for name, (_facts, fn) in own.items()
+            if fn.owner is not None
+            and f"{_facts.module}.{fn.owner}" == algo_class
+            and not name.startswith(CONTRACT_PREFIXES)
+            and not name.startswith("__")
+            and name not in offered
             and not any(d.rpartition(".")[2] in _NOT_INSTANCE for d in fn.decorators)
         }
         if not missing:

@@ -198,8 +198,16 @@ def handle_speculative_decoding(server_args):
         for found in silent_string_sites(analysis):
             if found.raw is None:
                 continue
-            message = (f"speculative_algorithm compared with {found.shown} before it is upper-cased and its aliases "
-                       f"resolved ({found.raw}): {' / '.join(found.spellings)} and any new algorithm "
-                       + ("leave here early and skip the code below" if found.early_exit else "skip this"))
-            yield self.finding(analysis, found.site.location, message, symbol=found.symbol, data=found.data(),
-                               hint=predicate_hint(analysis, found))
+            message = (
+                f"speculative_algorithm compared with {found.shown} before it is upper-cased and its aliases "
+                f"resolved ({found.raw}): {' / '.join(found.spellings)} and any new algorithm "
+                + ("leave here early and skip the code below" if found.early_exit else "skip this")
+            )
+            yield self.finding(
+                analysis,
+                found.site.location,
+                message,
+                symbol=found.symbol,
+                data=found.data(),
+                hint=predicate_hint(analysis, found),
+            )

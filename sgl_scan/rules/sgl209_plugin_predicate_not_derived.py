@@ -149,7 +149,9 @@ class CustomSpecAlgo:
         counts: dict[str, int] = {}
         own = inventory.algorithm_class.qualname + "."
         for site in inventory.dispatch_sites:
-            if site.via == "predicate" and not site.function.startswith(own):  # the enum's own methods never run for plugins
+            if site.via == "predicate" and not site.function.startswith(
+                own
+            ):  # the enum's own methods never run for plugins
                 counts[site.detail] = counts.get(site.detail, 0) + 1
         null = {p.name for p in inventory.predicates if p.members and set(p.members) <= null_members(inventory)}
         plugin_path = plugin[0]

@@ -128,7 +128,7 @@ class LlamaForCausalLMEagle3:
 """,
             },
             note="dataflow within the function: a conversion in two statements, torch.add, .long(), and d2t[ids] "
-                 "returned as target ids",
+            "returned as target ids",
         ),
     )
 
@@ -151,7 +151,10 @@ class LlamaForCausalLMEagle3:
     def _index(self, analysis: Analysis, site) -> Iterable[Finding]:
         """`d2t[ids]` returned or assigned without adding `ids`: an offset used as a target id (by dataflow
         within the function: the extractor records how the read's result is used)."""
-        if any(step.startswith(("returned", "assigned to")) for step in site.chain) and "added to the index" not in site.chain:
+        if (
+            any(step.startswith(("returned", "assigned to")) for step in site.chain)
+            and "added to the index" not in site.chain
+        ):
             yield self.finding(
                 analysis,
                 site.location,

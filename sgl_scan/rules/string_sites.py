@@ -42,9 +42,15 @@ class SilentSites:
         return f"{self.site.function}:{'|'.join(s.detail for s in self.sites)}"
 
     def data(self) -> dict:
-        return {"literals": list(self.literals), "function": self.site.function, "algorithms": list(self.site.algorithms),
-                "members": list(self.members), "early_exit": self.early_exit, "with_none": self.with_none,
-                "before_normalisation": self.raw is not None}
+        return {
+            "literals": list(self.literals),
+            "function": self.site.function,
+            "algorithms": list(self.site.algorithms),
+            "members": list(self.members),
+            "early_exit": self.early_exit,
+            "with_none": self.with_none,
+            "before_normalisation": self.raw is not None,
+        }
 
 
 _LAST: list = []  # [(analysis, its silent sites)]: SGL202 and SGL208 both ask, for the same analysis
@@ -72,7 +78,9 @@ def _silent_string_sites(analysis: Analysis) -> Iterator[SilentSites]:
     early = raw_before_normalisation(analysis) if groups else {}
 
     def members_of(site: DispatchSite) -> list[str]:
-        return [m for m in dict.fromkeys(aliases.get(lit.upper(), lit.upper()) for lit in literals_of(site)) if m in known]
+        return [
+            m for m in dict.fromkeys(aliases.get(lit.upper(), lit.upper()) for lit in literals_of(site)) if m in known
+        ]
 
     for sites in groups.values():
         site = sites[0]
@@ -99,8 +107,16 @@ def _silent_string_sites(analysis: Analysis) -> Iterator[SilentSites]:
         if raw is not None:
             spellings = _raw_spellings(literals, members, aliases, shape.upper_cased if shape is not None else None)
             raw = raw if spellings else None  # upper-cased and every alias listed: only a new algorithm skips it
-        yield SilentSites(tuple(sites), shape, literals, members, selects_rest(shape),
-                          bool(shape is not None and shape.none_compared), raw, spellings)
+        yield SilentSites(
+            tuple(sites),
+            shape,
+            literals,
+            members,
+            selects_rest(shape),
+            bool(shape is not None and shape.none_compared),
+            raw,
+            spellings,
+        )
 
 
 def _raw_spellings(literals, members, aliases, upper_cased: bool | None) -> tuple[str, ...]:
@@ -108,8 +124,11 @@ def _raw_spellings(literals, members, aliases, upper_cased: bool | None) -> tupl
     spelling only where the test is known not to upper-case (`upper_cased` None: no `if` shape to tell,
     e.g. `return str(x).upper() == SA.DFLASH.name`, 0.5.23 model_override_base.py:274)."""
     named = {lit.upper() for lit in literals}
-    out = [f"`--speculative-algorithm {alias}`" for alias, member in sorted(aliases.items())
-           if member in members and alias not in named]
+    out = [
+        f"`--speculative-algorithm {alias}`"
+        for alias, member in sorted(aliases.items())
+        if member in members and alias not in named
+    ]
     if upper_cased is False and literals:
         out.append(f"`{literals[0].lower()}`")
     return tuple(out)
@@ -121,12 +140,18 @@ def predicate_hint(analysis: Analysis, found: SilentSites) -> str:
     members = found.members
     exact = [p.name for p in inventory.predicates if set(p.members) == set(members)]
     if exact:
-        text = f"dispatch on SpeculativeAlgorithm.{exact[0]}() (true for exactly {', '.join(members)}) instead of strings"
+        text = (
+            f"dispatch on SpeculativeAlgorithm.{exact[0]}() (true for exactly {', '.join(members)}) instead of strings"
+        )
         if found.with_none:
-            text += "; keep `None` as it is (`speculative_algorithm is None or ...`): from_string(None) is not one of them"
+            text += (
+                "; keep `None` as it is (`speculative_algorithm is None or ...`): from_string(None) is not one of them"
+            )
         return text
-    text = (f"no predicate is true for exactly {', '.join(members)}: add one (e.g. `return self in (...)` over those "
-            "members) and dispatch on it instead of strings")
+    text = (
+        f"no predicate is true for exactly {', '.join(members)}: add one (e.g. `return self in (...)` over those "
+        "members) and dispatch on it instead of strings"
+    )
     if found.with_none:
         text += "; keep the `None` case as it is"
     return text

@@ -65,7 +65,7 @@ def suppressions_in(lines: Iterable[str]) -> dict[int, frozenset[str]]:
         # A file that does not tokenize: fall back to comment-looking text on each line.
         found = {}
         for number, line in enumerate(text.splitlines(), start=1):
-            ids = parse_comment(line[line.find("#"):]) if "#" in line else None
+            ids = parse_comment(line[line.find("#") :]) if "#" in line else None
             if ids is not None:
                 found[number] = ids
     return found

@@ -107,8 +107,9 @@ def _check_transport(spec: str) -> None:
     scheme = urlsplit(spec).scheme if "://" in spec else ""
     if spec.startswith("-") or "::" in spec.split("/", 1)[0] or (scheme and scheme.lower() not in ALLOWED_SCHEMES):
         shown = redact_url(spec).split("::", 1)[0] + ("::..." if "::" in spec else "")
-        raise ConfigError(f"--git {shown}: not a repository path or a URL sgl-scan fetches "
-                          f"(https, http, ssh, git, file or HOST:PATH)")
+        raise ConfigError(
+            f"--git {shown}: not a repository path or a URL sgl-scan fetches (https, http, ssh, git, file or HOST:PATH)"
+        )
 
 
 def _folder_size(folder: Path) -> int:
@@ -134,8 +135,14 @@ def _transfer(args: list[str], *, env: dict, into: Path, limit: int, timeout: fl
     before = _folder_size(into) if into.exists() else 0
     ended = time.monotonic() + timeout
     with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(["git", *args], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=errors, start_new_session=True)
+        proc = subprocess.Popen(
+            ["git", *args],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            start_new_session=True,
+        )
         problem = None
         try:
             while True:
@@ -161,7 +168,9 @@ def _transfer(args: list[str], *, env: dict, into: Path, limit: int, timeout: fl
             problem = f"it sent more than --max-bytes {human(limit)}"
         if problem is None and proc.returncode != 0:
             errors.seek(0)
-            lines = [t.strip(" '") for t in errors.read()[-65536:].decode("utf-8", "replace").splitlines() if t.strip(" '")]
+            lines = [
+                t.strip(" '") for t in errors.read()[-65536:].decode("utf-8", "replace").splitlines() if t.strip(" '")
+            ]
             problem = lines[-1] if lines else f"git exited with status {proc.returncode}"
     if problem is not None:
         raise SnapshotError(f"cannot fetch {redact_url(spec)}: {redact_url(problem).replace(spec, redact_url(spec))}")
@@ -180,10 +189,22 @@ def _fetched(spec: str, *, limit: int, timeout: float) -> tuple[Path, str]:
             try:
                 # drops a credential an older clone stored; forced updates: a branch rewound or a tag
                 # moved upstream (git tag -f) is followed
-                _transfer(["--git-dir", str(cache), "remote", "set-url", "origin", "--", clean], env=env, into=cache,
-                          limit=limit, timeout=timeout, spec=spec)
-                _transfer(["--git-dir", str(cache), "fetch", "--prune", "--force", "origin", *FETCH_REFSPECS],
-                          env=env, into=cache, limit=limit, timeout=timeout, spec=spec)
+                _transfer(
+                    ["--git-dir", str(cache), "remote", "set-url", "origin", "--", clean],
+                    env=env,
+                    into=cache,
+                    limit=limit,
+                    timeout=timeout,
+                    spec=spec,
+                )
+                _transfer(
+                    ["--git-dir", str(cache), "fetch", "--prune", "--force", "origin", *FETCH_REFSPECS],
+                    env=env,
+                    into=cache,
+                    limit=limit,
+                    timeout=timeout,
+                    spec=spec,
+                )
             except SnapshotError as exc:
                 if "--max-bytes" in str(exc) or "--timeout" in str(exc):
                     raise
@@ -207,8 +228,14 @@ def _reclone(url: str, cache: Path, env: dict, *, limit: int, timeout: float, sp
     fresh = Path(tempfile.mkdtemp(prefix=cache.name + ".new-", dir=cache.parent))
     try:
         # `url` holds no credential
-        _transfer(["clone", "--bare", "--quiet", "--", url, str(fresh / "repo.git")], env=env, into=fresh,
-                  limit=limit, timeout=timeout, spec=spec)
+        _transfer(
+            ["clone", "--bare", "--quiet", "--", url, str(fresh / "repo.git")],
+            env=env,
+            into=fresh,
+            limit=limit,
+            timeout=timeout,
+            spec=spec,
+        )
         retired = cache.with_name(cache.name + ".old")
         shutil.rmtree(retired, ignore_errors=True)
         if cache.exists():
@@ -224,8 +251,8 @@ def branch_of(repo, rev: str) -> str | None:
     tag (git's order: refs/tags before refs/heads), so no branch is recorded next to the tag's
     commit; `refs/heads/NAME` asks for the branch."""
     heads = {h.name for h in getattr(repo, "heads", [])}
-    if rev.startswith("refs/heads/") and rev[len("refs/heads/"):] in heads:
-        return rev[len("refs/heads/"):]
+    if rev.startswith("refs/heads/") and rev[len("refs/heads/") :] in heads:
+        return rev[len("refs/heads/") :]
     if rev == "HEAD" or rev not in heads:
         return None
     if rev in {t.name for t in repo.tags}:
@@ -246,12 +273,22 @@ def pull_git(params: Mapping, *, store: Store | None = None, progress: Progress 
         try:
             return _pull_commit(safe, shown, sha, rev, params, scope, store, progress)
         except ValueError as exc:  # gitpython: an object the commit names is not in the repository
-            raise SnapshotError(f"cannot read {shown} @ {rev}: an object it names is missing "
-                                "(a partial or damaged clone; sgl-scan never fetches missing objects)") from exc
+            raise SnapshotError(
+                f"cannot read {shown} @ {rev}: an object it names is missing "
+                "(a partial or damaged clone; sgl-scan never fetches missing objects)"
+            ) from exc
 
 
-def _pull_commit(safe: safegit.Quarantine, shown: str, sha: str, rev: str, params: Mapping, scope: str,
-                 store: Store, progress: Progress) -> Snapshot:
+def _pull_commit(
+    safe: safegit.Quarantine,
+    shown: str,
+    sha: str,
+    rev: str,
+    params: Mapping,
+    scope: str,
+    store: Store,
+    progress: Progress,
+) -> Snapshot:
     limits = Limits.from_params(params)
     repo = safe.repo
     commit = repo.commit(sha)
@@ -275,8 +312,10 @@ def _pull_commit(safe: safegit.Quarantine, shown: str, sha: str, rev: str, param
     if package is None:
         if submodules:
             # the argument names the wrong repository: a usage error, fixed by naming the submodule's
-            raise ConfigError(f"{submodules[0]}/ in {shown} @ {rev} is a git submodule (its files are in another "
-                              "repository); pull that repository with --git")
+            raise ConfigError(
+                f"{submodules[0]}/ in {shown} @ {rev} is a git submodule (its files are in another "
+                "repository); pull that repository with --git"
+            )
         raise SnapshotError(f"no SGLang package (srt/) at python/sglang, sglang or the top of {shown} @ {rev}")
     blobs, skipped = {}, []
     for name in scopes.VERSION_FILES:
@@ -287,7 +326,7 @@ def _pull_commit(safe: safegit.Quarantine, shown: str, sha: str, rev: str, param
     for item in (package / "srt").traverse():
         if item.type != "blob" or not item.path.endswith(".py"):
             continue
-        rel = item.path[len(prefix) + 1:] if prefix else item.path
+        rel = item.path[len(prefix) + 1 :] if prefix else item.path
         readable = scopes.utf8_name(rel)
         if readable is not None:  # not UTF-8: recorded under a readable stand-in
             skipped.append(SkippedFile(readable, scopes.NOT_UTF8))
@@ -301,7 +340,9 @@ def _pull_commit(safe: safegit.Quarantine, shown: str, sha: str, rev: str, param
     chosen, oversized = scopes.select_streamed(
         blobs, scope, lambda rel: blobs[rel].size, lambda rel: nullcontext(blobs[rel].data_stream), limits.max_file_size
     )
-    skipped += [SkippedFile(rel, f"larger than --max-file-size ({human(size)}); not searched") for rel, size in oversized]
+    skipped += [
+        SkippedFile(rel, f"larger than --max-file-size ({human(size)}); not searched") for rel, size in oversized
+    ]
     kept = [rel for rel in chosen if blobs[rel].size <= limits.max_file_size]
     limits.check_totals(len(kept), sum(blobs[rel].size for rel in kept))
 
@@ -320,7 +361,10 @@ def _pull_commit(safe: safegit.Quarantine, shown: str, sha: str, rev: str, param
             progress.update(f"{number}/{len(chosen)} files")
         progress.done()
         return stage.commit(
-            source_kind="git", source={"repo": shown, "rev": rev, "package": prefix or "."},
-            root=shown, scope=scope, git=GitState(commit=commit.hexsha, branch=branch, dirty=False),
+            source_kind="git",
+            source={"repo": shown, "rev": rev, "package": prefix or "."},
+            root=shown,
+            scope=scope,
+            git=GitState(commit=commit.hexsha, branch=branch, dirty=False),
             skipped=tuple(skipped),
         )

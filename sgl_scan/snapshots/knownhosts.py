@@ -50,8 +50,9 @@ class HostKeyLine:
 
 
 def _glob(pattern: str) -> re.Pattern:
-    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + r"\Z",
-                      re.DOTALL)
+    return re.compile(
+        "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + r"\Z", re.DOTALL
+    )
 
 
 def _hashed_matches(host: str, field: str) -> bool:
@@ -86,8 +87,9 @@ def host_matches(host: str, patterns: str) -> bool:
 
 def _read(path: Path) -> str | None:
     try:
-        return read_small(path, MAX_KNOWN_HOSTS_BYTES, "known_hosts", error=RemoteError,
-                          devnull_ok=True).decode("utf-8", "replace")
+        return read_small(path, MAX_KNOWN_HOSTS_BYTES, "known_hosts", error=RemoteError, devnull_ok=True).decode(
+            "utf-8", "replace"
+        )
     except FileNotFoundError:
         return None
 
@@ -139,15 +141,24 @@ class KnownHosts:
         self.lines.append(HostKeyLine(name, key_type, blob, None, file, 0))
 
     def matching(self, name: str, files: set[str] | None = None) -> list[HostKeyLine]:
-        return [line for line in self.lines
-                if (files is None or line.file in files) and host_matches(name, line.patterns)]
+        return [
+            line for line in self.lines if (files is None or line.file in files) and host_matches(name, line.patterns)
+        ]
 
     def trusted_types(self, name: str, files: set[str] | None = None) -> set[str]:
         """Key types of the plain lines for `name` (to ask the server for one of them first)."""
         return {line.key_type for line in self.matching(name, files) if line.marker is None}
 
-    def check(self, name: str, key_type: str, blob: bytes, fingerprint: str, *, files: set[str] | None = None,
-              accept_new: bool = False) -> bool:
+    def check(
+        self,
+        name: str,
+        key_type: str,
+        blob: bytes,
+        fingerprint: str,
+        *,
+        files: set[str] | None = None,
+        accept_new: bool = False,
+    ) -> bool:
         """True if the key is trusted; False if it is new and may be recorded; else RemoteError."""
         lines = self.matching(name, files)
         for line in lines:

@@ -62,8 +62,9 @@ def _loops(link: Path, package: Path) -> bool:
     return target == home or target in home.parents
 
 
-def list_files(package: Path, *, boundary: Path | None = None, follow_outside: bool = False,
-               roots: list[str] | None = None) -> tuple[dict[str, str], list[SkippedFile]]:
+def list_files(
+    package: Path, *, boundary: Path | None = None, follow_outside: bool = False, roots: list[str] | None = None
+) -> tuple[dict[str, str], list[SkippedFile]]:
     """Regular `*.py` files under `srt/` plus the version files: package-relative path -> full path.
 
     A scope root (`srt/`, or a folder a scope names, `scopes.SCOPE_ROOTS`) that is a symlink to a
@@ -83,7 +84,11 @@ def list_files(package: Path, *, boundary: Path | None = None, follow_outside: b
             files[name] = str(path)
 
     def unreadable(exc: OSError) -> None:
-        skipped.append(SkippedFile(os.path.relpath(exc.filename, package).replace(os.sep, "/"), f"unreadable folder: {exc.strerror}"))
+        skipped.append(
+            SkippedFile(
+                os.path.relpath(exc.filename, package).replace(os.sep, "/"), f"unreadable folder: {exc.strerror}"
+            )
+        )
 
     def listed(folder: str, prefix: str) -> list[tuple[str, str]]:
         """One folder, as `os.walk` reads it: its files in listing order, then its subfolders (returned,
@@ -142,8 +147,13 @@ def list_files(package: Path, *, boundary: Path | None = None, follow_outside: b
         if os.path.islink(package / top):
             target = os.path.realpath(package / top)
             if not (target + "/").startswith(fence.rstrip("/") + "/") and not follow_outside:
-                skipped.append(SkippedFile(top, "symlink to a folder outside the scanned folder, not followed "
-                                                "(--follow-outside-links follows it)"))
+                skipped.append(
+                    SkippedFile(
+                        top,
+                        "symlink to a folder outside the scanned folder, not followed "
+                        "(--follow-outside-links follows it)",
+                    )
+                )
                 continue
             roots.append(target)
         stack = [(str(package / top), f"{top}/")]
@@ -189,12 +199,15 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
     package = find_package(folder)
     roots: list[str] = []
     boundary = Path(params.get("link_boundary") or folder)  # `check`: the checkout's root
-    files, skipped = list_files(package, boundary=boundary, follow_outside=bool(params.get("follow_outside_links")),
-                                roots=roots)
+    files, skipped = list_files(
+        package, boundary=boundary, follow_outside=bool(params.get("follow_outside_links")), roots=roots
+    )
     inside = tuple(roots)
     stamps = source_stamps(store.root, package)
     stats: dict[str, os.stat_result | OSError] = {}
-    learned: dict[str, dict] = {}  # rel -> {"sha256", "match": (pattern, found)}: from the stamps, or from the bytes read now
+    learned: dict[
+        str, dict
+    ] = {}  # rel -> {"sha256", "match": (pattern, found)}: from the stamps, or from the bytes read now
     contents: dict[str, tuple[bytes, float] | OSError] = {}
 
     def stat(rel: str) -> os.stat_result | OSError:
@@ -262,7 +275,9 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
         return found
 
     chosen = scopes.select(files, scope, mentions)
-    skipped += [SkippedFile(rel, f"larger than --max-file-size ({human(n)}); not searched") for rel, n in sorted(oversized)]
+    skipped += [
+        SkippedFile(rel, f"larger than --max-file-size ({human(n)}); not searched") for rel, n in sorted(oversized)
+    ]
     limits.check_totals(len(chosen), 0)  # --max-bytes is counted below, from what is read
     entries, total = [], 0
     for number, rel in enumerate(chosen, 1):
@@ -301,8 +316,16 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
     stamps.save()
     git, patch = git_state(package)
     source = {"path": str(folder)}
-    key = content_key(source_kind="local", source=source, root=str(package), scope=scope,
-                      git=recorded_git(git, patch), patch=patch, skipped=tuple(skipped), files=entries)
+    key = content_key(
+        source_kind="local",
+        source=source,
+        root=str(package),
+        scope=scope,
+        git=recorded_git(git, patch),
+        patch=patch,
+        skipped=tuple(skipped),
+        files=entries,
+    )
     same = store.find_same(key)
     if same is not None:  # every file hashed: the same bytes are stored already (whatever the mtimes say)
         log.info("%s holds what snapshot %s holds; using it", folder, same.id)
@@ -310,7 +333,7 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
         return replace(same, pulled=PullInfo(reused=True, unchanged=len(same.manifest.files)))
     with store.stage() as stage:
         for entry in entries:
-            rel = entry.path[len("sglang/"):]
+            rel = entry.path[len("sglang/") :]
             unread = rel not in contents  # known by its stamp: read only now, so check it is what was hashed
             got = load(rel)
             if isinstance(got, OSError):
@@ -319,5 +342,12 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
                 raise SnapshotError(f"{files[rel]} changed while it was being read; run again")
             stage.write_later(entry.path, got[0], mtime=got[1])
         progress.done()
-        return stage.commit(source_kind="local", source=source, root=str(package), scope=scope,
-                            git=git, patch=patch, skipped=tuple(skipped))
+        return stage.commit(
+            source_kind="local",
+            source=source,
+            root=str(package),
+            scope=scope,
+            git=git,
+            patch=patch,
+            skipped=tuple(skipped),
+        )

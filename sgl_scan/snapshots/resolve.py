@@ -24,7 +24,13 @@ from sgl_scan.errors import ConfigError
 from sgl_scan.snapshots.manifest import Snapshot
 from sgl_scan.snapshots.store import Store
 
-SOURCES = {"host": "--host", "local_path": "--path", "git_repo": "--git", "pip_spec": "--pip", "snapshot_ref": "--snapshot"}
+SOURCES = {
+    "host": "--host",
+    "local_path": "--path",
+    "git_repo": "--git",
+    "pip_spec": "--pip",
+    "snapshot_ref": "--snapshot",
+}
 
 
 def check_params(params: Mapping) -> str | None:
@@ -54,8 +60,13 @@ def say_on_stderr(line: str) -> None:
     sys.stderr.flush()
 
 
-def obtain_snapshot(params: Mapping, *, store: Store | None = None, mark_latest: bool = True,
-                    say: Callable[[str], None] | None = say_on_stderr) -> Snapshot:
+def obtain_snapshot(
+    params: Mapping,
+    *,
+    store: Store | None = None,
+    mark_latest: bool = True,
+    say: Callable[[str], None] | None = say_on_stderr,
+) -> Snapshot:
     """The snapshot the source options name (pulling it when the source is not the store).
 
     It becomes `latest` unless `mark_latest` is False; `say` gets one line on what a pull did.
@@ -65,8 +76,10 @@ def obtain_snapshot(params: Mapping, *, store: Store | None = None, mark_latest:
     snapshot = _obtain(kind, params, store)
     wanted = params.get("scope")
     if kind in (None, "snapshot_ref") and wanted and snapshot.manifest.scope != wanted:
-        raise ConfigError(f"--scope {wanted}: snapshot {snapshot.id} holds the {snapshot.manifest.scope} scope; "
-                          f"pull its source again with --scope {wanted} (sgl-scan snapshot show {snapshot.id} says which)")
+        raise ConfigError(
+            f"--scope {wanted}: snapshot {snapshot.id} holds the {snapshot.manifest.scope} scope; "
+            f"pull its source again with --scope {wanted} (sgl-scan snapshot show {snapshot.id} says which)"
+        )
     if snapshot.pulled is not None and say is not None:
         say(snapshot.pulled.describe(snapshot.id))
     if mark_latest and kind is not None:

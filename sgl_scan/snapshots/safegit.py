@@ -47,18 +47,33 @@ log = logging.getLogger(__name__)
 
 # Keys of the repository's config that change how git compares files and name no command.
 SAFE_KEYS = (
-    "core.repositoryformatversion", "extensions.objectformat", "core.filemode", "core.symlinks",
-    "core.ignorecase", "core.precomposeunicode", "core.autocrlf", "core.eol", "core.checkstat",
+    "core.repositoryformatversion",
+    "extensions.objectformat",
+    "core.filemode",
+    "core.symlinks",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.autocrlf",
+    "core.eol",
+    "core.checkstat",
     "core.trustctime",
 )
 _PLAIN_VALUE = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 # git run on a quarantined repository: no pager, no monitor, no hooks (there is no config naming them
 # either; these hold even if a future git grows a new default)
-GIT = ("git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=" + os.devnull,
-       "-c", "core.untrackedCache=false")
+GIT = (
+    "git",
+    "--no-pager",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=" + os.devnull,
+    "-c",
+    "core.untrackedCache=false",
+)
 DIFF_SAFETY = ("--no-textconv", "--no-ext-diff", "--no-color")
-SMALL = 1024 * 1024          # config, HEAD, a ref, info/exclude, the .git file
-MAX_INDEX = 512 * 1024**2    # the index
+SMALL = 1024 * 1024  # config, HEAD, a ref, info/exclude, the .git file
+MAX_INDEX = 512 * 1024**2  # the index
 MAX_PACKED_REFS = 256 * 1024**2
 MAX_REFS = 200_000
 TIMEOUT = 600.0
@@ -113,7 +128,7 @@ def locate(start: Path, *, search_parents: bool = True, allow_bare: bool = False
                 text = _read_small(dotgit).decode("utf-8", "replace").strip()
                 if not text.startswith("gitdir:"):
                     return None
-                git_dir = (folder / text[len("gitdir:"):].strip()).absolute()
+                git_dir = (folder / text[len("gitdir:") :].strip()).absolute()
                 return Located(folder, git_dir, _common_dir(git_dir))
             if allow_bare and folder == start and _looks_bare(folder):
                 return Located(None, folder, _common_dir(folder))
@@ -136,8 +151,14 @@ def _safe_config(common_dir: Path, work_tree: Path | None) -> str:
             copy = Path(scratch) / "config"
             copy.write_bytes(original)
             env = {**_base_env(), "GIT_CEILING_DIRECTORIES": str(Path(scratch).parent)}
-            done = subprocess.run(["git", "config", "--file", str(copy), "--no-includes", "-z", "--list"],
-                                  env=env, cwd=scratch, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                ["git", "config", "--file", str(copy), "--no-includes", "-z", "--list"],
+                env=env,
+                cwd=scratch,
+                capture_output=True,
+                timeout=60,
+                stdin=subprocess.DEVNULL,
+            )
         for item in done.stdout.split(b"\0") if done.returncode == 0 else []:
             key, _, value = item.decode("utf-8", "replace").partition("\n")
             if key.lower() in SAFE_KEYS and _PLAIN_VALUE.fullmatch(value):
@@ -182,10 +203,20 @@ def _copy_refs(source: Path, target: Path) -> None:
 def _base_env() -> dict[str, str]:
     """The caller's environment without anything that points git at configuration or folders."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k == "GIT_EXEC_PATH"}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_COUNT="0",
-               GIT_CONFIG_PARAMETERS="", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0",
-               GIT_PAGER="cat", PAGER="cat", GIT_NO_REPLACE_OBJECTS="1", GIT_ATTR_NOSYSTEM="1",
-               GIT_ALTERNATE_OBJECT_DIRECTORIES="", GIT_NO_LAZY_FETCH="1")
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_COUNT="0",
+        GIT_CONFIG_PARAMETERS="",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_PAGER="cat",
+        PAGER="cat",
+        GIT_NO_REPLACE_OBJECTS="1",
+        GIT_ATTR_NOSYSTEM="1",
+        GIT_ALTERNATE_OBJECT_DIRECTORIES="",
+        GIT_NO_LAZY_FETCH="1",
+    )
     return env
 
 
@@ -197,8 +228,13 @@ class Quarantine:
         self.located = located
         self.private = private
         self.work_tree = located.work_tree
-        self.env = {**_base_env(), "GIT_DIR": str(private), "GIT_COMMON_DIR": str(private),
-                    "GIT_OBJECT_DIRECTORY": str(private / "objects"), "GIT_INDEX_FILE": str(private / "index")}
+        self.env = {
+            **_base_env(),
+            "GIT_DIR": str(private),
+            "GIT_COMMON_DIR": str(private),
+            "GIT_OBJECT_DIRECTORY": str(private / "objects"),
+            "GIT_INDEX_FILE": str(private / "index"),
+        }
         if self.work_tree is not None:
             self.env["GIT_WORK_TREE"] = str(self.work_tree)
         self._repo = None
@@ -208,8 +244,9 @@ class Quarantine:
         timeout = self.timeout if timeout is None else timeout
         cwd = str(self.work_tree or self.private)
         try:
-            done = subprocess.run([*GIT, *args], env=self.env, cwd=cwd, capture_output=True, timeout=timeout,
-                                  stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                [*GIT, *args], env=self.env, cwd=cwd, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL
+            )
         except subprocess.TimeoutExpired:
             raise GitFailed(f"git {args[0]} took longer than {timeout:.0f} s") from None
         except OSError as exc:

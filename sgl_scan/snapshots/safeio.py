@@ -30,12 +30,20 @@ def where(fd: int) -> str | None:
         return None
 
 
-def open_regular(path: str | os.PathLike, *, inside: tuple[str, ...] = (), follow: bool = False) -> tuple[int, os.stat_result]:
+def open_regular(
+    path: str | os.PathLike, *, inside: tuple[str, ...] = (), follow: bool = False
+) -> tuple[int, os.stat_result]:
     """A read-only descriptor of the regular file at `path` and its `fstat`; `NotRegular` for
     anything else (the descriptor is closed). With `inside` (real folder paths), the opened file
     must lie in one of them: a folder on the way swapped for a link leads elsewhere. `follow` lets a
     symlink lead to the file (a settings file the user linked), still a regular one."""
-    flags = os.O_RDONLY | (0 if follow else os.O_NOFOLLOW) | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    flags = (
+        os.O_RDONLY
+        | (0 if follow else os.O_NOFOLLOW)
+        | os.O_NONBLOCK
+        | getattr(os, "O_CLOEXEC", 0)
+        | getattr(os, "O_NOCTTY", 0)
+    )
     try:
         fd = os.open(path, flags)
     except OSError as exc:
@@ -69,8 +77,9 @@ def read_fd(fd: int, cap: int) -> bytes:
     return b"".join(parts)
 
 
-def read_regular(path: str | os.PathLike, cap: int, *, inside: tuple[str, ...] = (),
-                 follow: bool = False) -> tuple[bytes, os.stat_result]:
+def read_regular(
+    path: str | os.PathLike, cap: int, *, inside: tuple[str, ...] = (), follow: bool = False
+) -> tuple[bytes, os.stat_result]:
     """The bytes (at most `cap + 1`) and `fstat` of the regular file at `path` (see `open_regular`)."""
     fd, st = open_regular(path, inside=inside, follow=follow)
     try:

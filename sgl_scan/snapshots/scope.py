@@ -55,7 +55,7 @@ _LITERALS = tuple(lit.encode() for lit in SPEC_ALGO_LITERALS)
 
 SCOPE_NOTES = {
     "speculative": "only files that name the speculative algorithm or the d2t/t2d maps were read; "
-                   "run with --scope full for all",
+    "run with --scope full for all",
     "full": "every *.py under srt/ was read",
 }
 
@@ -124,9 +124,9 @@ def _by_name(path: str, scope: str) -> bool:
         return True
     if path.startswith(SPEC_TREES) or path in SPEC_FILES:
         return True
-    if path.startswith(ATTENTION) and "/" not in path[len(ATTENTION):]:
+    if path.startswith(ATTENTION) and "/" not in path[len(ATTENTION) :]:
         return path.endswith(("/attention_registry.py", "_backend.py"))
-    return path.startswith(MODELS) and "/" not in path[len(MODELS):] and _model_by_name(path)
+    return path.startswith(MODELS) and "/" not in path[len(MODELS) :] and _model_by_name(path)
 
 
 def candidates(paths: Iterable[str], scope: str) -> list[str]:

@@ -205,19 +205,19 @@ class ChannelReader:
                 return data
             self.pending, self.offset = data, 0
         end = len(self.pending) if size < 0 else min(len(self.pending), self.offset + size)
-        data = self.pending[self.offset:end]
+        data = self.pending[self.offset : end]
         self.offset = end
         return data
 
     def read_until(self, marker: bytes, limit: int) -> tuple[bytes, bool]:
         """Everything before `marker` (consumed) and True; or all there was and False at EOF."""
-        buf = bytearray(self.pending[self.offset:])
+        buf = bytearray(self.pending[self.offset :])
         self.pending, self.offset = b"", 0
         start = 0
         while True:
             at = buf.find(marker, start)
             if at >= 0:
-                self.pending = bytes(buf[at + len(marker):])
+                self.pending = bytes(buf[at + len(marker) :])
                 return bytes(buf[:at]), True
             if len(buf) > limit:
                 raise RemoteError(f"the remote listing is larger than {human(limit)}; refusing")
@@ -259,7 +259,9 @@ def parse_listing(raw: bytes, max_records: int | None = None) -> Listing:
         try:
             if tag == b"f":
                 size, mtime, ctime, inode, path = record[1:].split(b" ", 4)
-                files[path.decode("utf-8", "surrogateescape")] = Listed(int(size), float(mtime), float(ctime), int(inode))
+                files[path.decode("utf-8", "surrogateescape")] = Listed(
+                    int(size), float(mtime), float(ctime), int(inode)
+                )
             elif tag == b"l" and len(record) > 1:
                 listing.links.add(record[1:].decode("utf-8", "surrogateescape"))
             elif tag == b"o" and len(record) > 1:
@@ -295,9 +297,15 @@ def same_file(old: FileEntry | None, item: Listed) -> bool:
     """Whether a listed file is the one a base snapshot holds: same size, mtime, ctime and inode.
 
     A base entry without a ctime (stored before ctimes were, or not settled then) is never trusted."""
-    return (old is not None and old.ctime is not None and item.ctime is not None
-            and old.size == item.size and old.mtime == item.mtime and old.ctime == item.ctime
-            and old.inode == item.inode)
+    return (
+        old is not None
+        and old.ctime is not None
+        and item.ctime is not None
+        and old.size == item.size
+        and old.mtime == item.mtime
+        and old.ctime == item.ctime
+        and old.inode == item.inode
+    )
 
 
 def _printable(text: str) -> str:
@@ -329,8 +337,11 @@ class BaseLookup:
         try:
             for manifest in reversed(self.store.list()):
                 src = manifest.source
-                if (manifest.source_kind == "ssh" and src.get("hostname") == self.target.hostname
-                        and src.get("port") == self.target.port):
+                if (
+                    manifest.source_kind == "ssh"
+                    and src.get("hostname") == self.target.hostname
+                    and src.get("port") == self.target.port
+                ):
                     self.newest.setdefault(manifest.root, manifest)
             if self.newest:  # the most recent root is the likely one: check it now
                 self._check(next(iter(self.newest)))
@@ -411,24 +422,46 @@ def pull_ssh(
     own = time.monotonic() + seconds
     if deadline is None or own <= deadline:
         deadline, deadline_name = own, f"--timeout {seconds:g} s"
-    target = resolve_target(params["host"], port=params.get("port"), user=params.get("user"),
-                            identity=params.get("identity"), ssh_config=params.get("ssh_config"))
+    target = resolve_target(
+        params["host"],
+        port=params.get("port"),
+        user=params.get("user"),
+        identity=params.get("identity"),
+        ssh_config=params.get("ssh_config"),
+    )
     nonce = secrets.token_hex(16)
-    connector = Connector(known_hosts=params.get("known_hosts"), accept_new=bool(params.get("accept_new_host_key")),
-                          timeout=connect_timeout, deadline=deadline)
+    connector = Connector(
+        known_hosts=params.get("known_hosts"),
+        accept_new=bool(params.get("accept_new_host_key")),
+        timeout=connect_timeout,
+        deadline=deadline,
+    )
     try:
         with connector:
-            return _pull(connector, target, params, store, limits, scope, progress, before_transfer, nonce,
-                         deadline, connect_timeout)
+            return _pull(
+                connector,
+                target,
+                params,
+                store,
+                limits,
+                scope,
+                progress,
+                before_transfer,
+                nonce,
+                deadline,
+                connect_timeout,
+            )
     except BaseException as exc:
         if connector.expired.is_set() or time.monotonic() >= deadline:
-            raise RemoteError(f"{target.describe()} did not finish the pull within its deadline ({deadline_name}); "
-                              f"gave up") from exc
+            raise RemoteError(
+                f"{target.describe()} did not finish the pull within its deadline ({deadline_name}); gave up"
+            ) from exc
         raise
 
 
-def _pull(connector, target, params, store, limits, scope, progress, before_transfer, nonce, deadline,
-          connect_timeout) -> SshPull:
+def _pull(
+    connector, target, params, store, limits, scope, progress, before_transfer, nonce, deadline, connect_timeout
+) -> SshPull:
     progress.update(f"connecting to {target.describe()}", force=True)
     transport = connector.connect(target)
     try:
@@ -439,10 +472,13 @@ def _pull(connector, target, params, store, limits, scope, progress, before_tran
         raise RemoteError(f"cannot run the remote command on {target.describe()}: {exc}") from exc
     bases = BaseLookup(store, target)  # while the remote shell starts and walks the tree
     try:
-        return _transfer(channel, store, bases, target, params, scope, nonce, limits, progress, deadline,
-                         before_transfer)
+        return _transfer(
+            channel, store, bases, target, params, scope, nonce, limits, progress, deadline, before_transfer
+        )
     except (paramiko.SSHException, EOFError, ConnectionError) as exc:
-        raise RemoteError(f"the connection to {target.describe()} failed during the pull: {exc or type(exc).__name__}") from exc
+        raise RemoteError(
+            f"the connection to {target.describe()} failed during the pull: {exc or type(exc).__name__}"
+        ) from exc
     finally:
         progress.done()
         channel.close()
@@ -456,7 +492,9 @@ def _stderr_tail(channel: paramiko.Channel) -> str:
     return text.splitlines()[-1][:300] if text else ""
 
 
-def _transfer(channel, store, bases, target, params, scope, nonce, limits, progress, deadline, before_transfer) -> SshPull:
+def _transfer(
+    channel, store, bases, target, params, scope, nonce, limits, progress, deadline, before_transfer
+) -> SshPull:
     reader = ChannelReader(channel, deadline, lambda n: progress.update(f"{human(n)} received"))
     head, complete = reader.read_until(f"\n{nonce} tar\n".encode(), limit=head_limit(limits))
     sections = parse_sections(head, nonce)
@@ -467,7 +505,8 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
         detail = _stderr_tail(channel)
         raise RemoteError(
             f"the remote command on {target.describe()} ended early"
-            + (f" (exit {status})" if status is not None else "") + (f": {detail}" if detail else "")
+            + (f" (exit {status})" if status is not None else "")
+            + (f": {detail}" if detail else "")
         )
     root = sections["root"].decode("utf-8", "surrogateescape").rstrip("\n")
     how = sections.get("how", b"").decode(errors="replace")
@@ -485,7 +524,12 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
     skipped = [SkippedFile(scopes.utf8_name(p) or p, "not a regular file") for p in found.odd]
     skipped += [SkippedFile(scopes.utf8_name(p), scopes.NOT_UTF8) for p in undecodable]
     for link in found.links - set(scopes.SCOPE_ROOTS):
-        skipped.append(SkippedFile(scopes.utf8_name(link) or link, "not a regular file" if link.endswith(".py") else "symlink, not followed"))
+        skipped.append(
+            SkippedFile(
+                scopes.utf8_name(link) or link,
+                "not a regular file" if link.endswith(".py") else "symlink, not followed",
+            )
+        )
     for link in _names(sections.get("loops", b"")):
         skipped.append(SkippedFile(link, "symlink to a folder holding the package (a loop), not followed"))
     skipped.sort(key=lambda s: s.path)
@@ -509,10 +553,22 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
             reuse.append(path)
         else:
             fetch.append(path)
-    log.info("%s: root %s (found by %s), %d files in scope, %d to fetch, %d unchanged",
-             target.describe(), root, how, len(wanted_all), len(fetch), len(reuse))
-    if base and not fetch and len(reuse) == len(base_files) and base.manifest.scope == scope \
-            and _same_state(base, git, patch):
+    log.info(
+        "%s: root %s (found by %s), %d files in scope, %d to fetch, %d unchanged",
+        target.describe(),
+        root,
+        how,
+        len(wanted_all),
+        len(fetch),
+        len(reuse),
+    )
+    if (
+        base
+        and not fetch
+        and len(reuse) == len(base_files)
+        and base.manifest.scope == scope
+        and _same_state(base, git, patch)
+    ):
         log.info("nothing changed since snapshot %s", base.id)
         reused = replace(base, pulled=PullInfo(reused=True, unchanged=len(reuse)))
         return SshPull(reused, (), tuple(reuse), base.id, True, reader.received)
@@ -521,16 +577,25 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
     sender = threading.Thread(target=_send_names, args=(channel, fetch), daemon=True)
     sender.start()
     source = {
-        "host": target.alias, "hostname": target.hostname, "port": target.port, "user": target.user,
-        "jump": [hop.describe() for hop in target.jump], "found_by": how, "base": base.id if base else None,
-        "fetched": len(fetch), "reused": len(reuse),
+        "host": target.alias,
+        "hostname": target.hostname,
+        "port": target.port,
+        "user": target.user,
+        "jump": [hop.describe() for hop in target.jump],
+        "found_by": how,
+        "base": base.id if base else None,
+        "fetched": len(fetch),
+        "reused": len(reuse),
     }
     with store.stage() as stage:
         for path in reuse:
             stage.reuse(base, base_files[PREFIX + path])
         if fetch:
             extract_stream(
-                reader, stage.write_later, prefix=PREFIX, expected={p: listing[p].mtime for p in fetch},
+                reader,
+                stage.write_later,
+                prefix=PREFIX,
+                expected={p: listing[p].mtime for p in fetch},
                 limits=limits,
             )
             stage.flush()
@@ -542,9 +607,12 @@ def _transfer(channel, store, bases, target, params, scope, nonce, limits, progr
         status = _exit_status(channel, deadline) if fetch else 0
         if status != 0:
             detail = _stderr_tail(channel)
-            raise RemoteError(f"remote tar failed (exit {status}){': ' + detail if detail else ''}; did the tree change during the pull? retry")
-        snapshot = stage.commit(source_kind="ssh", source=source, root=root, scope=scope, git=git, patch=patch,
-                                skipped=tuple(skipped))
+            raise RemoteError(
+                f"remote tar failed (exit {status}){': ' + detail if detail else ''}; did the tree change during the pull? retry"
+            )
+        snapshot = stage.commit(
+            source_kind="ssh", source=source, root=root, scope=scope, git=git, patch=patch, skipped=tuple(skipped)
+        )
     if not (snapshot.pulled and snapshot.pulled.reused):  # what crossed the wire, and what did not
         snapshot = replace(snapshot, pulled=PullInfo(reused=False, pulled=len(fetch), unchanged=len(reuse)))
     return SshPull(snapshot, tuple(fetch), tuple(reuse), base.id if base else None, False, reader.received)

@@ -99,8 +99,10 @@ class _Expander:
         text = read_limited(path, "ssh config")
         self.total += len(text)
         if self.total > MAX_TOTAL_BYTES:
-            raise ConfigError(f"ssh config {self.files[0] if self.files else path} includes more than "
-                              f"{MAX_TOTAL_BYTES >> 20} MiB of files; refusing")
+            raise ConfigError(
+                f"ssh config {self.files[0] if self.files else path} includes more than "
+                f"{MAX_TOTAL_BYTES >> 20} MiB of files; refusing"
+            )
         self.files.append(path)
         return text.splitlines()
 
@@ -164,8 +166,10 @@ class _Expander:
         while index < len(words):
             criterion = words[index].lstrip("!").lower()
             if criterion not in MATCH_CRITERIA:
-                raise ConfigError(f"{where}: 'Match {criterion}' is not supported by sgl-scan (OpenSSH would "
-                                  f"apply it; paramiko would match every host); use Host or another criterion")
+                raise ConfigError(
+                    f"{where}: 'Match {criterion}' is not supported by sgl-scan (OpenSSH would "
+                    f"apply it; paramiko would match every host); use Host or another criterion"
+                )
             index += 1 if criterion in ("all", "canonical", "final") else 2
 
 
@@ -188,27 +192,40 @@ def check_entry(entry: dict, host: str, config_name: str) -> None:
     """Refuse, in one line naming the directive, what applies to `host` and sgl-scan cannot honour."""
     for key, why in UNSUPPORTED.items():
         if entry.get(key) not in (None, "none"):
-            raise ConfigError(f"{config_name}: {key_name(key)} applies to {host!r} ({why}); sgl-scan does not "
-                              f"support it and will not connect without it; remove it for this host")
+            raise ConfigError(
+                f"{config_name}: {key_name(key)} applies to {host!r} ({why}); sgl-scan does not "
+                f"support it and will not connect without it; remove it for this host"
+            )
     for key, why in UNSUPPORTED_YES.items():
         if str(entry.get(key, "no")).lower() == "yes":
-            raise ConfigError(f"{config_name}: {key_name(key)} yes applies to {host!r} ({why}); sgl-scan does not "
-                              f"support it; remove it for this host")
+            raise ConfigError(
+                f"{config_name}: {key_name(key)} yes applies to {host!r} ({why}); sgl-scan does not "
+                f"support it; remove it for this host"
+            )
     agent = entry.get("identityagent")
     if agent not in (None, "none", "SSH_AUTH_SOCK", "$SSH_AUTH_SOCK"):
-        raise ConfigError(f"{config_name}: IdentityAgent {agent} applies to {host!r}; sgl-scan uses only "
-                          f"$SSH_AUTH_SOCK (or none); remove it for this host or set SSH_AUTH_SOCK")
+        raise ConfigError(
+            f"{config_name}: IdentityAgent {agent} applies to {host!r}; sgl-scan uses only "
+            f"$SSH_AUTH_SOCK (or none); remove it for this host or set SSH_AUTH_SOCK"
+        )
     port = entry.get("port")
     if port is not None and not (str(port).isdigit() and 0 < int(port) < 65536):
         raise ConfigError(f"{config_name}: Port {port!r} for {host!r} is not a port number")
     command = entry.get(PROXY_COMMAND)
     jump = entry.get("proxyjump")
     if command and command.lower() != "none" and jump and jump.lower() != "none":
-        raise ConfigError(f"{config_name}: both ProxyCommand and ProxyJump apply to {host!r}; OpenSSH uses the "
-                          f"first one it reads, which sgl-scan cannot tell; keep one")
+        raise ConfigError(
+            f"{config_name}: both ProxyCommand and ProxyJump apply to {host!r}; OpenSSH uses the "
+            f"first one it reads, which sgl-scan cannot tell; keep one"
+        )
 
 
 def key_name(key: str) -> str:
-    names = {"knownhostscommand": "KnownHostsCommand", "revokedhostkeys": "RevokedHostKeys",
-             "bindaddress": "BindAddress", "bindinterface": "BindInterface", "proxyusefdpass": "ProxyUseFdpass"}
+    names = {
+        "knownhostscommand": "KnownHostsCommand",
+        "revokedhostkeys": "RevokedHostKeys",
+        "bindaddress": "BindAddress",
+        "bindinterface": "BindInterface",
+        "proxyusefdpass": "ProxyUseFdpass",
+    }
     return names.get(key, key)

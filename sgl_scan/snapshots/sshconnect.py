@@ -104,8 +104,15 @@ def _file_list(value, default: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(words)
 
 
-def resolve_target(host: str, *, port: int | None = None, user: str | None = None, identity: str | None = None,
-                   ssh_config: str | None = None, _depth: int = 0) -> Target:
+def resolve_target(
+    host: str,
+    *,
+    port: int | None = None,
+    user: str | None = None,
+    identity: str | None = None,
+    ssh_config: str | None = None,
+    _depth: int = 0,
+) -> Target:
     """Apply ~/.ssh/config to `host` (an alias, name or address); explicit values win."""
     if _depth > 8:
         raise RemoteError("ProxyJump chain too long (more than 8 hops)")
@@ -150,9 +157,12 @@ def resolve_target(host: str, *, port: int | None = None, user: str | None = Non
                     hop_host, port_text = rest.split(":")
                     hop_port = int(port_text)
             except ValueError:
-                raise ConfigError(f"{config_name}: ProxyJump {hop.strip()!r} for {host!r} is not [user@]host[:port]") from None
-            hops.append(resolve_target(hop_host, port=hop_port, user=hop_user or None,
-                                       ssh_config=ssh_config, _depth=_depth + 1))
+                raise ConfigError(
+                    f"{config_name}: ProxyJump {hop.strip()!r} for {host!r} is not [user@]host[:port]"
+                ) from None
+            hops.append(
+                resolve_target(hop_host, port=hop_port, user=hop_user or None, ssh_config=ssh_config, _depth=_depth + 1)
+            )
         target = replace(target, jump=tuple(hops))
     return target
 
@@ -162,16 +172,20 @@ def _expand_proxy_command(raw: str, target: Target, config_name: str) -> str:
     values = {"%": "%", "h": target.hostname, "n": target.alias, "p": str(target.port), "r": target.user}
     for token in "hnr":
         if f"%{token}" in raw and not _SAFE_NAME.match(values[token]):
-            raise ConfigError(f"{config_name}: ProxyCommand for {target.alias!r} would put {values[token]!r} into a "
-                              f"shell command; refusing a name with shell metacharacters")
+            raise ConfigError(
+                f"{config_name}: ProxyCommand for {target.alias!r} would put {values[token]!r} into a "
+                f"shell command; refusing a name with shell metacharacters"
+            )
     out, index = [], 0
     while index < len(raw):
         char = raw[index]
         if char == "%" and index + 1 < len(raw):
             token = raw[index + 1]
             if token not in values:
-                raise ConfigError(f"{config_name}: ProxyCommand for {target.alias!r} uses %{token}, a token sgl-scan "
-                                  f"does not expand (only %% %h %n %p %r)")
+                raise ConfigError(
+                    f"{config_name}: ProxyCommand for {target.alias!r} uses %{token}, a token sgl-scan "
+                    f"does not expand (only %% %h %n %p %r)"
+                )
             out.append(values[token])
             index += 2
             continue
@@ -198,8 +212,13 @@ class ProxySocket(paramiko.ProxyCommand):
         self.cmd = [command]
         shell = os.environ.get("SHELL") or "/bin/sh"
         self.stderr = tempfile.TemporaryFile()
-        self.process = subprocess.Popen([shell, "-c", f"exec {command}"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=self.stderr, bufsize=0)
+        self.process = subprocess.Popen(
+            [shell, "-c", f"exec {command}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            bufsize=0,
+        )
         self.timeout = None
 
     def recv(self, size: int) -> bytes:
@@ -237,8 +256,7 @@ class ProxySocket(paramiko.ProxyCommand):
         except (OSError, ValueError):
             text = ""
         last = text.splitlines()[-1][:200] if text else ""
-        return ((f"exit {status}" if status is not None else "still running")
-                + (f": {last}" if last else ""))
+        return (f"exit {status}" if status is not None else "still running") + (f": {last}" if last else "")
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -261,8 +279,14 @@ def _shut_down(sock: socket.socket) -> None:
 class Connector:
     """Connects to targets (and their jump hosts) with one policy for host keys and credentials."""
 
-    def __init__(self, *, known_hosts: str | None = None, accept_new: bool = False, timeout: float = 15.0,
-                 deadline: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        known_hosts: str | None = None,
+        accept_new: bool = False,
+        timeout: float = 15.0,
+        deadline: float | None = None,
+    ) -> None:
         self.extra_known_hosts = Path(os.path.expanduser(known_hosts)) if known_hosts else None
         self.known = KnownHosts([self.extra_known_hosts] if self.extra_known_hosts else [])
         self.accept_new = accept_new
@@ -337,8 +361,9 @@ class Connector:
 
     def _tunnel(self, transport: paramiko.Transport, nxt: Target) -> paramiko.Channel:
         try:
-            return transport.open_channel("direct-tcpip", (nxt.hostname, nxt.port), ("127.0.0.1", 0),
-                                          timeout=self._wait())
+            return transport.open_channel(
+                "direct-tcpip", (nxt.hostname, nxt.port), ("127.0.0.1", 0), timeout=self._wait()
+            )
         except (paramiko.SSHException, OSError) as exc:
             raise RemoteError(f"jump host could not reach {nxt.hostname}:{nxt.port}: {exc}") from exc
 
@@ -352,8 +377,9 @@ class Connector:
         try:
             proxy = ProxySocket(target.proxy_command)
         except OSError as exc:
-            raise RemoteError(f"cannot start the ProxyCommand for {target.alias} ({target.ssh_config}): "
-                              f"{exc.strerror or exc}") from exc
+            raise RemoteError(
+                f"cannot start the ProxyCommand for {target.alias} ({target.ssh_config}): {exc.strerror or exc}"
+            ) from exc
         self._stack.callback(proxy.close)
         self._on_expiry(proxy.close)
         log.info("connecting to %s through ProxyCommand %s", target.alias, target.proxy_command)
@@ -367,11 +393,17 @@ class Connector:
             try:
                 sock = socket.create_connection((target.hostname, target.port), timeout=self._wait())
             except socket.gaierror as exc:
-                raise RemoteError(f"cannot resolve host {target.hostname!r} ({exc.strerror}); check --host or {target.ssh_config}") from exc
+                raise RemoteError(
+                    f"cannot resolve host {target.hostname!r} ({exc.strerror}); check --host or {target.ssh_config}"
+                ) from exc
             except ConnectionRefusedError as exc:
-                raise RemoteError(f"connection refused by {target.hostname}:{target.port}; is sshd running there and the port right?") from exc
+                raise RemoteError(
+                    f"connection refused by {target.hostname}:{target.port}; is sshd running there and the port right?"
+                ) from exc
             except (socket.timeout, TimeoutError) as exc:
-                raise RemoteError(f"connection to {target.hostname}:{target.port} timed out after {self.timeout:g} s (--connect-timeout)") from exc
+                raise RemoteError(
+                    f"connection to {target.hostname}:{target.port} timed out after {self.timeout:g} s (--connect-timeout)"
+                ) from exc
             except OSError as exc:
                 raise RemoteError(f"cannot connect to {target.hostname}:{target.port}: {exc.strerror or exc}") from exc
             self._stack.callback(sock.close)
@@ -396,7 +428,9 @@ class Connector:
         options.ciphers = fast + [c for c in options.ciphers if c not in fast]
         known = self.known.trusted_types(target.known_hosts_name, known_files)
         if known:  # ask for a key type we already trust, as OpenSSH does
-            preferred = [t for t in options.key_types if t in known or (t.startswith("rsa-sha2") and "ssh-rsa" in known)]
+            preferred = [
+                t for t in options.key_types if t in known or (t.startswith("rsa-sha2") and "ssh-rsa" in known)
+            ]
             options.key_types = preferred + [t for t in options.key_types if t not in preferred]
         try:
             transport.start_client(timeout=wait)
@@ -407,8 +441,10 @@ class Connector:
             # paramiko's start_client returns at its timeout without raising; the missing session
             # then surfaces as "No existing session"
             if isinstance(sock, ProxySocket):
-                raise RemoteError(f"the ProxyCommand for {target.alias} ({target.ssh_config}) gave no SSH connection "
-                                  f"to {target.hostname}:{target.port} ({sock.describe_failure()})") from exc
+                raise RemoteError(
+                    f"the ProxyCommand for {target.alias} ({target.ssh_config}) gave no SSH connection "
+                    f"to {target.hostname}:{target.port} ({sock.describe_failure()})"
+                ) from exc
             silent = ("banner", "timed out", "no existing session")
             if any(word in text.lower() for word in silent) or isinstance(cause, (socket.timeout, TimeoutError)):
                 raise RemoteError(
@@ -422,8 +458,9 @@ class Connector:
 
     def _check_host_key(self, target: Target, key: paramiko.PKey, files: set[str]) -> None:
         name = target.known_hosts_name
-        if not self.known.check(name, key.get_name(), key.asbytes(), fingerprint(key), files=files,
-                                accept_new=self.accept_new):
+        if not self.known.check(
+            name, key.get_name(), key.asbytes(), fingerprint(key), files=files, accept_new=self.accept_new
+        ):
             self._record(name, key, target)
 
     def _record(self, name: str, key: paramiko.PKey, target: Target) -> None:

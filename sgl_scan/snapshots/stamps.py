@@ -90,7 +90,7 @@ def _load(path: Path) -> dict:
         return {}
     head = len(MAGIC) + _DIGEST
     payload = data[head:]
-    if not data.startswith(MAGIC) or hashlib.sha256(payload).digest() != data[len(MAGIC):head]:
+    if not data.startswith(MAGIC) or hashlib.sha256(payload).digest() != data[len(MAGIC) : head]:
         return {}
     try:
         value = pickle.loads(payload)

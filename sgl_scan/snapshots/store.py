@@ -87,8 +87,17 @@ def source_identity(source: Mapping) -> dict:
     return {key: value for key, value in source.items() if key not in VOLATILE_SOURCE_KEYS}
 
 
-def content_key(*, source_kind: str, source: Mapping, root: str, scope: str, git: GitState | None,
-                patch: str | None, skipped: tuple[SkippedFile, ...], files: tuple[FileEntry, ...] | list[FileEntry]) -> str:
+def content_key(
+    *,
+    source_kind: str,
+    source: Mapping,
+    root: str,
+    scope: str,
+    git: GitState | None,
+    patch: str | None,
+    skipped: tuple[SkippedFile, ...],
+    files: tuple[FileEntry, ...] | list[FileEntry],
+) -> str:
     """The digest of what a snapshot is: two snapshots with one key hold the same thing from the same place.
 
     `git` is as the manifest records it (a patch without a repository is `GitState(commit="", dirty=True)`),
@@ -96,7 +105,10 @@ def content_key(*, source_kind: str, source: Mapping, root: str, scope: str, git
     """
     with_mtime = source_kind in MTIME_KINDS
     data = {
-        "kind": source_kind, "source": source_identity(source), "root": root, "scope": scope,
+        "kind": source_kind,
+        "source": source_identity(source),
+        "root": root,
+        "scope": scope,
         "git": [git.commit, git.branch, git.dirty] if git else None,
         "patch": hashlib.sha256(patch.encode("utf-8", "surrogateescape")).hexdigest() if patch else None,
         "skipped": [[s.path, s.reason] for s in skipped],
@@ -145,8 +157,11 @@ def _hash_file(path: str | Path) -> tuple[int, str]:
 
 def source_group(manifest: Manifest) -> str:
     """What `gc --keep N` counts snapshots per: source kind, identity, root and scope."""
-    return json.dumps([manifest.source_kind, source_identity(manifest.source), manifest.root, manifest.scope],
-                      sort_keys=True, default=str)
+    return json.dumps(
+        [manifest.source_kind, source_identity(manifest.source), manifest.root, manifest.scope],
+        sort_keys=True,
+        default=str,
+    )
 
 
 @dataclass(frozen=True)
@@ -226,7 +241,9 @@ class Store:
         if ref == "latest":
             found = self.latest_id()
             if found is None:
-                raise SnapshotError(f"no snapshots in {self.root}; pull one first (e.g. sgl-scan snapshot pull --pip sglang==0.5.23)")
+                raise SnapshotError(
+                    f"no snapshots in {self.root}; pull one first (e.g. sgl-scan snapshot pull --pip sglang==0.5.23)"
+                )
             return found
         ids = self.ids()
         if ref in ids:
@@ -293,8 +310,16 @@ class Store:
                 patch = (snapshot.folder / PATCH_FILE).read_text(encoding="utf-8", errors="surrogateescape")
             except OSError:
                 return None
-        return content_key(source_kind=m.source_kind, source=m.source, root=m.root, scope=m.scope, git=m.git,
-                           patch=patch, skipped=m.skipped, files=m.files)
+        return content_key(
+            source_kind=m.source_kind,
+            source=m.source,
+            root=m.root,
+            scope=m.scope,
+            git=m.git,
+            patch=patch,
+            skipped=m.skipped,
+            files=m.files,
+        )
 
     def find_same(self, key: str) -> Snapshot | None:
         """The stored snapshot whose content key is `key` and whose files still match their sha256, or None.
@@ -386,7 +411,9 @@ class Store:
             yield stage
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
-                raise SnapshotError(f"disk full while writing the snapshot under {self.root}; nothing was stored") from exc
+                raise SnapshotError(
+                    f"disk full while writing the snapshot under {self.root}; nothing was stored"
+                ) from exc
             raise
         finally:
             stage.close()
@@ -551,8 +578,9 @@ class Stage:
             self._dirs.add(parent)
         return target
 
-    def write(self, path: str, data: bytes | BinaryIO, *, mtime: float | None = None,
-              max_size: int | None = None) -> FileEntry:
+    def write(
+        self, path: str, data: bytes | BinaryIO, *, mtime: float | None = None, max_size: int | None = None
+    ) -> FileEntry:
         """Store one file (bytes or a readable stream), hashing as it goes."""
         target = self._target(path)
         digest = hashlib.sha256()
@@ -627,8 +655,9 @@ class Stage:
             import shutil  # loaded only when a blob must be copied
 
             shutil.copyfile(source, target)
-        new = FileEntry(path=entry.path, size=entry.size, sha256=entry.sha256,
-                        mtime=entry.mtime if mtime is None else mtime)
+        new = FileEntry(
+            path=entry.path, size=entry.size, sha256=entry.sha256, mtime=entry.mtime if mtime is None else mtime
+        )
         self.files[entry.path] = new
         return new
 
@@ -643,9 +672,18 @@ class Stage:
                 return found
         return None
 
-    def commit(self, *, source_kind: str, source: Mapping, root: str, scope: str,
-               git: GitState | None = None, patch: str | None = None,
-               skipped: tuple[SkippedFile, ...] = (), now: datetime | None = None) -> Snapshot:
+    def commit(
+        self,
+        *,
+        source_kind: str,
+        source: Mapping,
+        root: str,
+        scope: str,
+        git: GitState | None = None,
+        patch: str | None = None,
+        skipped: tuple[SkippedFile, ...] = (),
+        now: datetime | None = None,
+    ) -> Snapshot:
         """Write the manifest, share blobs and rename into place under a fresh id."""
         self.flush()
         if not self.files:
@@ -655,8 +693,16 @@ class Stage:
             (self.folder / PATCH_FILE).write_text(patch, encoding="utf-8", errors="surrogateescape")
         git = recorded_git(git, patch)
         files = tuple(sorted(self.files.values(), key=lambda e: e.path))
-        key = content_key(source_kind=source_kind, source=source, root=root, scope=scope, git=git, patch=patch,
-                          skipped=tuple(skipped), files=files)
+        key = content_key(
+            source_kind=source_kind,
+            source=source,
+            root=root,
+            scope=scope,
+            git=git,
+            patch=patch,
+            skipped=tuple(skipped),
+            files=files,
+        )
         version = self.version()
         with self.store.lock():
             same = self.store.find_same(key)
@@ -665,9 +711,16 @@ class Stage:
                 return replace(same, pulled=PullInfo(reused=True, unchanged=len(same.manifest.files)))
             snap_id = self.store.new_id(source_kind, version, now)
             manifest = Manifest(
-                id=snap_id, source_kind=source_kind, source=dict(source), root=root, sglang_version=version,
-                scope=scope, created=now.isoformat(timespec="microseconds"),
-                files=files, git=git, skipped=tuple(skipped),
+                id=snap_id,
+                source_kind=source_kind,
+                source=dict(source),
+                root=root,
+                sglang_version=version,
+                scope=scope,
+                created=now.isoformat(timespec="microseconds"),
+                files=files,
+                git=git,
+                skipped=tuple(skipped),
             )
             raw = manifest.to_json().encode()
             (self.folder / MANIFEST_FILE).write_bytes(raw)
@@ -679,8 +732,11 @@ class Stage:
             self.committed = True
         log.info("stored snapshot %s (%d files)", snap_id, len(manifest.files))
         unchanged = len(self.reused) + shared
-        return Snapshot(manifest=manifest, folder=final,
-                        pulled=PullInfo(reused=False, pulled=len(files) - unchanged, unchanged=unchanged))
+        return Snapshot(
+            manifest=manifest,
+            folder=final,
+            pulled=PullInfo(reused=False, pulled=len(files) - unchanged, unchanged=unchanged),
+        )
 
     def _share_blobs(self) -> int:
         """Hard-link each new tree file with its blob (creating the blob when new); read-only.
@@ -706,7 +762,9 @@ class Stage:
                         os.replace(tmp, path)
                         shared += entry.sha256 not in created
                     else:  # a damaged blob must not spread: the fresh file becomes the blob
-                        log.warning("blob %s is damaged; replacing it with the fresh copy of %s", entry.sha256, entry.path)
+                        log.warning(
+                            "blob %s is damaged; replacing it with the fresh copy of %s", entry.sha256, entry.path
+                        )
                         os.link(path, tmp)
                         os.replace(tmp, blob)
             except OSError as exc:

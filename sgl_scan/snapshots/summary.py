@@ -83,8 +83,11 @@ def latest_note(manifest: Manifest, marked: float | None, *, implicit: bool = Tr
     the tree line beside it says what that tree is."""
     from datetime import datetime, timezone
 
-    when = (f"latest since {datetime.fromtimestamp(marked, timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}" if marked is not None
-            else f"pulled {manifest.created[:16].replace('T', ' ')} UTC")
+    when = (
+        f"latest since {datetime.fromtimestamp(marked, timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}"
+        if marked is not None
+        else f"pulled {manifest.created[:16].replace('T', ' ')} UTC"
+    )
     why = "no source was named; this is" if implicit else "--snapshot latest is"
     return f"latest: {why} the tree last pulled or scanned, {when}"
 

@@ -46,7 +46,6 @@ class Limits:
             max_file_size=params.get("max_file_size") or base.max_file_size,
         )
 
-
     def check_totals(self, files: int, size: int) -> None:
         """Refuse a selection of `files` files holding `size` bytes (declared sizes, before any read)."""
         if files > self.max_files:
@@ -101,6 +100,7 @@ def extract_stream(
     once. Returns the member names in stream order.
     """
     import tarfile  # here: a re-pull with nothing to fetch never reads a tar stream
+
     data_filter = getattr(tarfile, "data_filter", None)
 
     received: list[str] = []

@@ -71,6 +71,7 @@ def _locked(path: Path) -> Iterator[None]:
 
 def _archives(folder: Path, version: str | None = None) -> list[Path]:
     """sglang wheels and sdists in `folder` (of exactly `version` when given)."""
+
     def wanted(name: str) -> bool:
         if not name.endswith(ARCHIVE_SUFFIXES):
             return False
@@ -117,8 +118,9 @@ def _written_by_us(folder: Path, path: Path) -> bool:
         return False
 
 
-def run_with_ticker(cmd: list[str], what: str, progress: Progress | None, interval: float = 0.5,
-                    timeout: float | None = None) -> subprocess.CompletedProcess:
+def run_with_ticker(
+    cmd: list[str], what: str, progress: Progress | None, interval: float = 0.5, timeout: float | None = None
+) -> subprocess.CompletedProcess:
     """Run `cmd` (output captured); meanwhile `progress` says `what` and the seconds elapsed, so a
     download that gives no output of its own does not look stuck on a terminal. Past `timeout`
     seconds the command is killed and SnapshotError says so (an index that never answers)."""
@@ -158,7 +160,9 @@ def fetch_archive(spec: str, progress: Progress | None = None, timeout: float = 
     if not spec.strip().lower().startswith("sglang"):
         raise ConfigError(f"--pip expects an sglang requirement such as sglang==0.5.23, not {spec!r}")
     if not _SPEC.match(spec):
-        raise ConfigError(f"--pip takes sglang with version clauses only (sglang==0.5.23, sglang>=0.5,<0.6), not {spec!r}")
+        raise ConfigError(
+            f"--pip takes sglang with version clauses only (sglang==0.5.23, sglang>=0.5,<0.6), not {spec!r}"
+        )
     folder = downloads_folder()
     pin = _PIN.match(spec)
     with _locked(folder / ".download.lock"):
@@ -168,14 +172,27 @@ def fetch_archive(spec: str, progress: Progress | None = None, timeout: float = 
                     log.info("using cached %s", cached.name)
                     return cached
                 if not _written_by_us(folder, cached):  # nothing of the user's is ever deleted
-                    raise SnapshotError(f"{cached} does not open as an archive, and sgl-scan did not download it "
-                                        f"(or it changed since); it is left alone: remove or move it, or set "
-                                        f"SGLSCAN_DOWNLOADS to another folder")
+                    raise SnapshotError(
+                        f"{cached} does not open as an archive, and sgl-scan did not download it "
+                        f"(or it changed since); it is left alone: remove or move it, or set "
+                        f"SGLSCAN_DOWNLOADS to another folder"
+                    )
                 log.warning("cached %s is damaged; downloading it again", cached.name)
                 cached.unlink()
         before = {p: p.stat().st_mtime_ns for p in _archives(folder)}
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
-               "--disable-pip-version-check", "-d", str(folder), spec]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-d",
+            str(folder),
+            spec,
+        ]
         log.info("running %s", " ".join(cmd))
         result = run_with_ticker(cmd, f"downloading {spec} from the package index", progress, timeout=timeout)
         if result.returncode != 0:
@@ -183,7 +200,9 @@ def fetch_archive(spec: str, progress: Progress | None = None, timeout: float = 
             hint = ""
             if any("No matching distribution" in line for line in lines):
                 hint = _no_match_hint(spec, result.stderr)
-            raise SnapshotError(f"pip download {spec} failed: {lines[-1] if lines else 'exit ' + str(result.returncode)}{hint}")
+            raise SnapshotError(
+                f"pip download {spec} failed: {lines[-1] if lines else 'exit ' + str(result.returncode)}{hint}"
+            )
         after = _archives(folder, pin.group(1) if pin else None)
         fresh = [p for p in after if before.get(p) != p.stat().st_mtime_ns] or after
         if not fresh:
@@ -202,8 +221,10 @@ def _zip_entries_within(handle, limit: int) -> None:
         return  # not a zip: ZipFile says so
     size_cd, offset_end = endrec[zipfile._ECD_SIZE], endrec[zipfile._ECD_LOCATION]
     if endrec[zipfile._ECD_ENTRIES_TOTAL] > limit:
-        raise SnapshotError(f"the archive lists {endrec[zipfile._ECD_ENTRIES_TOTAL]} entries, more than "
-                            f"--max-files {limit}; refusing it")
+        raise SnapshotError(
+            f"the archive lists {endrec[zipfile._ECD_ENTRIES_TOTAL]} entries, more than "
+            f"--max-files {limit}; refusing it"
+        )
     position, end, count = offset_end - size_cd, offset_end, 0
     while position + 46 <= end:
         handle.seek(position)
@@ -231,14 +252,23 @@ class MemberStream:
         size = MEMBER_CHUNK if size is None or size < 0 else min(size, MEMBER_CHUNK)
         try:
             data = self.stream.read(min(size, self.left + 1))
-        except (zipfile.BadZipFile, zlib.error, EOFError, tarfile.TarError, OSError, NotImplementedError,
-                RuntimeError) as exc:
-            raise SnapshotError(f"{self.archive}: member {self.name!r} is damaged or hostile ({exc}); refusing "
-                                f"the archive") from exc
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            EOFError,
+            tarfile.TarError,
+            OSError,
+            NotImplementedError,
+            RuntimeError,
+        ) as exc:
+            raise SnapshotError(
+                f"{self.archive}: member {self.name!r} is damaged or hostile ({exc}); refusing the archive"
+            ) from exc
         self.left -= len(data)
         if self.left < 0:
-            raise SnapshotError(f"{self.archive}: member {self.name!r} holds more than it declares; refusing the "
-                                f"archive")
+            raise SnapshotError(
+                f"{self.archive}: member {self.name!r} holds more than it declares; refusing the archive"
+            )
         return data
 
     def close(self) -> None:
@@ -267,7 +297,7 @@ class Archive:
                     _zip_entries_within(handle, max_files)
                 self._zip = zipfile.ZipFile(path)
                 names = [(i.filename, i.file_size, i) for i in self._zip.infolist() if not i.is_dir()]
-                opener = lambda info: (lambda: self._zip.open(info))  # noqa: E731
+                opener = lambda info: lambda: self._zip.open(info)  # noqa: E731
             else:
                 self._tar = tarfile.open(path)
                 names = []
@@ -276,14 +306,22 @@ class Archive:
                         raise SnapshotError(f"{path.name} lists more than --max-files {max_files} entries; refusing it")
                     if member.isreg():
                         names.append((member.name, member.size, member))
-                opener = lambda member: (lambda: self._tar.extractfile(member))  # noqa: E731
-        except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, struct.error,
-                ValueError, NotImplementedError) as exc:
+                opener = lambda member: lambda: self._tar.extractfile(member)  # noqa: E731
+        except (
+            OSError,
+            zipfile.BadZipFile,
+            tarfile.TarError,
+            EOFError,
+            zlib.error,
+            struct.error,
+            ValueError,
+            NotImplementedError,
+        ) as exc:
             raise SnapshotError(f"cannot read {path.name}: {exc}") from exc
         prefix = self._package_prefix([n for n, _, _ in names])
         for name, size, ref in names:
             if name.startswith(prefix):
-                rel = name[len(prefix):]
+                rel = name[len(prefix) :]
                 self.members[rel] = opener(ref)
                 self.sizes[rel] = size
 
@@ -298,10 +336,18 @@ class Archive:
         """The member as a bounded stream (at most its declared size)."""
         try:
             stream = self.members[rel]()
-        except (zipfile.BadZipFile, zlib.error, EOFError, tarfile.TarError, OSError, NotImplementedError,
-                RuntimeError) as exc:
-            raise SnapshotError(f"{self.path.name}: member {rel!r} cannot be opened ({exc}); refusing the "
-                                f"archive") from exc
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            EOFError,
+            tarfile.TarError,
+            OSError,
+            NotImplementedError,
+            RuntimeError,
+        ) as exc:
+            raise SnapshotError(
+                f"{self.path.name}: member {rel!r} cannot be opened ({exc}); refusing the archive"
+            ) from exc
         return MemberStream(stream, rel, self.path.name, self.sizes[rel])
 
     def read(self, rel: str) -> bytes:
@@ -326,7 +372,9 @@ def pull_pip(params: Mapping, *, store: Store | None = None, progress: Progress 
     chosen, oversized = scopes.select_streamed(
         archive.members, scope, archive.sizes.__getitem__, archive.open, limits.max_file_size
     )
-    skipped = [SkippedFile(rel, f"larger than --max-file-size ({human(size)}); not searched") for rel, size in oversized]
+    skipped = [
+        SkippedFile(rel, f"larger than --max-file-size ({human(size)}); not searched") for rel, size in oversized
+    ]
     kept = [rel for rel in chosen if archive.sizes[rel] <= limits.max_file_size]
     limits.check_totals(len(kept), sum(archive.sizes[rel] for rel in kept))
     digest = hashlib.sha256()

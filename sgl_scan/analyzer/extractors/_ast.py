@@ -103,8 +103,13 @@ def statement_lines(body: Sequence[ast.stmt]) -> list[list[ast.stmt]]:
     """A body's statements grouped as libcst's statement lines (`a = 1; b = 2` is one line)."""
     out: list[list[ast.stmt]] = []
     for statement in body:
-        if out and isinstance(out[-1][-1], ast.stmt) and not _compound(out[-1][-1]) and not _compound(statement) \
-                and statement.lineno == (out[-1][-1].end_lineno or out[-1][-1].lineno):
+        if (
+            out
+            and isinstance(out[-1][-1], ast.stmt)
+            and not _compound(out[-1][-1])
+            and not _compound(statement)
+            and statement.lineno == (out[-1][-1].end_lineno or out[-1][-1].lineno)
+        ):
             out[-1].append(statement)
         else:
             out.append([statement])
@@ -331,5 +336,18 @@ def suite_workers(resolver: Resolver, body: Sequence[ast.stmt]) -> tuple[list[Wo
     return workers, fallthrough
 
 
-__all__ = ["Resolver", "ScopedWalker", "Source", "call_arguments", "children", "dotted", "last_name", "statement_lines", "statement_workers",
-           "string_value", "string_values", "suite_workers", "walk_no_defs"]
+__all__ = [
+    "Resolver",
+    "ScopedWalker",
+    "Source",
+    "call_arguments",
+    "children",
+    "dotted",
+    "last_name",
+    "statement_lines",
+    "statement_workers",
+    "string_value",
+    "string_values",
+    "suite_workers",
+    "walk_no_defs",
+]

@@ -50,7 +50,11 @@ def module_constants(tree: ast.Module) -> dict[str, ast.AST]:
                         for name in ast.walk(target):
                             if isinstance(name, ast.Name):
                                 seen.setdefault(name.id, []).extend([statement, statement])
-            elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+            elif (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and statement.value is not None
+            ):
                 seen.setdefault(statement.target.id, []).append(statement.value)
             elif isinstance(statement, ast.AugAssign) and isinstance(statement.target, ast.Name):
                 seen.setdefault(statement.target.id, []).extend([statement, statement])
@@ -59,6 +63,7 @@ def module_constants(tree: ast.Module) -> dict[str, ast.AST]:
                 read(statement.orelse)
                 for handler in getattr(statement, "handlers", ()):
                     read(handler.body)
+
     read(tree.body)
     return {name: values[0] for name, values in seen.items() if len(values) == 1}
 
@@ -125,7 +130,12 @@ class Bindings:
             value = self.value_of(node.id)
             if value is not None and isinstance(value, (ast.Name, ast.Attribute)):
                 return self.algo_class(value, depth + 1)  # `SA = SpeculativeAlgorithm`
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" and self.in_algo_class:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "type"
+            and self.in_algo_class
+        ):
             return True
         if not isinstance(node, (ast.Name, ast.Attribute)):
             return False
@@ -137,8 +147,12 @@ class Bindings:
         """The member `node` denotes (`SA.X`, a constant holding one)."""
         if node is None or depth > _DEPTH:
             return None
-        if isinstance(node, ast.Attribute) and self.algo_class(node.value) and not node.attr.startswith("_") \
-                and node.attr not in _VALUE_METHODS:
+        if (
+            isinstance(node, ast.Attribute)
+            and self.algo_class(node.value)
+            and not node.attr.startswith("_")
+            and node.attr not in _VALUE_METHODS
+        ):
             return node.attr
         if isinstance(node, ast.Subscript) and self.algo_class(node.value):
             key = node.slice
@@ -160,8 +174,13 @@ class Bindings:
         if isinstance(node, ast.Name):
             value = self.value_of(node.id)
             return self.members(value, depth + 1) if value is not None else None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WRAPPERS \
-                and len(node.args) == 1 and not node.keywords:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _WRAPPERS
+            and len(node.args) == 1
+            and not node.keywords
+        ):
             return self.members(node.args[0], depth + 1)
         if isinstance(node, ast.Dict) and node.keys and None not in node.keys:
             return self._all(node.keys, depth)  # `x in {SA.EAGLE: ..., ...}` tests the keys
@@ -172,8 +191,11 @@ class Bindings:
     def _all(self, elements, depth: int) -> tuple[str, ...] | None:
         out: list[str] = []
         for element in elements:
-            found = self.members(element, depth + 1) if isinstance(element, ast.Name) else \
-                ((m,) if (m := self.member(element, depth + 1)) is not None else None)
+            found = (
+                self.members(element, depth + 1)
+                if isinstance(element, ast.Name)
+                else ((m,) if (m := self.member(element, depth + 1)) is not None else None)
+            )
             if found is None:
                 return None
             out.extend(found)
@@ -194,8 +216,13 @@ class Bindings:
         if isinstance(node, ast.Name):
             value = self.value_of(node.id)
             return self.strings(value, depth + 1) if value is not None else None
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _WRAPPERS \
-                and len(node.args) == 1 and not node.keywords:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _WRAPPERS
+            and len(node.args) == 1
+            and not node.keywords
+        ):
             return self.strings(node.args[0], depth + 1)
         if isinstance(node, ast.Dict) and node.keys and None not in node.keys:
             return self._strings_of(node.keys, depth)

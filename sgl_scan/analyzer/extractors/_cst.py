@@ -11,6 +11,7 @@ import libcst.metadata as meta
 from sgl_scan.analyzer.extractors._names import NameResolution
 from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME, Trigger  # noqa: F401  (re-exported)
 from sgl_scan.analyzer.extractors.records import At
+
 _SPACE = re.compile(r"\s+")
 TEXT_LIMIT = 200
 
@@ -48,7 +49,11 @@ def string_values(node: cst.CSTNode | None) -> tuple[str, ...] | None:
     single = string_value(node)
     if single is not None:
         return (single,)
-    if isinstance(node, cst.Call) and dotted(node.func) in ("frozenset", "set", "tuple", "list") and len(node.args) == 1:
+    if (
+        isinstance(node, cst.Call)
+        and dotted(node.func) in ("frozenset", "set", "tuple", "list")
+        and len(node.args) == 1
+    ):
         return string_values(node.args[0].value)
     if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
         out = []
@@ -114,7 +119,9 @@ class Resolver(NameResolution):
     than libcst's scope analysis and enough for the names the extractors resolve.
     """
 
-    def __init__(self, wrapper: meta.MetadataWrapper, module_name: str, line_map: tuple[int, ...] | None = None) -> None:
+    def __init__(
+        self, wrapper: meta.MetadataWrapper, module_name: str, line_map: tuple[int, ...] | None = None
+    ) -> None:
         super().__init__(module_name)
         self.module = wrapper.module
         self.positions = wrapper.resolve(meta.PositionProvider)

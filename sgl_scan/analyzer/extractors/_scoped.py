@@ -30,8 +30,12 @@ class ScopedVisitor(cst.CSTVisitor):
         return any_hit(self._hits, start, rng.end.line)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if (self._hits is not None and not self._unpruned_depth
-                and isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)) and not self._relevant(node)):
+        if (
+            self._hits is not None
+            and not self._unpruned_depth
+            and isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement))
+            and not self._relevant(node)
+        ):
             self._pruned.add(id(node))
             return False
         if isinstance(node, cst.ClassDef) and ALGO_CLASS_NAME.search(node.name.value):

@@ -144,9 +144,21 @@ def any_hit(hits: list[int], first: int, last: int) -> bool:
 
 
 # The triggers of the libcst extractors: a process learns which files need libcst without loading it.
-ALGORITHM_CLASS_TRIGGER = Trigger(r"class\s+\w*[Ss]pec\w*[Aa]lgo", r"ALIAS\w*\s*(?::[^=\n]*)?=", r"spec_class\s*=",
-                                  r"class\s+\w+\([^)\n]*[Ss]pec\w*[Aa]lgo")  # a plugin's spec class, named or derived
-OPTIONS_TRIGGER = Trigger(r"--speculative-algorithm[\"']", r"speculative_algorithm[ \t]*:[ \t]*(?:A|Annotated)\[",
-                          r"def[ \t]+add_\w+_choices\b", r"add_(?<![^\n]add_)\w+_choices\b")
-REGISTRATION_TRIGGER = Trigger(r"Spec\w*Algo\w*\.register\(", r"spec\w*algo\w*\.register\(", r"register_\w*(?:algo|spec)\w*\(",
-                               r"Spec\w*Algo\w*\s+as\s+\w+")  # `import SpeculativeAlgorithm as SA` ... `SA.register(`
+ALGORITHM_CLASS_TRIGGER = Trigger(
+    r"class\s+\w*[Ss]pec\w*[Aa]lgo",
+    r"ALIAS\w*\s*(?::[^=\n]*)?=",
+    r"spec_class\s*=",
+    r"class\s+\w+\([^)\n]*[Ss]pec\w*[Aa]lgo",
+)  # a plugin's spec class, named or derived
+OPTIONS_TRIGGER = Trigger(
+    r"--speculative-algorithm[\"']",
+    r"speculative_algorithm[ \t]*:[ \t]*(?:A|Annotated)\[",
+    r"def[ \t]+add_\w+_choices\b",
+    r"add_(?<![^\n]add_)\w+_choices\b",
+)
+REGISTRATION_TRIGGER = Trigger(
+    r"Spec\w*Algo\w*\.register\(",
+    r"spec\w*algo\w*\.register\(",
+    r"register_\w*(?:algo|spec)\w*\(",
+    r"Spec\w*Algo\w*\s+as\s+\w+",
+)  # `import SpeculativeAlgorithm as SA` ... `SA.register(`

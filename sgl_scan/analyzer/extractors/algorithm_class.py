@@ -28,8 +28,13 @@ from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
 from sgl_scan.analyzer.extractors._text import ALGORITHM_CLASS_TRIGGER
 from sgl_scan.analyzer.extractors.records import AlgoClassRecord, ConstStrings, PredicateBody
 
-_ENUM_FORMS = {"enum.IntEnum": "IntEnum", "enum.Enum": "Enum", "enum.StrEnum": "Enum", "enum.IntFlag": "IntEnum",
-               "enum.Flag": "Enum"}
+_ENUM_FORMS = {
+    "enum.IntEnum": "IntEnum",
+    "enum.Enum": "Enum",
+    "enum.StrEnum": "Enum",
+    "enum.IntFlag": "IntEnum",
+    "enum.Flag": "Enum",
+}
 _ALIAS_CONST = re.compile(r"(?i)alias")
 
 
@@ -38,7 +43,11 @@ def _module_constants(module: cst.Module) -> dict[str, cst.CSTNode]:
     found: dict[str, cst.CSTNode] = {}
     for statement in module.body:
         for small in small_statements(statement):
-            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+            ):
                 found[small.targets[0].target.value] = small.value
             elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
                 found[small.target.value] = small.value
@@ -53,7 +62,11 @@ def _collection(node: cst.CSTNode, constants: dict[str, cst.CSTNode], depth: int
         return None
     if isinstance(node, cst.Name) and node.value in constants:
         return _collection(constants[node.value], constants, depth + 1)
-    if isinstance(node, cst.Call) and dotted(node.func) in ("frozenset", "set", "tuple", "list") and len(node.args) == 1:
+    if (
+        isinstance(node, cst.Call)
+        and dotted(node.func) in ("frozenset", "set", "tuple", "list")
+        and len(node.args) == 1
+    ):
         return _collection(node.args[0].value, constants, depth + 1)
     return None
 
@@ -116,7 +129,11 @@ class _BoolParser:
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             target = node.comparisons[0]
             left, right, op = node.left, target.comparator, target.operator
-            if isinstance(right, cst.Name) and right.value in ("True", "False") and isinstance(op, (cst.Is, cst.Equal, cst.IsNot, cst.NotEqual)):
+            if (
+                isinstance(right, cst.Name)
+                and right.value in ("True", "False")
+                and isinstance(op, (cst.Is, cst.Equal, cst.IsNot, cst.NotEqual))
+            ):
                 inner = self.parse(left)  # `self.is_x() is False`
                 if inner is None:
                     return None
@@ -176,7 +193,9 @@ def _short(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _statements_expr(body: list, self_name: str, class_name: str, constants: dict) -> tuple[tuple | None, cst.CSTNode | None]:
+def _statements_expr(
+    body: list, self_name: str, class_name: str, constants: dict
+) -> tuple[tuple | None, cst.CSTNode | None]:
     """A predicate body of a few statements as one bool expression: local constants (`family = (...)`),
     `if <test>: return <expr>` cases, then `return <expr>`; (None, the last return's value) when any
     statement is another kind or any part is not read."""
@@ -185,8 +204,13 @@ def _statements_expr(body: list, self_name: str, class_name: str, constants: dic
     last = None
     for index, statement in enumerate(body):
         smalls = small_statements(statement)
-        if len(smalls) == 1 and isinstance(smalls[0], cst.Assign) and len(smalls[0].targets) == 1 \
-                and isinstance(smalls[0].targets[0].target, cst.Name) and not cases:
+        if (
+            len(smalls) == 1
+            and isinstance(smalls[0], cst.Assign)
+            and len(smalls[0].targets) == 1
+            and isinstance(smalls[0].targets[0].target, cst.Name)
+            and not cases
+        ):
             local[smalls[0].targets[0].target.value] = smalls[0].value
             continue
         if isinstance(statement, cst.If) and statement.orelse is None:
@@ -196,7 +220,12 @@ def _statements_expr(body: list, self_name: str, class_name: str, constants: dic
                 cases.append((statement.test, inner_smalls[0].value))
                 continue
             return None, None
-        if len(smalls) == 1 and isinstance(smalls[0], cst.Return) and smalls[0].value is not None and index == len(body) - 1:
+        if (
+            len(smalls) == 1
+            and isinstance(smalls[0], cst.Return)
+            and smalls[0].value is not None
+            and index == len(body) - 1
+        ):
             last = smalls[0].value
             break
         return None, None
@@ -235,9 +264,14 @@ class AlgorithmClassExtractor:
         spec_classes = _spec_class_names(wrapper.module, getattr(context, "text", None) or "")
         for statement in wrapper.module.body:
             if isinstance(statement, cst.ClassDef) and (
-                    ALGO_CLASS_NAME.search(statement.name.value) or statement.name.value in spec_classes
-                    or any(ALGO_CLASS_NAME.search((r.resolve(arg.value) or "").rpartition(".")[2])
-                           for arg in statement.bases if arg.keyword is None)):
+                ALGO_CLASS_NAME.search(statement.name.value)
+                or statement.name.value in spec_classes
+                or any(
+                    ALGO_CLASS_NAME.search((r.resolve(arg.value) or "").rpartition(".")[2])
+                    for arg in statement.bases
+                    if arg.keyword is None
+                )
+            ):
                 record = self._class(r, statement, constants)
                 if record is not None:
                     out.append(record)
@@ -257,11 +291,17 @@ class AlgorithmClassExtractor:
         if not isinstance(target, cst.Name) or not _ALIAS_CONST.search(target.value):
             return None
         if isinstance(value, cst.Dict):  # `{"NEXTN": "EAGLE", ...}`: spellings and what each maps to
-            pairs = [(string_value(e.key), string_value(e.value)) for e in value.elements if isinstance(e, cst.DictElement)]
+            pairs = [
+                (string_value(e.key), string_value(e.value)) for e in value.elements if isinstance(e, cst.DictElement)
+            ]
             if not pairs or len(pairs) != len(value.elements) or any(k is None or v is None for k, v in pairs):
                 return None
-            return ConstStrings(**vars(r.at(node)), qualname=f"{r.module_name}.{target.value}",
-                                values=tuple(k for k, _ in pairs), targets=tuple(v for _, v in pairs))
+            return ConstStrings(
+                **vars(r.at(node)),
+                qualname=f"{r.module_name}.{target.value}",
+                values=tuple(k for k, _ in pairs),
+                targets=tuple(v for _, v in pairs),
+            )
         values = string_values(value)
         if values is None:
             return None
@@ -271,8 +311,14 @@ class AlgorithmClassExtractor:
         bases = tuple(r.resolve(arg.value) or r.text(arg.value) for arg in node.bases if arg.keyword is None)
         if "type" in bases:
             return None  # a metaclass, not the algorithm class
-        metaclass = next((r.resolve(arg.value) for arg in (*node.bases, *node.keywords)
-                          if arg.keyword and arg.keyword.value == "metaclass"), None)
+        metaclass = next(
+            (
+                r.resolve(arg.value)
+                for arg in (*node.bases, *node.keywords)
+                if arg.keyword and arg.keyword.value == "metaclass"
+            ),
+            None,
+        )
         form = next((_ENUM_FORMS[b] for b in bases if b in _ENUM_FORMS), None)
         statements = body_statements(node.body)
         members: list = []
@@ -294,27 +340,38 @@ class AlgorithmClassExtractor:
                     if len(smalls) == 1 and isinstance(smalls[0], cst.Return) and smalls[0].value is not None:
                         expr = _BoolParser(self_name, parser_name, constants).parse(smalls[0].value)
                         if expr is not None:
-                            predicates.append(PredicateBody(**vars(r.at(statement)), name=statement.name.value, expr=expr))
+                            predicates.append(
+                                PredicateBody(**vars(r.at(statement)), name=statement.name.value, expr=expr)
+                            )
                         elif PREDICATE_NAME.match(statement.name.value):
                             unread.append((statement.name.value, r.at(statement), r.text(smalls[0].value)))
                     elif body and PREDICATE_NAME.match(statement.name.value):
                         expr, last = _statements_expr(body, self_name, parser_name, constants)
                         if expr is not None:
-                            predicates.append(PredicateBody(**vars(r.at(statement)), name=statement.name.value, expr=expr))
+                            predicates.append(
+                                PredicateBody(**vars(r.at(statement)), name=statement.name.value, expr=expr)
+                            )
                         else:
                             shown = r.text(last) if last is not None else _short(r.text(body[-1]))
                             unread.append((statement.name.value, r.at(statement), shown))
                 if statement.name.value == "register":
                     for param in (*statement.params.params, *statement.params.kwonly_params):
                         if isinstance(param.default, (cst.Name, cst.Attribute)) and dotted(param.default) not in (
-                                "None", "True", "False"):
+                            "None",
+                            "True",
+                            "False",
+                        ):
                             register_defaults.append(r.resolve(param.default) or dotted(param.default))
                 alias_returns.extend(self._alias_returns(r, statement, parser_name))
                 continue
             if form is None:
                 continue
             for small in small_statements(statement):
-                if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                ):
                     name = small.targets[0].target.value
                     if name.startswith("_"):
                         continue
@@ -331,12 +388,21 @@ class AlgorithmClassExtractor:
         if form is None:
             form = "registry" if (metaclass or "register" in methods) and not members else "plain"
         at = r.at(node)
-        return AlgoClassRecord(**vars(at), qualname=f"{r.module_name}.{node.name.value}", name=node.name.value,
-                               form=form, bases=bases, metaclass=metaclass, members=tuple(members),
-                               predicates=tuple(predicates), methods=tuple(methods),
-                               register_defaults=tuple(d for d in register_defaults if d),
-                               alias_returns=tuple(alias_returns), unread_predicates=tuple(unread),
-                               member_aliases=tuple(member_aliases))
+        return AlgoClassRecord(
+            **vars(at),
+            qualname=f"{r.module_name}.{node.name.value}",
+            name=node.name.value,
+            form=form,
+            bases=bases,
+            metaclass=metaclass,
+            members=tuple(members),
+            predicates=tuple(predicates),
+            methods=tuple(methods),
+            register_defaults=tuple(d for d in register_defaults if d),
+            alias_returns=tuple(alias_returns),
+            unread_predicates=tuple(unread),
+            member_aliases=tuple(member_aliases),
+        )
 
     def _alias_returns(self, r: Resolver, function: cst.FunctionDef, class_name: str) -> list:
         """`if <x> in CONTAINER: return cls.MEMBER` inside a method (as in `from_string`)."""
@@ -357,7 +423,11 @@ class AlgorithmClassExtractor:
             value = smalls[0].value
             if isinstance(value, cst.Attribute) and dotted(value.value) in ("cls", class_name):
                 found.append((r.resolve(container) or dotted(container), last_name(value)))
-            elif isinstance(value, cst.Subscript) and dotted(value.value) in ("cls", class_name) and len(value.slice) == 1:
+            elif (
+                isinstance(value, cst.Subscript)
+                and dotted(value.value) in ("cls", class_name)
+                and len(value.slice) == 1
+            ):
                 key = value.slice[0].slice
                 key = key.value if isinstance(key, cst.Index) else None
                 if isinstance(key, cst.Subscript) and dotted(key.value) == dotted(container):

@@ -111,8 +111,14 @@ class _Finder:
                     continue
                 aliases = tuple(dict.fromkeys(v.upper() for v in literals if v.upper() != target.upper()))
                 if aliases:
-                    self.out.append(AliasResolver(**vars(self.r.at(node)), aliases=aliases, target=target.upper(),
-                                                  function=f"{self.r.module_name}.{qualname}"))
+                    self.out.append(
+                        AliasResolver(
+                            **vars(self.r.at(node)),
+                            aliases=aliases,
+                            target=target.upper(),
+                            function=f"{self.r.module_name}.{qualname}",
+                        )
+                    )
 
 
 class AliasResolverExtractor:

@@ -38,8 +38,10 @@ _PREDICATE = re.compile(r"^_?is_\w+$")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Every record starts from a node whose own source lines hold one of these words: a statement whose
 # lines (decorators included) hold none of them is not walked.
-_WORDS = re.compile("custom_mask|generate_attn_arg_prefill|capture_forward_mode|register_attention_backend|use_mla_backend"
-                    "|default_attn_backend|attention_backend")
+_WORDS = re.compile(
+    "custom_mask|generate_attn_arg_prefill|capture_forward_mode|register_attention_backend|use_mla_backend"
+    "|default_attn_backend|attention_backend"
+)
 _SETTINGS = ("attention_backend", "prefill_attention_backend", "decode_attention_backend")
 
 
@@ -74,7 +76,9 @@ class DefaultCall(At):
 
     function: str  # the enclosing function's qualname
     callee: str  # resolved
-    args: tuple[tuple[str, str], ...]  # (position "0".. or keyword, producer): "call:<qualified>" | "method:<name>" | "unread:<text>"
+    args: tuple[
+        tuple[str, str], ...
+    ]  # (position "0".. or keyword, producer): "call:<qualified>" | "method:<name>" | "unread:<text>"
 
 
 @dataclass(frozen=True)
@@ -121,12 +125,21 @@ class _Walker:
     # default chains ---------------------------------------------------------------------------
     def predicate(self, node: ast.AST) -> str | None:
         """The architecture predicate a conjunct tests, qualified, or None when it tests something else."""
-        if isinstance(node, ast.Call) and not node.args and not node.keywords and isinstance(node.func, (ast.Name, ast.Attribute)):
+        if (
+            isinstance(node, ast.Call)
+            and not node.args
+            and not node.keywords
+            and isinstance(node.func, (ast.Name, ast.Attribute))
+        ):
             name = self.r.last_name(node.func)
             if name and _PREDICATE.match(name):
                 return f"call:{self.r.resolve(node.func)}"
-        if isinstance(node, ast.Attribute) and _PREDICATE.match(node.attr) and isinstance(node.value, ast.Call) \
-                and not node.value.args:
+        if (
+            isinstance(node, ast.Attribute)
+            and _PREDICATE.match(node.attr)
+            and isinstance(node.value, ast.Call)
+            and not node.value.args
+        ):
             return f"platform:{self.r.resolve(node.value.func)}:{node.attr}"
         if isinstance(node, ast.Name) and node.id in self.vars:
             return self.vars[node.id]
@@ -150,7 +163,9 @@ class _Walker:
                 value = None
                 if isinstance(node, ast.Return):
                     value = node.value
-                elif isinstance(node, ast.Assign) and any(self.r.last_name(t) == "attention_backend" for t in node.targets):
+                elif isinstance(node, ast.Assign) and any(
+                    self.r.last_name(t) == "attention_backend" for t in node.targets
+                ):
                     value = node.value
                 for lit in _literals(value):
                     if lit not in found:
@@ -177,18 +192,36 @@ class _Walker:
             arch, conditions = self.arm(node.test)
             backends = self.backends(node.body)
             if backends:
-                self.out.append(DefaultArm(**vars(self.r.at(node.test)), function=function, family=family, arch=arch,
-                                           conditions=conditions, backends=backends, choices=self.choices(node.body),
-                                           mla_test=mla_test))
+                self.out.append(
+                    DefaultArm(
+                        **vars(self.r.at(node.test)),
+                        function=function,
+                        family=family,
+                        arch=arch,
+                        conditions=conditions,
+                        backends=backends,
+                        choices=self.choices(node.body),
+                        mla_test=mla_test,
+                    )
+                )
             if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
                 node = node.orelse[0]
                 continue
             if node.orelse:
                 backends = self.backends(node.orelse)
                 if backends:
-                    self.out.append(DefaultArm(**vars(self.r.at(node.orelse[0])), function=function, family=family,
-                                               arch="else", conditions=(), backends=backends, choices=self.choices(node.orelse),
-                                               mla_test=mla_test))
+                    self.out.append(
+                        DefaultArm(
+                            **vars(self.r.at(node.orelse[0])),
+                            function=function,
+                            family=family,
+                            arch="else",
+                            conditions=(),
+                            backends=backends,
+                            choices=self.choices(node.orelse),
+                            mla_test=mla_test,
+                        )
+                    )
             node = None
 
     # the walk ---------------------------------------------------------------------------------
@@ -222,15 +255,32 @@ class _Walker:
             for child in node.orelse:
                 self.walk(child, owner, function, guards + (f"not ({test})",))
             return
-        if isinstance(node, ast.Assign) and function and any(self.r.last_name(t) == "capture_forward_mode" for t in node.targets) \
-                and self.r.last_name(node.value) == "TARGET_VERIFY":
+        if (
+            isinstance(node, ast.Assign)
+            and function
+            and any(self.r.last_name(t) == "capture_forward_mode" for t in node.targets)
+            and self.r.last_name(node.value) == "TARGET_VERIFY"
+        ):
             self.out.append(VerifyGraphCapture(**vars(self.r.at(node)), owner=owner, function=function))
         how = _mask_read(node)
         if how is not None and function:
             use, bound = self.use(node)
-            self.out.append(MaskRead(**vars(self.r.at(node)), owner=owner, function=function, guards=guards, how=how,
-                                     use=use, bound=bound))
-        if isinstance(node, ast.Call) and function and (self.r.last_name(node.func) or "").endswith("default_attn_backend"):
+            self.out.append(
+                MaskRead(
+                    **vars(self.r.at(node)),
+                    owner=owner,
+                    function=function,
+                    guards=guards,
+                    how=how,
+                    use=use,
+                    bound=bound,
+                )
+            )
+        if (
+            isinstance(node, ast.Call)
+            and function
+            and (self.r.last_name(node.func) or "").endswith("default_attn_backend")
+        ):
             self.default_call(node, f"{owner}.{function}" if owner else function)
         if self.provider and isinstance(node, ast.Assign):
             self.override(node, f"{owner}.{function}" if owner else function, guards)
@@ -260,7 +310,9 @@ class _Walker:
                 return "passed", ""
             if isinstance(parent, ast.Call) and child is not parent.func or isinstance(parent, ast.keyword):
                 return "passed", ""
-            if isinstance(parent, (ast.BoolOp, ast.UnaryOp)) and isinstance(parents.get(id(parent)), (ast.If, ast.While, ast.Assert)):
+            if isinstance(parent, (ast.BoolOp, ast.UnaryOp)) and isinstance(
+                parents.get(id(parent)), (ast.If, ast.While, ast.Assert)
+            ):
                 return "tested", ""
             child, parent = parent, parents.get(id(parent))
         if isinstance(parent, (ast.If, ast.While, ast.Assert)) and child is parent.test:
@@ -289,7 +341,11 @@ class _Walker:
                     if self.use(load, depth + 1, seen | set(names))[0] == "passed":
                         return "passed", ""
             return "dropped", ", ".join(names)
-        if isinstance(parent, (ast.Expr, ast.Pass)) and child is getattr(parent, "value", None) and not isinstance(child, ast.Call):
+        if (
+            isinstance(parent, (ast.Expr, ast.Pass))
+            and child is getattr(parent, "value", None)
+            and not isinstance(child, ast.Call)
+        ):
             return "dropped", ""
         return "passed", ""
 
@@ -297,12 +353,23 @@ class _Walker:
     def producer(self, node: ast.AST) -> str:
         value = node
         if isinstance(node, ast.Name) and self.function_node is not None:
-            bound = [s.value for s in ast.walk(self.function_node) if isinstance(s, ast.Assign) and len(s.targets) == 1
-                     and isinstance(s.targets[0], ast.Name) and s.targets[0].id == node.id]
+            bound = [
+                s.value
+                for s in ast.walk(self.function_node)
+                if isinstance(s, ast.Assign)
+                and len(s.targets) == 1
+                and isinstance(s.targets[0], ast.Name)
+                and s.targets[0].id == node.id
+            ]
             if len(bound) == 1:
                 value = bound[0]
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
-                and value.func.value.id == "self" and not value.args:
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and isinstance(value.func.value, ast.Name)
+            and value.func.value.id == "self"
+            and not value.args
+        ):
             return f"method:{value.func.attr}"
         if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
             resolved = self.r.resolve(value.func)
@@ -313,27 +380,42 @@ class _Walker:
     def default_call(self, node: ast.Call, function: str) -> None:
         callee = self.r.resolve(node.func) or self.r.text(node.func)
         args = tuple((str(i), self.producer(a)) for i, a in enumerate(node.args)) + tuple(
-            (k.arg, self.producer(k.value)) for k in node.keywords if k.arg)
+            (k.arg, self.producer(k.value)) for k in node.keywords if k.arg
+        )
         self.out.append(DefaultCall(**vars(self.r.at(node)), function=function, callee=callee, args=args))
 
     def architectures(self, node: ast.AST) -> tuple[str, ...]:
         """The string literals of a decorator call registering `node` for model architectures."""
         found: list[str] = []
         for decorator in node.decorator_list:
-            if isinstance(decorator, ast.Call) and "register" in (self.r.last_name(decorator.func) or "") and decorator.args \
-                    and all(_literals(a) for a in decorator.args):
+            if (
+                isinstance(decorator, ast.Call)
+                and "register" in (self.r.last_name(decorator.func) or "")
+                and decorator.args
+                and all(_literals(a) for a in decorator.args)
+            ):
                 found += [_literals(a)[0] for a in decorator.args]
         return tuple(found)
 
     def override(self, node: ast.Assign, function: str, guards: tuple[str, ...]) -> None:
         for target in node.targets:
             if isinstance(target, ast.Subscript) and len(key := _literals(target.slice)) == 1 and key[0] in _SETTINGS:
-                self.out.append(ModelOverride(**vars(self.r.at(node)), function=function, architectures=self.provider,
-                                              setting=key[0], backends=_literals(node.value), guards=guards))
+                self.out.append(
+                    ModelOverride(
+                        **vars(self.r.at(node)),
+                        function=function,
+                        architectures=self.provider,
+                        setting=key[0],
+                        backends=_literals(node.value),
+                        guards=guards,
+                    )
+                )
 
     def registration(self, node: ast.AST) -> None:
         for decorator in node.decorator_list:
-            if not (isinstance(decorator, ast.Call) and self.r.last_name(decorator.func) == "register_attention_backend"):
+            if not (
+                isinstance(decorator, ast.Call) and self.r.last_name(decorator.func) == "register_attention_backend"
+            ):
                 continue
             name = _literals(decorator.args[0]) if decorator.args else ()
             if len(name) != 1:
@@ -363,10 +445,19 @@ def _mask_read(node: ast.AST) -> str | None:
     """How `node` reads the verify input's custom mask, or None."""
     if isinstance(node, ast.Attribute) and node.attr == "custom_mask" and isinstance(node.ctx, ast.Load):
         return "attribute"
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2 \
-            and _literals(node.args[1]) == ("custom_mask",):
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) >= 2
+        and _literals(node.args[1]) == ("custom_mask",)
+    ):
         return "getattr"
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "generate_attn_arg_prefill":
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "generate_attn_arg_prefill"
+    ):
         return "generate_attn_arg_prefill"
     return None
 
@@ -393,7 +484,11 @@ def _module_predicates(tree: ast.Module, r: Resolver, walker: _Walker) -> dict[s
     """`_is_hip = is_hip()` at module level: the name stands for the predicate call."""
     out = {}
     for statement in tree.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        if (
+            isinstance(statement, ast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
             found = walker.predicate(statement.value)
             if found is not None and found.startswith("call:"):
                 out[statement.targets[0].id] = found
@@ -404,8 +499,15 @@ class AttentionExtractor:
     name = "spec_attention"
     version = 2
     parser = "ast"
-    trigger = Trigger(r"use_mla_backend\b", r"custom_mask\b", r"generate_attn_arg_prefill\(", r"register_attention_backend\(",
-                      r"capture_forward_mode\b", r"default_attn_backend\(", r"attention_backend[\"']\]")
+    trigger = Trigger(
+        r"use_mla_backend\b",
+        r"custom_mask\b",
+        r"generate_attn_arg_prefill\(",
+        r"register_attention_backend\(",
+        r"capture_forward_mode\b",
+        r"default_attn_backend\(",
+        r"attention_backend[\"']\]",
+    )
     metadata = ()
 
     def extract(self, tree: ast.Module, context) -> tuple:

@@ -46,10 +46,16 @@ def _neutral(node: ast.stmt) -> bool:
     if value is None or (isinstance(value, ast.Constant) and value.value in (None, "")):
         return True
     if isinstance(value, (ast.Dict, ast.List, ast.Tuple, ast.Set)) and not (
-            value.keys if isinstance(value, ast.Dict) else value.elts):
+        value.keys if isinstance(value, ast.Dict) else value.elts
+    ):
         return True
-    return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in (
-        "dict", "list", "tuple", "set") and not value.args and not value.keywords
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id in ("dict", "list", "tuple", "set")
+        and not value.args
+        and not value.keywords
+    )
 
 
 def _rejects(node: ast.stmt) -> bool:
@@ -57,8 +63,12 @@ def _rejects(node: ast.stmt) -> bool:
     value = node.value if isinstance(node, ast.Return) else None
     if isinstance(value, ast.Call):
         return any(isinstance(k.value, ast.Constant) and k.value.value is False for k in value.keywords)
-    return isinstance(value, ast.Tuple) and len(value.elts) >= 2 and isinstance(value.elts[0], ast.Constant) \
+    return (
+        isinstance(value, ast.Tuple)
+        and len(value.elts) >= 2
+        and isinstance(value.elts[0], ast.Constant)
         and value.elts[0].value is False
+    )
 
 
 def _exits(body: list[ast.stmt]) -> list[ast.stmt] | None:
@@ -143,7 +153,8 @@ def _none_compared(test: ast.AST) -> bool:
         if isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
             for side in node.comparators:
                 if isinstance(side, (ast.Tuple, ast.List, ast.Set)) and any(
-                        isinstance(e, ast.Constant) and e.value is None for e in side.elts):
+                    isinstance(e, ast.Constant) and e.value is None for e in side.elts
+                ):
                     return True
     return False
 
@@ -166,7 +177,9 @@ def _upper_locals(function: ast.AST | None) -> set[str]:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     assigned.setdefault(target.id, []).append(node.value)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For)) and isinstance(node.target, ast.Name):
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr, ast.For)) and isinstance(
+            node.target, ast.Name
+        ):
             assigned.setdefault(node.target.id, []).extend([node, node])
         stack.extend(ast.iter_child_nodes(node))
     return {name for name, values in assigned.items() if len(values) == 1 and _is_upper(values[0])}
@@ -179,8 +192,12 @@ def _upper_cased(test: ast.AST, uppers: Callable[[], set[str]]) -> bool:
     for node in ast.walk(test):
         if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
-            if not any(isinstance(x, ast.Constant) and isinstance(x.value, str) or isinstance(x, (ast.Tuple, ast.List, ast.Set))
-                       for x in sides):
+            if not any(
+                isinstance(x, ast.Constant)
+                and isinstance(x.value, str)
+                or isinstance(x, (ast.Tuple, ast.List, ast.Set))
+                for x in sides
+            ):
                 continue
             subject = node.left
             if not (_is_upper(subject) or (isinstance(subject, ast.Name) and subject.id in uppers())):
@@ -208,7 +225,7 @@ def _passes_through(function: ast.AST | None, suite: list[ast.stmt], index: int,
     args = function.args
     params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
     compared = _compared_names(statement.test) & params
-    rest = suite[index + 1:]
+    rest = suite[index + 1 :]
     if not rest or not isinstance(rest[-1], ast.Return) or not isinstance(rest[-1].value, ast.Name):
         return False
     name = rest[-1].value.id
@@ -253,8 +270,11 @@ class _Shapes:
             if isinstance(statement, ast.ClassDef):
                 self.suite(statement.body, None)
                 continue
-            if isinstance(statement, ast.If) and any_hit(self._mentions, statement.test.lineno, statement.test.end_lineno) \
-                    and _MENTIONS.search(self.r.text(statement.test)):
+            if (
+                isinstance(statement, ast.If)
+                and any_hit(self._mentions, statement.test.lineno, statement.test.end_lineno)
+                and _MENTIONS.search(self.r.text(statement.test))
+            ):
                 self.shape(statement, function, body, index)
             for field in ("body", "orelse", "finalbody"):
                 part = getattr(statement, field, None)
@@ -269,13 +289,20 @@ class _Shapes:
         test = self.r.at(statement.test)
         exit_kind = _exit_kind(statement.body)
         writes = _attribute_writes(statement.body) if exit_kind is None else ()
-        self.out.append(BranchShape(
-            **vars(self.r.at(statement)), test_line=test.line, test_column=test.column, body_exit=exit_kind,
-            has_else=bool(statement.orelse), writes=writes,
-            read_outside=self._mentioned_outside(writes, statement) if writes else True,
-            passes_through=exit_kind is not None and _passes_through(function, suite, index, statement),
-            none_compared=_none_compared(statement.test),
-            upper_cased=_upper_cased(statement.test, lambda: self.uppers(function))))
+        self.out.append(
+            BranchShape(
+                **vars(self.r.at(statement)),
+                test_line=test.line,
+                test_column=test.column,
+                body_exit=exit_kind,
+                has_else=bool(statement.orelse),
+                writes=writes,
+                read_outside=self._mentioned_outside(writes, statement) if writes else True,
+                passes_through=exit_kind is not None and _passes_through(function, suite, index, statement),
+                none_compared=_none_compared(statement.test),
+                upper_cased=_upper_cased(statement.test, lambda: self.uppers(function)),
+            )
+        )
 
     def _mentioned_outside(self, names: tuple[str, ...], statement: ast.If) -> bool:
         words = [re.compile(rf"\b{re.escape(name)}\b") for name in names]

@@ -10,7 +10,15 @@ from __future__ import annotations
 import ast
 import re
 
-from sgl_scan.analyzer.extractors._ast import Resolver, ScopedWalker, Source, call_arguments, last_name, string_value, string_values
+from sgl_scan.analyzer.extractors._ast import (
+    Resolver,
+    ScopedWalker,
+    Source,
+    call_arguments,
+    last_name,
+    string_value,
+    string_values,
+)
 from sgl_scan.analyzer.extractors._text import Trigger, hit_lines
 from sgl_scan.analyzer.extractors.records import D2tRecord
 
@@ -73,7 +81,9 @@ def _added_arange(node: ast.AST, is_arange=_arange_call) -> ast.AST | None:
             return node.left
     if isinstance(node, ast.Call) and last_name(node.func) in ("add", "add_") and not node.keywords:
         parts = list(node.args)
-        if isinstance(node.func, ast.Attribute) and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "torch"):
+        if isinstance(node.func, ast.Attribute) and not (
+            isinstance(node.func.value, ast.Name) and node.func.value.id == "torch"
+        ):
             parts = [node.func.value, *parts]
         if len(parts) == 2 and any(is_arange(p) for p in parts):
             return parts[1] if is_arange(parts[0]) else parts[0]
@@ -148,8 +158,11 @@ class _Walker(ScopedWalker):
                 self._d2t_branch += 1
         elif t is ast.Subscript:
             value = node.value
-            if _hot(value) or any(_hot(e) for e in self._indexes(node)) or (
-                    isinstance(value, ast.Attribute) and value.attr == "shape" and _hot(value.value)):
+            if (
+                _hot(value)
+                or any(_hot(e) for e in self._indexes(node))
+                or (isinstance(value, ast.Attribute) and value.attr == "shape" and _hot(value.value))
+            ):
                 self._add("hot_token_use", node)  # hot_token_id[i], x[hot_token_id], hot_token_id.shape[0]
         elif t is ast.Assign:
             self._assign(node)
@@ -162,15 +175,24 @@ class _Walker(ScopedWalker):
             self._locals.pop()
         elif t is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             # after the statement: `x = x + arange(...)` reads the old x, binds the new one
-            self._locals[-1][node.targets[0].id] = (f"{node.targets[0].id} (line {node.lineno})",) + self.chain(node.value)
+            self._locals[-1][node.targets[0].id] = (f"{node.targets[0].id} (line {node.lineno})",) + self.chain(
+                node.value
+            )
 
     def _index_use(self, value: ast.AST, use: str) -> None:
         """`d2t[ids]` (through casts) and how its result is used (`return d2t[ids]`, `ids + d2t[ids]`)."""
         inner = _unwrap_casts(value)
         if isinstance(inner, ast.Subscript) and _d2t_ref(inner.value) and id(inner) not in self._counted:
             self._counted.add(id(inner))
-            self.out.append(D2tRecord(**vars(self.r.at(value)), kind="d2t_index", function=self.function,
-                                      detail=self.r.text(value), chain=(use,)))
+            self.out.append(
+                D2tRecord(
+                    **vars(self.r.at(value)),
+                    kind="d2t_index",
+                    function=self.function,
+                    detail=self.r.text(value),
+                    chain=(use,),
+                )
+            )
 
     # name tests -----------------------------------------------------------------------------------
     def _name_tests(self, node: ast.AST) -> list[tuple[str, ast.AST]]:
@@ -181,7 +203,8 @@ class _Walker(ScopedWalker):
                 if isinstance(op, (ast.In, ast.NotIn)) and _is_map_literal(string_value(left)):
                     found.append(("name_test_in", node))
                 elif isinstance(op, (ast.Eq, ast.NotEq)) and (
-                        _is_map_literal(string_value(right)) or _is_map_literal(string_value(left))):
+                    _is_map_literal(string_value(right)) or _is_map_literal(string_value(left))
+                ):
                     found.append(("name_test_eq", node))
                 left = right
         elif isinstance(node, ast.Call) and last_name(node.func) == "endswith" and isinstance(node.func, ast.Attribute):
@@ -247,8 +270,15 @@ class _Walker(ScopedWalker):
         chain = self.chain(value)
         if to_map and OFFSET in chain and not isinstance(value, ast.BinOp):
             # through casts, `torch.add`, or a local converted in an earlier statement
-            self.out.append(D2tRecord(**vars(self.r.at(node)), kind="offset_conversion", function=self.function,
-                                      detail=self.r.text(node), chain=chain))
+            self.out.append(
+                D2tRecord(
+                    **vars(self.r.at(node)),
+                    kind="offset_conversion",
+                    function=self.function,
+                    detail=self.r.text(node),
+                    chain=chain,
+                )
+            )
             return
         other = _added_arange(value, self._is_arange) if isinstance(value, ast.BinOp) else None
         if other is not None:  # `x + arange(n)` (or a local bound to one), either side
@@ -261,8 +291,15 @@ class _Walker(ScopedWalker):
         if "arange" in text or "load_token_map" in text or ARANGE in chain:
             return
         if self._d2t_branch or _D2T_WORD.search(text):
-            self.out.append(D2tRecord(**vars(self.r.at(node)), kind="direct_map", function=self.function,
-                                      detail=self.r.text(node), chain=chain))
+            self.out.append(
+                D2tRecord(
+                    **vars(self.r.at(node)),
+                    kind="direct_map",
+                    function=self.function,
+                    detail=self.r.text(node),
+                    chain=chain,
+                )
+            )
 
 
 class D2tExtractor:

@@ -30,7 +30,14 @@ from sgl_scan.analyzer.extractors._ast import (
 )
 from sgl_scan.analyzer.extractors._bindings import NONE, Bindings, LocalConstants
 from sgl_scan.analyzer.extractors._text import ALGO_CLASS_NAME, Trigger, hit_lines, lines_holding
-from sgl_scan.analyzer.extractors.records import AliasAssign, Branch, DispatchTerm, UnreadRecord, WorkerDelegate, WorkerSite
+from sgl_scan.analyzer.extractors.records import (
+    AliasAssign,
+    Branch,
+    DispatchTerm,
+    UnreadRecord,
+    WorkerDelegate,
+    WorkerSite,
+)
 from sgl_scan.analyzer.flow import TRUE, FunctionFlow, bool_compare, flags_text
 
 PREDICATE_NAME = re.compile(r"^(is|supports|has|need|carries)_\w+$")
@@ -38,9 +45,13 @@ _RECEIVER = re.compile(r"(?i)spec|algo")
 _SPEC_NAME = re.compile(r"(?i)speculative_algorithm|spec_algorithm")
 _HITS = Trigger("spec", "Spec", "SPEC", "algo", "Algo", "ALGO")
 _CALL = r"\w*(?:\(\))?\.(?:is|supports|has|need|carries)_\w+\(\)"  # a predicate call on the receiver
-_ALIAS_DEF = re.compile(r"(?im)^[ \t]*(\w+)[ \t]*=[ \t]*\(?[\w.()]*(?:speculative_algorithm|spec_algorithm)\w*"
-                        r"(?:[ \t]+or[ \t]+(?:\"\"|'')\))?(?:\.(?:upper|lower)\(\))?[ \t]*$")  # `x = (y.speculative_algorithm or "").upper()`
-_WALRUS_DEF = re.compile(r"(?i)\((\w+)[ \t]*:=[ \t]*[\w.]*(?:speculative_algorithm|spec_algorithm)")  # `(algo := x.spec_algorithm)`
+_ALIAS_DEF = re.compile(
+    r"(?im)^[ \t]*(\w+)[ \t]*=[ \t]*\(?[\w.()]*(?:speculative_algorithm|spec_algorithm)\w*"
+    r"(?:[ \t]+or[ \t]+(?:\"\"|'')\))?(?:\.(?:upper|lower)\(\))?[ \t]*$"
+)  # `x = (y.speculative_algorithm or "").upper()`
+_WALRUS_DEF = re.compile(
+    r"(?i)\((\w+)[ \t]*:=[ \t]*[\w.]*(?:speculative_algorithm|spec_algorithm)"
+)  # `(algo := x.spec_algorithm)`
 
 
 def alias_names(text: str) -> set[str]:
@@ -55,7 +66,7 @@ def alias_names(text: str) -> set[str]:
     while (at := lower.find("_algorithm", start)) >= 0:
         end = text.find("\n", at)
         end = len(text) if end < 0 else end
-        found.update(_ALIAS_DEF.findall(text[text.rfind("\n", 0, at) + 1:end]))
+        found.update(_ALIAS_DEF.findall(text[text.rfind("\n", 0, at) + 1 : end]))
         start = end + 1
     return found
 
@@ -99,8 +110,11 @@ class _Walker(ScopedWalker):
             lines = statement_lines(_strip_docstring(node.body))
             single_return = len(lines) == 1 and any(isinstance(s, ast.Return) for s in lines[0])
             # a predicate's own body (read by the algorithm-class extractor), however many statements
-            self.predicate_defs.append(bool(self._in_algo_class()) and len(node.args.args) == 1
-                                       and (single_return or bool(PREDICATE_NAME.match(node.name))))
+            self.predicate_defs.append(
+                bool(self._in_algo_class())
+                and len(node.args.args) == 1
+                and (single_return or bool(PREDICATE_NAME.match(node.name)))
+            )
         elif t is ast.Assign:
             value = node.value
             if isinstance(value, ast.IfExp) and (self._spec_subject(value.body) or self._spec_subject(value.orelse)):
@@ -216,15 +230,31 @@ class _Walker(ScopedWalker):
                 continue  # `"EAGLE" in spec_algorithm` is a substring test, not dispatch
             members = self._members(other)
             if members is not None and not self._is_predicate_self(subject):
-                self._term(node, "member", ", ".join(members), members, negated, subject, self._in_algo_class(),
-                           isinstance(op, _NEGATIVE))
+                self._term(
+                    node,
+                    "member",
+                    ", ".join(members),
+                    members,
+                    negated,
+                    subject,
+                    self._in_algo_class(),
+                    isinstance(op, _NEGATIVE),
+                )
                 return
             if self._own_name(subject):  # `self.name == "UNO"` inside the algorithm class: a member test
                 names = self.b.strings(other)
                 if names and not (self.predicate_defs and self.predicate_defs[-1]):
                     names = tuple(n for n in names if n != NONE)
-                    self._term(node, "member", ", ".join(names), names, negated, subject, self._in_algo_class(),
-                               isinstance(op, _NEGATIVE))
+                    self._term(
+                        node,
+                        "member",
+                        ", ".join(names),
+                        names,
+                        negated,
+                        subject,
+                        self._in_algo_class(),
+                        isinstance(op, _NEGATIVE),
+                    )
                     return
             if self._spec_subject(subject):
                 literals = self.b.strings(other)
@@ -233,13 +263,17 @@ class _Walker(ScopedWalker):
                 if literals == (NONE,) and not self._option_string(subject):
                     return  # `spec_algorithm is None` on an algorithm object: a null check, not the member NONE
                 if literals:
-                    self._term(node, "string", ", ".join(literals), literals, negated, subject, None,
-                               isinstance(op, _NEGATIVE))
+                    self._term(
+                        node, "string", ", ".join(literals), literals, negated, subject, None, isinstance(op, _NEGATIVE)
+                    )
                     return
                 reason = self._unresolved_constant(other)
                 if reason is not None:
-                    self.unread.append(UnreadRecord(**vars(self.r.at(node)), what="dispatch", name=_short(self.r.text(node)),
-                                                    reason=reason))
+                    self.unread.append(
+                        UnreadRecord(
+                            **vars(self.r.at(node)), what="dispatch", name=_short(self.r.text(node)), reason=reason
+                        )
+                    )
                     return
 
     def _unresolved_constant(self, other: ast.AST) -> str | None:
@@ -257,15 +291,24 @@ class _Walker(ScopedWalker):
 
     def _own_name(self, subject: ast.AST) -> bool:
         """`self.name` / `self.value` inside the algorithm class (`self` is the member)."""
-        return isinstance(subject, ast.Attribute) and subject.attr in ("name", "value") \
-            and isinstance(subject.value, ast.Name) and subject.value.id == "self" and self._in_algo_class() is not None
+        return (
+            isinstance(subject, ast.Attribute)
+            and subject.attr in ("name", "value")
+            and isinstance(subject.value, ast.Name)
+            and subject.value.id == "self"
+            and self._in_algo_class() is not None
+        )
 
     # -- match ---------------------------------------------------------------------------------------
     def _match(self, node: ast.Match) -> None:
         """`match <algorithm>: case SA.X | SA.Y: ...`: each case's value pattern is a test on the algorithm."""
         subject = node.subject
-        own = isinstance(subject, ast.Name) and subject.id == "self" and self._in_algo_class() is not None \
+        own = (
+            isinstance(subject, ast.Name)
+            and subject.id == "self"
+            and self._in_algo_class() is not None
             and not (self.predicate_defs and self.predicate_defs[-1])
+        )
         if not own and not self._spec_subject(subject):
             return
         for case in node.cases:
@@ -274,8 +317,14 @@ class _Walker(ScopedWalker):
                 continue  # `case _:` / `case other:` matches everything left
             found = self._pattern(pattern)
             if found is None:
-                self.unread.append(UnreadRecord(**vars(self.r.at(pattern)), what="dispatch", name=_short(self.r.text(pattern)),
-                                                reason="a `case` pattern on the algorithm that is not a member, a string or `None`"))
+                self.unread.append(
+                    UnreadRecord(
+                        **vars(self.r.at(pattern)),
+                        what="dispatch",
+                        name=_short(self.r.text(pattern)),
+                        reason="a `case` pattern on the algorithm that is not a member, a string or `None`",
+                    )
+                )
                 continue
             via, values = found
             if own and via == "string":
@@ -301,11 +350,24 @@ class _Walker(ScopedWalker):
         return None
 
     def _is_predicate_self(self, subject: ast.AST) -> bool:
-        return isinstance(subject, ast.Name) and subject.id == "self" and bool(self.predicate_defs and self.predicate_defs[-1])
+        return (
+            isinstance(subject, ast.Name)
+            and subject.id == "self"
+            and bool(self.predicate_defs and self.predicate_defs[-1])
+        )
 
     def _term(self, node, via, detail, values, negated, subject, owner, inverted=False) -> None:
-        term = DispatchTerm(**vars(self.r.at(node)), function=self.function, via=via, detail=detail, values=tuple(values),
-                            negated=negated, subject=self.r.text(subject), owner_class=owner, inverted=inverted)
+        term = DispatchTerm(
+            **vars(self.r.at(node)),
+            function=self.function,
+            via=via,
+            detail=detail,
+            values=tuple(values),
+            negated=negated,
+            subject=self.r.text(subject),
+            owner_class=owner,
+            inverted=inverted,
+        )
         self.terms.append(term)
         self.term_of[id(node)] = term
         self.term_nodes[id(node)] = node
@@ -332,8 +394,17 @@ class _Walker(ScopedWalker):
         workers, fallthrough = suite_workers(self.r, body)
         if workers:
             at = self.r.at(node.pattern) if isinstance(node, ast.match_case) else self.r.at(node)
-            self.out.append(Branch(**vars(at), function=self.function, terms=tuple(terms), pure=pure,
-                                   workers=tuple(workers), fallthrough=fallthrough, owner_class=self._in_algo_class()))
+            self.out.append(
+                Branch(
+                    **vars(at),
+                    function=self.function,
+                    terms=tuple(terms),
+                    pure=pure,
+                    workers=tuple(workers),
+                    fallthrough=fallthrough,
+                    owner_class=self._in_algo_class(),
+                )
+            )
 
     def _test_terms(self, test: ast.AST) -> tuple[list[DispatchTerm], bool]:
         """Terms of a condition and whether it is only an `or` of positive terms."""
@@ -364,7 +435,11 @@ class _Walker(ScopedWalker):
             return None
         subject = self.r.text(test.left)
         for statement in node.body:
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and self.r.text(statement.targets[0]) == subject:
+            if (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and self.r.text(statement.targets[0]) == subject
+            ):
                 target = string_value(statement.value)
                 if target is not None:
                     return AliasAssign(**vars(self.r.at(node)), alias=literal.upper(), target=target.upper())
@@ -389,13 +464,26 @@ def _unwrap_spelling(node: ast.AST) -> ast.AST:
             node = node.value
         elif isinstance(node, ast.Attribute) and node.attr == "name" and _SPEC_NAME.search(last_name(node.value) or ""):
             node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("upper", "lower") \
-                and not node.args:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("upper", "lower")
+            and not node.args
+        ):
             node = node.func.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "str" and len(node.args) == 1:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "str"
+            and len(node.args) == 1
+        ):
             node = node.args[0]
-        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or) and len(node.values) == 2 \
-                and string_value(node.values[1]) is not None:
+        elif (
+            isinstance(node, ast.BoolOp)
+            and isinstance(node.op, ast.Or)
+            and len(node.values) == 2
+            and string_value(node.values[1]) is not None
+        ):
             node = node.values[0]
         else:
             break
@@ -404,7 +492,12 @@ def _unwrap_spelling(node: ast.AST) -> ast.AST:
 
 def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
     lines = statement_lines(body)
-    if lines and len(lines[0]) == 1 and isinstance(lines[0][0], ast.Expr) and string_value(lines[0][0].value) is not None:
+    if (
+        lines
+        and len(lines[0]) == 1
+        and isinstance(lines[0][0], ast.Expr)
+        and string_value(lines[0][0].value) is not None
+    ):
         return body[1:]
     return body
 
@@ -416,9 +509,12 @@ class DispatchExtractor:
     trigger = Trigger(
         *(prefix + _CALL for prefix in ("spec", "Spec", "SPEC", "algo", "Algo")),
         r"spec(?:ulative)?_algorithm\w*[\"']?\]?(?:,[ \t]*None)?\)?(?:\.(?:upper|lower)\(\))?\s*(?:[=!]=|in\b|not\s+in\b|is\b)",
-        r"==\s*[\w.]*spec(?:ulative)?_algorithm", r"!=\s*[\w.]*spec(?:ulative)?_algorithm",
+        r"==\s*[\w.]*spec(?:ulative)?_algorithm",
+        r"!=\s*[\w.]*spec(?:ulative)?_algorithm",
         r"(?m:=[ \t]*\(?[\w.()]*spec(?:ulative)?_algorithm\w*(?:[ \t]+or[ \t]+(?:\"\"|'')\))?(?:\.(?:upper|lower)\(\))?[ \t]*$)",
-        r"Spec\w*Algo\w*\.[A-Z]", r"spec\w*algo\w*\.[A-Z]", r"class\s+\w*[Ss]pec\w*[Aa]lgo",
+        r"Spec\w*Algo\w*\.[A-Z]",
+        r"spec\w*algo\w*\.[A-Z]",
+        r"class\s+\w*[Ss]pec\w*[Aa]lgo",
         r"Spec\w*Algo\w*\.\w+\([^()\n]*\)\.(?:is|supports|has|need|carries)_",  # `SA.from_string(x).is_y()`
         r"Spec\w*Algo\w*\s+as\s+\w+",  # the class imported under another name
         r"(?:spec|algo)\w*\s*:=",  # walrus
@@ -429,21 +525,27 @@ class DispatchExtractor:
     def extract(self, tree: ast.Module, context) -> tuple:
         source = Source.of(context)
         aliases = sorted(alias_names(context.text))
-        pattern = _HITS if not aliases else Trigger(*(p.pattern for p in _HITS.parts),
-                                                    *(rf"\b{re.escape(alias)}\b" for alias in aliases))
+        pattern = (
+            _HITS
+            if not aliases
+            else Trigger(*(p.pattern for p in _HITS.parts), *(rf"\b{re.escape(alias)}\b" for alias in aliases))
+        )
         resolver = Resolver(tree, source, context.module)
         bindings = Bindings(tree, resolver.resolve, context.module)
         bound = _bound_names(resolver, bindings)  # `SA` for the class, `DFLASH = SA.DFLASH`, `FAMILY = (...)`
         bound |= _value_locals(context.text, bound)  # `mode = SA.from_string(x)`: lines using `mode` are read
         if bound:
-            pattern = Trigger(*(p.pattern for p in pattern.parts), *(rf"\b{re.escape(name)}\b" for name in sorted(bound)))
+            pattern = Trigger(
+                *(p.pattern for p in pattern.parts), *(rf"\b{re.escape(name)}\b" for name in sorted(bound))
+            )
         walker = _Walker(resolver, hit_lines(context.text, pattern), bindings)
         walker.walrus = ":=" in context.text
         for statement in tree.body:
             walker.walk(statement)
         terms, sites = _with_flow(walker, resolver, tree)
-        return tuple(terms) + tuple(sorted([*walker.out, *sites, *walker.unread],
-                                           key=lambda r: (r.line, r.column, type(r).__name__)))
+        return tuple(terms) + tuple(
+            sorted([*walker.out, *sites, *walker.unread], key=lambda r: (r.line, r.column, type(r).__name__))
+        )
 
 
 def _value_locals(text: str, bound: set[str]) -> set[str]:
@@ -478,8 +580,12 @@ _DELEGATE = re.compile(r"^(?:create|make|build|get)_(?:\w+_)?worker(?:_cls|_clas
 
 def _is_delegate(node: ast.AST) -> bool:
     """`<algorithm>.create_worker(...)` / `.create_draft_worker(...)`: the algorithm object's own worker."""
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and bool(_DELEGATE.match(node.func.attr)) \
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and bool(_DELEGATE.match(node.func.attr))
         and bool(_RECEIVER.search(last_name(node.func.value) or ""))
+    )
 
 
 def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[list[DispatchTerm], list]:
@@ -498,22 +604,45 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
     sites: list = []
     for node, function, owner_class in owners.values():
         body = node.body if node is not None else tree.body
-        flow = FunctionFlow(body, lambda n: keys.get(id(n)), resolver.text, lambda n: resolver.at(n).column,
-                            lambda n: resolver.worker_ref(n) is not None, _is_delegate, term_lines,
-                            walker.local_values.get(id(node)) if node is not None else None)
+        flow = FunctionFlow(
+            body,
+            lambda n: keys.get(id(n)),
+            resolver.text,
+            lambda n: resolver.at(n).column,
+            lambda n: resolver.worker_ref(n) is not None,
+            _is_delegate,
+            term_lines,
+            walker.local_values.get(id(node)) if node is not None else None,
+        )
         decisions.update(flow.decisions)
         for use in flow.workers:
             if use.kind == "delegate":
-                sites.append(WorkerDelegate(**vars(resolver.at(use.node)), function=function, context=use.context,
-                                            method=use.node.func.attr))
+                sites.append(
+                    WorkerDelegate(
+                        **vars(resolver.at(use.node)), function=function, context=use.context, method=use.node.func.attr
+                    )
+                )
             elif use.kind == "unread":
                 when = flags_text(use.context, lambda c: term_text.get(c, "?")) if use.context != TRUE else None
-                sites.append(UnreadRecord(**vars(resolver.at(use.node)), what="worker", name=_short(resolver.text(use.node)),
-                                          reason=f"the worker chosen here is {use.reason}" + (f" (when {when})" if when else "")))
+                sites.append(
+                    UnreadRecord(
+                        **vars(resolver.at(use.node)),
+                        what="worker",
+                        name=_short(resolver.text(use.node)),
+                        reason=f"the worker chosen here is {use.reason}" + (f" (when {when})" if when else ""),
+                    )
+                )
             else:
                 ref = resolver.worker_ref(use.node)
-                sites.append(WorkerSite(**vars(ref.at), qualname=ref.qualname, function=function, context=use.context,
-                                        owner_class=owner_class))
+                sites.append(
+                    WorkerSite(
+                        **vars(ref.at),
+                        qualname=ref.qualname,
+                        function=function,
+                        context=use.context,
+                        owner_class=owner_class,
+                    )
+                )
     node_of = {id(term): key for key, term in walker.term_of.items()}
     terms = []
     for term in walker.terms:
@@ -523,11 +652,22 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
             continue
         own = ("term", term.line, term.column)
         negated = term.inverted != _under_not(decision.test, own)
-        terms.append(replace(term, negated=negated, decision=decision.kind, decision_at=(decision.line, decision.column),
-                             test=decision.test, context=decision.context, refuses=decision.refuses))
+        terms.append(
+            replace(
+                term,
+                negated=negated,
+                decision=decision.kind,
+                decision_at=(decision.line, decision.column),
+                test=decision.test,
+                context=decision.context,
+                refuses=decision.refuses,
+            )
+        )
     renamed = {id(old): new for old, new in zip(walker.terms, terms, strict=True)}
-    walker.out = [replace(r, terms=tuple(renamed.get(id(t), t) for t in r.terms)) if isinstance(r, Branch) else r
-                  for r in walker.out]
+    walker.out = [
+        replace(r, terms=tuple(renamed.get(id(t), t) for t in r.terms)) if isinstance(r, Branch) else r
+        for r in walker.out
+    ]
     return terms, sites
 
 

@@ -57,8 +57,16 @@ class _Visitor(ScopedVisitor):
                     values = literal
                 else:
                     choices_var = dotted(arg.value) or self.r.text(arg.value)
-        self.out.append(OptionRecord(**vars(self.r.at(node)), name=OPTION, kind="argument", choices=choices_var,
-                                     values=tuple(values), function=self.function))
+        self.out.append(
+            OptionRecord(
+                **vars(self.r.at(node)),
+                name=OPTION,
+                kind="argument",
+                choices=choices_var,
+                values=tuple(values),
+                function=self.function,
+            )
+        )
         return None
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> bool | None:
@@ -80,8 +88,16 @@ class _Visitor(ScopedVisitor):
                     values = literal
                 else:
                     choices_var = dotted(sub.value) or self.r.text(sub.value)
-        self.out.append(OptionRecord(**vars(self.r.at(node)), name=OPTION, kind="config_field", choices=choices_var,
-                                     values=tuple(values), function=self.class_name))
+        self.out.append(
+            OptionRecord(
+                **vars(self.r.at(node)),
+                name=OPTION,
+                kind="config_field",
+                choices=choices_var,
+                values=tuple(values),
+                function=self.class_name,
+            )
+        )
         return None
 
 
@@ -107,7 +123,9 @@ class OptionsExtractor:
                         extended = extended or _extended_list(node.func)
                     elif isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
                         extended = extended or dotted(node.target)
-                hooks.append(HookRecord(**vars(r.at(statement)), name=statement.name.value, kind="function", choices=extended))
+                hooks.append(
+                    HookRecord(**vars(r.at(statement)), name=statement.name.value, kind="function", choices=extended)
+                )
                 continue
             for small in small_statements(statement):
                 if isinstance(small, cst.Assign) and len(small.targets) == 1:
@@ -115,6 +133,7 @@ class OptionsExtractor:
                     if isinstance(target, cst.Name) and HOOK_NAME.match(target.value):
                         extended = _extended_list(small.value)
                         if extended is not None:
-                            hooks.append(HookRecord(**vars(r.at(statement)), name=target.value, kind="alias",
-                                                    choices=extended))
+                            hooks.append(
+                                HookRecord(**vars(r.at(statement)), name=target.value, kind="alias", choices=extended)
+                            )
         return hooks

@@ -70,18 +70,27 @@ class _Visitor(ScopedVisitor):
             call = decorator.decorator
             if isinstance(call, cst.Call) and _registration_call(call, self.r):
                 self._decorated.add(id(call))
-                self._add(call, worker=f"{self.r.module_name}.{self._qual()}.{node.name.value}".replace("..", "."), node=call)
+                self._add(
+                    call, worker=f"{self.r.module_name}.{self._qual()}.{node.name.value}".replace("..", "."), node=call
+                )
         super().visit_FunctionDef(node)
         workers = []
         fallthrough = None
         for statement in body_statements(node.body):
             found = statement_workers(self.r, statement)
             workers.extend(found)
-            if found and isinstance(statement, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in statement.body):
+            if (
+                found
+                and isinstance(statement, cst.SimpleStatementLine)
+                and any(isinstance(s, cst.Return) for s in statement.body)
+            ):
                 fallthrough = found[-1]
         if workers and any(isinstance(n, cst.Return) for n in _returns(node)):
-            self.out.append(WorkerFactory(**vars(self.r.at(node)), qualname=self.function, workers=tuple(workers),
-                                          fallthrough=fallthrough))
+            self.out.append(
+                WorkerFactory(
+                    **vars(self.r.at(node)), qualname=self.function, workers=tuple(workers), fallthrough=fallthrough
+                )
+            )
         return None
 
     def visit_Call(self, node: cst.Call) -> bool | None:
@@ -102,9 +111,15 @@ class _Visitor(ScopedVisitor):
         if name is None:
             if self.function == "<module>" or id(call) in self._decorated:  # not a helper forwarding its parameter
                 receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
-                self.out.append(UnreadRecord(**vars(self.r.at(node)), what="registration", name=self.r.text(call.func),
-                                             reason="the algorithm name is not a string literal",
-                                             receiver=self.r.resolve(receiver) if receiver is not None else None))
+                self.out.append(
+                    UnreadRecord(
+                        **vars(self.r.at(node)),
+                        what="registration",
+                        name=self.r.text(call.func),
+                        reason="the algorithm name is not a string literal",
+                        receiver=self.r.resolve(receiver) if receiver is not None else None,
+                    )
+                )
             return
         flags: tuple[str, ...] = ()
         aliases: tuple[str, ...] = ()
@@ -117,10 +132,19 @@ class _Visitor(ScopedVisitor):
             if arg.keyword is not None and arg.keyword.value == "aliases":
                 aliases = tuple(v.upper() for v in string_values(arg.value) or ())
         receiver = call.func.value if isinstance(call.func, cst.Attribute) else None
-        self.out.append(Registration(**vars(self.r.at(node)), name=name.upper(), callee=self.r.resolve(call.func) or "",
-                                     receiver=self.r.resolve(receiver) if receiver is not None else None,
-                                     worker=worker, flags=flags, aliases=aliases, function=self.function,
-                                     spec_class=spec_class))
+        self.out.append(
+            Registration(
+                **vars(self.r.at(node)),
+                name=name.upper(),
+                callee=self.r.resolve(call.func) or "",
+                receiver=self.r.resolve(receiver) if receiver is not None else None,
+                worker=worker,
+                flags=flags,
+                aliases=aliases,
+                function=self.function,
+                spec_class=spec_class,
+            )
+        )
 
 
 def _returns(function: cst.FunctionDef) -> list:

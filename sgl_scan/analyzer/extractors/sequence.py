@@ -21,7 +21,14 @@ from sgl_scan.analyzer.extractors._text import OnOneLine, Trigger
 from sgl_scan.analyzer.extractors.records import At
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_LEAVES = (ast.Name, ast.Constant, ast.alias, ast.Pass, ast.Break, ast.Continue)  # nothing under them is a call or a loop
+_LEAVES = (
+    ast.Name,
+    ast.Constant,
+    ast.alias,
+    ast.Pass,
+    ast.Break,
+    ast.Continue,
+)  # nothing under them is a call or a loop
 _CONSTANT = re.compile(r"^_?[A-Z][A-Z0-9_]{2,}$")
 
 
@@ -81,10 +88,15 @@ class _Refs:
             record = accs[key]
             if record.refs or record.appends or record.iterates:
                 record.refs.sort()
-                self.out.append(FunctionRefs(**vars(self.r.at(node)), function=qualname,
-                                             refs=tuple((line, name) for line, _col, name in record.refs),
-                                             appends=tuple(dict.fromkeys(record.appends)),
-                                             iterates=tuple(dict.fromkeys(record.iterates))))
+                self.out.append(
+                    FunctionRefs(
+                        **vars(self.r.at(node)),
+                        function=qualname,
+                        refs=tuple((line, name) for line, _col, name in record.refs),
+                        appends=tuple(dict.fromkeys(record.appends)),
+                        iterates=tuple(dict.fromkeys(record.iterates)),
+                    )
+                )
 
     def _owners(self, tree: ast.Module) -> dict[int, tuple[ast.AST, str, str | None]]:
         """id(def) -> (def, qualified name, enclosing class prefix) of the functions that get a record:
@@ -100,12 +112,19 @@ class _Refs:
             elif isinstance(node, ast.ClassDef):
                 stack.extend((child, f"{scope}{node.name}.", f"{scope}{node.name}.") for child in node.body)
             elif isinstance(node, (ast.If, ast.Try)):
-                stack.extend((child, scope, owner) for child in (*node.body, *node.orelse) if isinstance(child, ast.stmt))
+                stack.extend(
+                    (child, scope, owner) for child in (*node.body, *node.orelse) if isinstance(child, ast.stmt)
+                )
         return out
 
     def name_of(self, node: ast.AST, owner: str | None) -> str | None:
         """`self.m` inside a class: that class's method; else the name through the file's imports."""
-        if owner and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+        if (
+            owner
+            and isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
             return owner + node.attr
         return self.r.resolve(node)
 
@@ -116,7 +135,9 @@ class _Refs:
             if isinstance(func, (ast.Name, ast.Attribute)):
                 current.refs.append((call.lineno, call.col_offset, self.name_of(func, owner) or self.r.text(func)))
             for arg in call.args:
-                if isinstance(arg, (ast.Name, ast.Attribute)) and not (isinstance(arg, ast.Name) and arg.id in current.params):
+                if isinstance(arg, (ast.Name, ast.Attribute)) and not (
+                    isinstance(arg, ast.Name) and arg.id in current.params
+                ):
                     resolved = self.name_of(arg, owner)
                     if resolved:
                         current.refs.append((arg.lineno, arg.col_offset, resolved))

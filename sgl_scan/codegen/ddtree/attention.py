@@ -56,7 +56,11 @@ class BackendVerify:
         return self.reason
 
 
-KINDS = ("mha", "sinks", "mla")  # MHA models; MHA models with learned attention sinks (gpt-oss); MLA models (DeepSeek-V3)
+KINDS = (
+    "mha",
+    "sinks",
+    "mla",
+)  # MHA models; MHA models with learned attention sinks (gpt-oss); MLA models (DeepSeek-V3)
 
 
 @dataclass(frozen=True)
@@ -118,15 +122,25 @@ def _arm(arch: str) -> tuple[str, str | None, str | None, str | None] | None:
     return None
 
 
-def _arms(found, unread: str | None, function: str | None, attribute: str | None) -> tuple[tuple[ArchArm, ...], str | None]:
+def _arms(
+    found, unread: str | None, function: str | None, attribute: str | None
+) -> tuple[tuple[ArchArm, ...], str | None]:
     arms = []
     for arm in found:
         parts = _arm(arm.arch)
         if parts is None:
             unread = unread or f"the architecture test at {arm.location} names no predicate the worker can call"
             continue
-        skip = tuple(b for b, guards in arm.choices if attribute and any(f"not {c}" in g for g in guards for c in _sinks_words(attribute)))
-        arms.append(ArchArm(*parts, backends=arm.backends, conditional=bool(arm.conditions), location=arm.location, sinks_skip=skip))
+        skip = tuple(
+            b
+            for b, guards in arm.choices
+            if attribute and any(f"not {c}" in g for g in guards for c in _sinks_words(attribute))
+        )
+        arms.append(
+            ArchArm(
+                *parts, backends=arm.backends, conditional=bool(arm.conditions), location=arm.location, sinks_skip=skip
+            )
+        )
     if not unread and (not arms or arms[-1].kind != "else"):
         unread = f"the default chain of {function} has no final else arm"
     return (tuple(arms) if not unread else ()), unread
@@ -156,14 +170,32 @@ def attention_plan(analysis: Analysis, facts: AttentionFacts | None = None) -> A
     mla_arms, mla_unread = _arms(facts.mla_arms, facts.mla_unread, facts.default_function, None)
     verdict = {"reads": True, "unread": None}
     backends = tuple(
-        BackendVerify(b.name, verdict.get(b.verify, False), b.reason, b.registered,
-                      verdict.get(b.mla.verify, False) if b.mla else None, b.mla.reason if b.mla else "not read",
-                      b.sinks, b.sinks_reason)
+        BackendVerify(
+            b.name,
+            verdict.get(b.verify, False),
+            b.reason,
+            b.registered,
+            verdict.get(b.mla.verify, False) if b.mla else None,
+            b.mla.reason if b.mla else "not read",
+            b.sinks,
+            b.sinks_reason,
+        )
         for b in facts.backends
     )
     overrides = tuple(ModelOverrideBackend(o.architectures, o.setting, o.backends, o.location) for o in facts.overrides)
-    return AttentionPlan(facts.default_function, arms, unread, backends, facts.verify_graphs, mla_arms, mla_unread,
-                         _probe(facts.mla_probe), _probe(facts.config_probe), facts.sinks_attribute, overrides)
+    return AttentionPlan(
+        facts.default_function,
+        arms,
+        unread,
+        backends,
+        facts.verify_graphs,
+        mla_arms,
+        mla_unread,
+        _probe(facts.mla_probe),
+        _probe(facts.config_probe),
+        facts.sinks_attribute,
+        overrides,
+    )
 
 
 __all__ = ["KINDS", "ArchArm", "AttentionPlan", "BackendVerify", "ModelOverrideBackend", "Probe", "attention_plan"]

@@ -11,7 +11,9 @@ GPU = "tests/gpu/test_ddtree_e2e.py::"
 
 # CPU, the real package imported (sgl-scan's own suite)
 IMPORTS = REAL + "test_the_worker_subclasses_the_release_base_and_refuses_before_loading"  # worker.py's imports resolve
-DRAFTER_BLOCK = REAL + "test_the_base_is_built_on_the_drafters_trained_block"  # the drafter's config is read, the setting scoped
+DRAFTER_BLOCK = (
+    REAL + "test_the_base_is_built_on_the_drafters_trained_block"
+)  # the drafter's config is read, the setting scoped
 # GPU, a real server
 LOSSLESS = GPU + "test_ddtree_greedy_equals_no_speculation_and_dflash"
 KV_POOL = GPU + "test_the_kv_pool_is_back_to_its_start_after_the_run"

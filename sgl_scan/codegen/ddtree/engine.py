@@ -128,10 +128,18 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
     draft_args: list[str] = []
     runner = None
     if draft_fn is None:
-        missing.append(f"{base.qualname} ({base.location}) never calls self.<draft runner>.forward(...) on its decode path")
+        missing.append(
+            f"{base.qualname} ({base.location}) never calls self.<draft runner>.forward(...) on its decode path"
+        )
     else:
         runner = runner_call.callee.split(".")[1]
-        decisions.append(Decision("draft", f"draft block: {base.name}.{draft_fn.name}() runs self.{runner}.forward(forward_batch); DDTree stops it there", at(runner_call.line)))
+        decisions.append(
+            Decision(
+                "draft",
+                f"draft block: {base.name}.{draft_fn.name}() runs self.{runner}.forward(forward_batch); DDTree stops it there",
+                at(runner_call.line),
+            )
+        )
         params = signature(facts, draft_fn).params
         for p in params:
             if p.kind not in ("positional", "posonly"):
@@ -141,31 +149,47 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             elif p.default is None:
                 draft_args.append("draft_input")
         if len(draft_args) > 2 or not draft_args:
-            missing.append(f"{base.name}.{draft_fn.name} ({facts.location(draft_fn)}) takes parameters the draft step cannot supply")
+            missing.append(
+                f"{base.name}.{draft_fn.name} ({facts.location(draft_fn)}) takes parameters the draft step cannot supply"
+            )
 
     # -- the draft input class: a sibling of the verify input class (same base) the decode path uses
     draft_input = _draft_input_class(analysis, facts, entry, draft_fn, verify)
     root = hidden = ctx = None
     draft_input_name = None
     if draft_input is None:
-        missing.append(f"no draft-input class (a sibling of {verify.verify_class}) used by {base.qualname}'s decode path")
+        missing.append(
+            f"no draft-input class (a sibling of {verify.verify_class}) used by {base.qualname}'s decode path"
+        )
     else:
         draft_input_name, (dfacts, dcls) = draft_input
         fields = [a for a in dcls.attributes if a.annotation is not None]
         root_fact = next((a for a in fields if ROOT_FIELD.search(a.target) and "topk" not in a.target), None)
         if root_fact is None:
-            missing.append(f"{draft_input_name} ({dfacts.location(dcls)}) has no token field for the root (last bonus) token")
+            missing.append(
+                f"{draft_input_name} ({dfacts.location(dcls)}) has no token field for the root (last bonus) token"
+            )
         else:
             root = root_fact.target
-            decisions.append(Decision("root", f"root token: batch.spec_info.{root} ({dcls.name})", dfacts.location(root_fact)))
+            decisions.append(
+                Decision("root", f"root token: batch.spec_info.{root} ({dcls.name})", dfacts.location(root_fact))
+            )
         if shape == "batch":
             hidden_fact = next((a for a in fields if "hidden" in a.target), None)
             ctx_fact = next((a for a in fields if a.target.endswith("_lens") and "draft" not in a.target), None)
             if hidden_fact is None or ctx_fact is None:
-                missing.append(f"{draft_input_name} ({dfacts.location(dcls)}) has no hidden-state and context-length fields to hand to the drafter")
+                missing.append(
+                    f"{draft_input_name} ({dfacts.location(dcls)}) has no hidden-state and context-length fields to hand to the drafter"
+                )
             else:
                 hidden, ctx = hidden_fact.target, ctx_fact.target
-                decisions.append(Decision("handoff", f"hidden-state handoff: batch.spec_info.{hidden} / .{ctx}", dfacts.location(hidden_fact)))
+                decisions.append(
+                    Decision(
+                        "handoff",
+                        f"hidden-state handoff: batch.spec_info.{hidden} / .{ctx}",
+                        dfacts.location(hidden_fact),
+                    )
+                )
 
     # -- after the target verify forward
     verify_line = _target_verify_line(entry, verify.target_attr, base.entry.name) if entry else None
@@ -176,111 +200,267 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         hit = find_class(analysis, verify.verify_class) if verify.verify_class else None
         call = None
         if hit is not None:
-            vmethods = set(hit[1].methods) - {"__init__", "__post_init__", verify.prepare.name if verify.prepare else ""}
-            call = next((c for c in after if c.callee.rpartition(".")[2] in vmethods and not c.callee.startswith("self.")), None)
+            vmethods = set(hit[1].methods) - {
+                "__init__",
+                "__post_init__",
+                verify.prepare.name if verify.prepare else "",
+            }
+            call = next(
+                (c for c in after if c.callee.rpartition(".")[2] in vmethods and not c.callee.startswith("self.")), None
+            )
         if call is None:
-            missing.append(f"{base.qualname}.{base.entry.name} ({base.entry.location}) calls no method of the verify input after the target verify")
+            missing.append(
+                f"{base.qualname}.{base.entry.name} ({base.entry.location}) calls no method of the verify input after the target verify"
+            )
         else:
             accept_method = call.callee.rpartition(".")[2]
             fn = method(hit[0], hit[1], accept_method)
             accept_keywords = call.keywords
-            decisions.append(Decision("accept", f"commit: {verify.verify_name}.{accept_method}({', '.join(k + '=' for k in call.keywords)}) frees the uncommitted window slots, maps the kept ones and gathers their hidden states", hit[0].location(fn)))
+            decisions.append(
+                Decision(
+                    "accept",
+                    f"commit: {verify.verify_name}.{accept_method}({', '.join(k + '=' for k in call.keywords)}) frees the uncommitted window slots, maps the kept ones and gathers their hidden states",
+                    hit[0].location(fn),
+                )
+            )
             known = {"batch", "logits_output", "page_size"}
-            unknown = [k for k in call.keywords if k not in known] + [k for k in ("batch", "logits_output") if k not in call.keywords]
+            unknown = [k for k in call.keywords if k not in known] + [
+                k for k in ("batch", "logits_output") if k not in call.keywords
+            ]
             if unknown or call.args:
-                missing.append(f"{verify.verify_name}.{accept_method} ({hit[0].location(fn)}) is called with {', '.join(unknown) or 'positional arguments'}, which the tree commit cannot supply")
+                missing.append(
+                    f"{verify.verify_name}.{accept_method} ({hit[0].location(fn)}) is called with {', '.join(unknown) or 'positional arguments'}, which the tree commit cannot supply"
+                )
             arity = (fn.returns or "").count(",") + 1 if fn.returns else 0
             if arity != 4:
-                missing.append(f"{verify.verify_name}.{accept_method} ({hit[0].location(fn)}) does not return (tokens, commit lengths, hidden states, accepted per request)")
+                missing.append(
+                    f"{verify.verify_name}.{accept_method} ({hit[0].location(fn)}) does not return (tokens, commit lengths, hidden states, accepted per request)"
+                )
             else:
-                unverified.append((f"{verify.verify_name}.{accept_method} frees exactly the window slots past the accepted path and keeps the path's "
-                                   f"slots in the order the tree commit laid them out ({hit[0].location(fn)})", checks.KV_POOL))
-                unverified.append((f"{verify.verify_name}.{accept_method}'s four results are (next root tokens, commit lengths, committed hidden states, accepted drafts per request) in that order ({hit[0].location(fn)}; its annotation gives only the types)", checks.LOSSLESS))
-    append_call = next((c for c in reversed(after) if c.callee.startswith("self.") and "hidden" in c.callee and c.callee.split(".")[1] in own), None)
+                unverified.append(
+                    (
+                        f"{verify.verify_name}.{accept_method} frees exactly the window slots past the accepted path and keeps the path's "
+                        f"slots in the order the tree commit laid them out ({hit[0].location(fn)})",
+                        checks.KV_POOL,
+                    )
+                )
+                unverified.append(
+                    (
+                        f"{verify.verify_name}.{accept_method}'s four results are (next root tokens, commit lengths, committed hidden states, accepted drafts per request) in that order ({hit[0].location(fn)}; its annotation gives only the types)",
+                        checks.LOSSLESS,
+                    )
+                )
+    append_call = next(
+        (
+            c
+            for c in reversed(after)
+            if c.callee.startswith("self.") and "hidden" in c.callee and c.callee.split(".")[1] in own
+        ),
+        None,
+    )
     append_method = append_keywords = None
     if append_call is None:
-        missing.append(f"{base.qualname}.{base.entry.name} ({base.entry.location}) hands no target hidden states to the drafter after the verify (no self.<...hidden...>() call)")
+        missing.append(
+            f"{base.qualname}.{base.entry.name} ({base.entry.location}) hands no target hidden states to the drafter after the verify (no self.<...hidden...>() call)"
+        )
     else:
         append_method = append_call.callee.split(".")[1]
         append_keywords = append_call.keywords
-        decisions.append(Decision("append", f"draft KV: self.{append_method}({', '.join(append_keywords) if append_keywords else 'batch, draft_input'}) after the commit, as the base does", at(append_call.line)))
+        decisions.append(
+            Decision(
+                "append",
+                f"draft KV: self.{append_method}({', '.join(append_keywords) if append_keywords else 'batch, draft_input'}) after the commit, as the base does",
+                at(append_call.line),
+            )
+        )
         if shape == "forward_batch":
             fn = own[append_method]
             required = [p.name for p in fn.params if p.kind == "kwonly" and p.default is None]
-            extra = [k for k in append_keywords if k not in APPEND_VALUES] + [k for k in required if k not in APPEND_VALUES]
+            extra = [k for k in append_keywords if k not in APPEND_VALUES] + [
+                k for k in required if k not in APPEND_VALUES
+            ]
             if extra:
-                missing.append(f"{base.name}.{append_method} ({facts.location(fn)}) is called with {', '.join(dict.fromkeys(extra))}, which the tree commit cannot supply")
-            slot_ids = (f"the draft KV pool indexes the target's window slot ids ({facts.location(fn)})", checks.LOSSLESS)
+                missing.append(
+                    f"{base.name}.{append_method} ({facts.location(fn)}) is called with {', '.join(dict.fromkeys(extra))}, which the tree commit cannot supply"
+                )
+            slot_ids = (
+                f"the draft KV pool indexes the target's window slot ids ({facts.location(fn)})",
+                checks.LOSSLESS,
+            )
             unverified.append(slot_ids)
         elif append_call.keywords or append_call.args != 2:
-            missing.append(f"{base.name}.{append_method} ({at(append_call.line)}) is not called as (batch, draft_input)")
+            missing.append(
+                f"{base.name}.{append_method} ({at(append_call.line)}) is not called as (batch, draft_input)"
+            )
     next_input = next_keywords = None
     window_func = kv_mover = None
     if shape == "forward_batch":
-        call = next((c for c in reversed(after) if c.callee.startswith("self.") and c.callee.split(".")[1] in own
-                     and draft_input_name and (own[c.callee.split(".")[1]].returns or "").strip("'\"") == draft_input_name.rsplit(".", 1)[-1]), None)
+        call = next(
+            (
+                c
+                for c in reversed(after)
+                if c.callee.startswith("self.")
+                and c.callee.split(".")[1] in own
+                and draft_input_name
+                and (own[c.callee.split(".")[1]].returns or "").strip("'\"") == draft_input_name.rsplit(".", 1)[-1]
+            ),
+            None,
+        )
         if call is None:
-            missing.append(f"{base.qualname}.{base.entry.name} ({base.entry.location}) builds no next draft input after the verify")
+            missing.append(
+                f"{base.qualname}.{base.entry.name} ({base.entry.location}) builds no next draft input after the verify"
+            )
         else:
             next_input, next_keywords = call.callee.split(".")[1], call.keywords
-            decisions.append(Decision("next_input", f"next draft input: self.{next_input}({', '.join(k + '=' for k in call.keywords)})", at(call.line)))
+            decisions.append(
+                Decision(
+                    "next_input",
+                    f"next draft input: self.{next_input}({', '.join(k + '=' for k in call.keywords)})",
+                    at(call.line),
+                )
+            )
             if set(call.keywords) - {"bonus_tokens", "new_seq_lens"} or call.args:
-                missing.append(f"{base.name}.{next_input} ({at(call.line)}) takes arguments the tree commit cannot supply")
-        window = next((c for c in entry.calls if set(WINDOW_KEYWORDS) <= set(c.keywords) and c.resolved), None) if entry else None
+                missing.append(
+                    f"{base.name}.{next_input} ({at(call.line)}) takes arguments the tree commit cannot supply"
+                )
+        window = (
+            next((c for c in entry.calls if set(WINDOW_KEYWORDS) <= set(c.keywords) and c.resolved), None)
+            if entry
+            else None
+        )
         if window is None:
-            missing.append(f"{base.qualname}.{base.entry.name} ({base.entry.location}) reads no verify window from req_to_token (no call with {', '.join(WINDOW_KEYWORDS)})")
+            missing.append(
+                f"{base.qualname}.{base.entry.name} ({base.entry.location}) reads no verify window from req_to_token (no call with {', '.join(WINDOW_KEYWORDS)})"
+            )
         else:
             window_func = window.resolved
-            decisions.append(Decision("window", f"verify window: {window.callee}({', '.join(k + '=' for k in window.keywords)}) over committed length + [0, budget + 1)", at(window.line)))
+            decisions.append(
+                Decision(
+                    "window",
+                    f"verify window: {window.callee}({', '.join(k + '=' for k in window.keywords)}) over committed length + [0, budget + 1)",
+                    at(window.line),
+                )
+            )
             if window_func.rsplit(".", 1)[0] not in files_by_module(analysis):
-                unverified.append((f"{window_func} (called at {at(window.line)}; defined outside the scanned files)", checks.IMPORTS))
+                unverified.append(
+                    (f"{window_func} (called at {at(window.line)}; defined outside the scanned files)", checks.IMPORTS)
+                )
             unverified.append((WINDOW_ASSUMED, checks.KV_POOL))
         mover = _function(analysis, KV_MOVER)
         if mover is None:
-            missing.append(f"no {KV_MOVER}() in the snapshot to move the accepted nodes' KV to the front of each window")
+            missing.append(
+                f"no {KV_MOVER}() in the snapshot to move the accepted nodes' KV to the front of each window"
+            )
         else:
             mfacts, mfn = mover
             names = tuple(p.name for p in mfn.params)
             if names[: len(KV_MOVER_PARAMS)] != KV_MOVER_PARAMS:
-                missing.append(f"{mfacts.module}.{KV_MOVER} ({mfacts.location(mfn)}) takes ({', '.join(names)}), not ({', '.join(KV_MOVER_PARAMS)})")
+                missing.append(
+                    f"{mfacts.module}.{KV_MOVER} ({mfacts.location(mfn)}) takes ({', '.join(names)}), not ({', '.join(KV_MOVER_PARAMS)})"
+                )
             else:
                 kv_mover = f"{mfacts.module}.{KV_MOVER}"
-                decisions.append(Decision("mover", f"KV compaction: {kv_mover}(batch, accept_index, num_correct_drafts, batch.token_to_kv_pool_allocator)", mfacts.location(mfn)))
-                unverified.append(("batch.token_to_kv_pool_allocator (the spec v2 schedule batch's allocator; read at run time)", checks.KV_POOL))
-    kv_plan, kv_plan_keywords, kv_field, write_ids = _kv_plan(analysis, facts, own, entry, verify, missing, decisions) if shape == "forward_batch" else (None, (), None, None)
+                decisions.append(
+                    Decision(
+                        "mover",
+                        f"KV compaction: {kv_mover}(batch, accept_index, num_correct_drafts, batch.token_to_kv_pool_allocator)",
+                        mfacts.location(mfn),
+                    )
+                )
+                unverified.append(
+                    (
+                        "batch.token_to_kv_pool_allocator (the spec v2 schedule batch's allocator; read at run time)",
+                        checks.KV_POOL,
+                    )
+                )
+    kv_plan, kv_plan_keywords, kv_field, write_ids = (
+        _kv_plan(analysis, facts, own, entry, verify, missing, decisions)
+        if shape == "forward_batch"
+        else (None, (), None, None)
+    )
     if write_ids is not None:  # the draft KV is written at the plan's write ids, as the base writes it
-        unverified = [u for u in unverified if not u[0].startswith("the draft KV pool indexes the target's window slot ids")]
+        unverified = [
+            u for u in unverified if not u[0].startswith("the draft KV pool indexes the target's window slot ids")
+        ]
     publish = None
     if entry is not None:
         params = {p.name for p in base.entry.params}
         publish = next((c.callee for c in after if c.callee in params), None)
         if publish:
-            decisions.append(Decision("publish", f"the decode path calls its `{publish}` parameter with the new lengths; so does the commit", at(next(c.line for c in after if c.callee == publish))))
-    result = next((c for c in reversed(entry.calls) if c.resolved and c.callee[:1].isupper() and set(c.keywords) & {"logits_output", "next_token_ids"}), None) if entry else None
+            decisions.append(
+                Decision(
+                    "publish",
+                    f"the decode path calls its `{publish}` parameter with the new lengths; so does the commit",
+                    at(next(c.line for c in after if c.callee == publish)),
+                )
+            )
+    result = (
+        next(
+            (
+                c
+                for c in reversed(entry.calls)
+                if c.resolved and c.callee[:1].isupper() and set(c.keywords) & {"logits_output", "next_token_ids"}
+            ),
+            None,
+        )
+        if entry
+        else None
+    )
     result_keywords: tuple[str, ...] = ()
     if result is None:
-        missing.append(f"{base.qualname}.{base.entry.name} ({base.entry.location}) returns no result class the commit can rebuild")
+        missing.append(
+            f"{base.qualname}.{base.entry.name} ({base.entry.location}) returns no result class the commit can rebuild"
+        )
     else:
         result_keywords = result.keywords
-        decisions.append(Decision("result", f"result: {result.callee}({', '.join(k + '=' for k in result.keywords)}), as the decode path returns", at(result.line)))
+        decisions.append(
+            Decision(
+                "result",
+                f"result: {result.callee}({', '.join(k + '=' for k in result.keywords)}), as the decode path returns",
+                at(result.line),
+            )
+        )
         unknown = [k for k in result.keywords if k not in RESULT_VALUES]
         if unknown:
-            missing.append(f"{result.callee} ({at(result.line)}) is built with {', '.join(unknown)}, which the tree commit cannot fill")
-    unverified.append(("the target model's lm_head (read as self.<target>.model_runner.model.lm_head, its first model_config.vocab_size rows: "
-                       "the rest are padding) projects the draft hidden states to the full vocabulary on one rank (no tensor-parallel gather)", checks.LOSSLESS))
+            missing.append(
+                f"{result.callee} ({at(result.line)}) is built with {', '.join(unknown)}, which the tree commit cannot fill"
+            )
+    unverified.append(
+        (
+            "the target model's lm_head (read as self.<target>.model_runner.model.lm_head, its first model_config.vocab_size rows: "
+            "the rest are padding) projects the draft hidden states to the full vocabulary on one rank (no tensor-parallel gather)",
+            checks.LOSSLESS,
+        )
+    )
 
     # -- what would go wrong silently: the worker refuses instead (see the module docstring)
     page_setting = None
     if shape == "batch" and PAGE_KEYWORD in accept_keywords:
         page_setting, field = _settings_field(analysis, facts, own.get("__init__"), PAGE_KEYWORD)
-        what = (f"pages: the path-first window needs {page_setting or 'self.' + PAGE_KEYWORD} == 1; DDTreeWorker() refuses any other value "
-                f"(the release's accept frees and maps whole pages, which a reordered window breaks)")
-        decisions.append(Decision("pages", what, field[0].location(field[1]) if field else (hit[0].location(method(hit[0], hit[1], accept_method)) if hit else None)))
+        what = (
+            f"pages: the path-first window needs {page_setting or 'self.' + PAGE_KEYWORD} == 1; DDTreeWorker() refuses any other value "
+            f"(the release's accept frees and maps whole pages, which a reordered window breaks)"
+        )
+        decisions.append(
+            Decision(
+                "pages",
+                what,
+                field[0].location(field[1])
+                if field
+                else (hit[0].location(method(hit[0], hit[1], accept_method)) if hit else None),
+            )
+        )
     reservation = None
     if shape == "forward_batch" and RESERVATION_KEYWORD in result_keywords:
         reservation = RESERVATION_KEYWORD
         unverified = [u for u in unverified if u[0] != WINDOW_ASSUMED]  # checked when the worker is constructed
-        decisions.append(Decision("reservation", f"window bound: the base reports its verify width as {RESERVATION_KEYWORD}; DDTreeWorker() refuses a budget + 1 above self.{RESERVATION_KEYWORD} (the scheduler reserves no more per step)", at(result.line)))
+        decisions.append(
+            Decision(
+                "reservation",
+                f"window bound: the base reports its verify width as {RESERVATION_KEYWORD}; DDTreeWorker() refuses a budget + 1 above self.{RESERVATION_KEYWORD} (the scheduler reserves no more per step)",
+                at(result.line),
+            )
+        )
     guards = []
     skip = {accept_method, append_method, next_input, draft_fn.name if draft_fn else None}
     for call in after:
@@ -291,7 +471,13 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             parts = inner.callee.split(".")
             if len(parts) >= 2 and parts[-2].endswith("attn_backend") and (name, parts[-1]) not in guards:
                 guards.append((name, parts[-1]))
-                decisions.append(Decision("guard", f"skipped base step: self.{name}() runs when the target's attention backend has {parts[-1]}(); the tree commit does not, so DDTree refuses such a backend", facts.location(own[name])))
+                decisions.append(
+                    Decision(
+                        "guard",
+                        f"skipped base step: self.{name}() runs when the target's attention backend has {parts[-1]}(); the tree commit does not, so DDTree refuses such a backend",
+                        facts.location(own[name]),
+                    )
+                )
     return EngineGlue(
         shape=shape,
         draft_method=draft_fn.name if draft_fn else None,
@@ -325,7 +511,15 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
     )
 
 
-def _kv_plan(analysis: Analysis, facts: FileFacts, own: dict[str, FunctionFact], entry, verify, missing: list[str], decisions: list[Decision]):
+def _kv_plan(
+    analysis: Analysis,
+    facts: FileFacts,
+    own: dict[str, FunctionFact],
+    entry,
+    verify,
+    missing: list[str],
+    decisions: list[Decision],
+):
     """Spec v2: the base plans its verify window's KV locations once and passes the plan to the verify
     input (`<field>=`) and, through its write-ids method, to the draft KV append. The tree verify plans
     its own (wider) window with the same call, so it passes what the base passes.
@@ -333,13 +527,19 @@ def _kv_plan(analysis: Analysis, facts: FileFacts, own: dict[str, FunctionFact],
     Returns (plan callee, its keywords, the verify field, the write-ids method); all None when the base
     plans nothing.
     """
-    call = next((c for c in entry.calls if KV_PLAN_KEYWORD in c.keywords and c.callee.startswith("self.")), None) if entry else None
+    call = (
+        next((c for c in entry.calls if KV_PLAN_KEYWORD in c.keywords and c.callee.startswith("self.")), None)
+        if entry
+        else None
+    )
     if call is None:
         return None, (), None, None
     at = Location(facts.path, call.line, 1)
     unknown = [k for k in call.keywords if k not in KV_PLAN_VALUES]
     if unknown or call.args:
-        missing.append(f"the base plans its KV locations with {call.callee}({', '.join(unknown) or 'positional arguments'}) ({at}), which the tree verify cannot supply")
+        missing.append(
+            f"the base plans its KV locations with {call.callee}({', '.join(unknown) or 'positional arguments'}) ({at}), which the tree verify cannot supply"
+        )
     write_ids = field = None
     hit = find_class(analysis, verify.verify_class) if verify.verify_class else None
     for c in entry.calls:
@@ -351,31 +551,59 @@ def _kv_plan(analysis: Analysis, facts: FileFacts, own: dict[str, FunctionFact],
         kind = params[0].annotation.strip("'\"")
         if not kind[:1].isupper():
             continue
-        found = next((a for a in (hit[1].attributes if hit else ()) if a.annotation and re.search(rf"\b{re.escape(kind)}\b", a.annotation)), None)
+        found = next(
+            (
+                a
+                for a in (hit[1].attributes if hit else ())
+                if a.annotation and re.search(rf"\b{re.escape(kind)}\b", a.annotation)
+            ),
+            None,
+        )
         if found is not None:
             write_ids, field = name, found.target
-            decisions.append(Decision("kv_plan", f"KV plan: {call.callee}({', '.join(k + '=' for k in call.keywords)}) over the tree window, passed as {verify.verify_name}({field}=) and to self.{name}() for the draft KV write ids, as the base does", at))
+            decisions.append(
+                Decision(
+                    "kv_plan",
+                    f"KV plan: {call.callee}({', '.join(k + '=' for k in call.keywords)}) over the tree window, passed as {verify.verify_name}({field}=) and to self.{name}() for the draft KV write ids, as the base does",
+                    at,
+                )
+            )
             break
     if write_ids is None:
-        missing.append(f"the base plans its KV locations ({at}) but the tree verify finds no verify-input field and write-ids method taking that plan")
+        missing.append(
+            f"the base plans its KV locations ({at}) but the tree verify finds no verify-input field and write-ids method taking that plan"
+        )
     return call.callee, tuple(call.keywords), field, write_ids
 
 
-def _draft_forward(entry: FunctionFact | None, own: dict[str, FunctionFact]) -> tuple[FunctionFact | None, CallFact | None]:
+def _draft_forward(
+    entry: FunctionFact | None, own: dict[str, FunctionFact]
+) -> tuple[FunctionFact | None, CallFact | None]:
     """The entry, or a base method it calls, whose body calls self.<...draft...>.forward(x)."""
     if entry is None:
         return None, None
-    candidates = [entry] + [own[c.callee.split(".")[1]] for c in entry.calls
-                            if c.callee.startswith("self.") and c.callee.count(".") == 1 and c.callee.split(".")[1] in own]
+    candidates = [entry] + [
+        own[c.callee.split(".")[1]]
+        for c in entry.calls
+        if c.callee.startswith("self.") and c.callee.count(".") == 1 and c.callee.split(".")[1] in own
+    ]
     for fn in candidates:
         for call in fn.calls:
             parts = call.callee.split(".")
-            if len(parts) == 3 and parts[0] == "self" and "draft" in parts[1] and parts[2] == "forward" and call.args == 1:
+            if (
+                len(parts) == 3
+                and parts[0] == "self"
+                and "draft" in parts[1]
+                and parts[2] == "forward"
+                and call.args == 1
+            ):
                 return fn, call
     return None, None
 
 
-def _draft_input_class(analysis: Analysis, facts: FileFacts, entry, draft_fn, verify) -> tuple[str, tuple[FileFacts, ClassFact]] | None:
+def _draft_input_class(
+    analysis: Analysis, facts: FileFacts, entry, draft_fn, verify
+) -> tuple[str, tuple[FileFacts, ClassFact]] | None:
     """A class sharing the verify input's bases, named by the draft method's annotations or built in the entry."""
     hit = find_class(analysis, verify.verify_class) if verify.verify_class else None
     if hit is None:
@@ -385,7 +613,7 @@ def _draft_input_class(analysis: Analysis, facts: FileFacts, entry, draft_fn, ve
     if draft_fn is not None:
         names += [p.annotation.strip("'\"") for p in draft_fn.params if p.annotation]
     for fn in (entry, draft_fn):
-        for call in (fn.calls if fn else ()):
+        for call in fn.calls if fn else ():
             if call.resolved:
                 names.append(call.resolved)
     for name in names:
@@ -399,7 +627,7 @@ def _draft_input_class(analysis: Analysis, facts: FileFacts, entry, draft_fn, ve
 
 def _settings_field(analysis: Analysis, facts: FileFacts, init: FunctionFact | None, name: str):
     """("<param>.<name>", (file, field)) when a constructor parameter's annotated class has the field `name`."""
-    for p in (init.params if init else ()):
+    for p in init.params if init else ():
         if not p.annotation:
             continue
         found = resolve_class(analysis, facts, p.annotation.strip("'\""))
@@ -410,7 +638,11 @@ def _settings_field(analysis: Analysis, facts: FileFacts, init: FunctionFact | N
 
 
 def _target_verify_line(entry: FunctionFact, attr: str | None, name: str) -> int | None:
-    lines = [c.line for c in entry.calls if c.callee.endswith(f".{name}") and "is_verify" in c.keywords and "target" in c.callee]
+    lines = [
+        c.line
+        for c in entry.calls
+        if c.callee.endswith(f".{name}") and "is_verify" in c.keywords and "target" in c.callee
+    ]
     return lines[-1] if lines else None
 
 

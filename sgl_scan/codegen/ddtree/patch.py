@@ -115,17 +115,25 @@ class _PatchBuilder:
         facts, cls = hit
         member = next((m for m in cls.enum_members if m.name == BASE_ALGORITHM), None)
         if member is None:
-            raise CodegenError(f"{self.plan.enum_qualname} ({self.plan.enum_location}) has no {BASE_ALGORITHM} member to place {self.plan.algorithm_name} beside")
+            raise CodegenError(
+                f"{self.plan.enum_qualname} ({self.plan.enum_location}) has no {BASE_ALGORITHM} member to place {self.plan.algorithm_name} beside"
+            )
         if member.value.replace(" ", "") == "auto()":
             value = "auto()"
         else:
             try:
                 value = str(max(int(m.value, 0) for m in cls.enum_members) + 1)
             except ValueError:
-                raise CodegenError(f"cannot choose a value for {self.plan.algorithm_name}: {BASE_ALGORITHM} = {member.value} at {facts.path}:{member.line}") from None
+                raise CodegenError(
+                    f"cannot choose a value for {self.plan.algorithm_name}: {BASE_ALGORITHM} = {member.value} at {facts.path}:{member.line}"
+                ) from None
         edits = self.file(facts.path)
-        edits.inserts.append(_Insert(member.end_line + 1, f"{edits.indent(member.line)}{self.plan.algorithm_name} = {value}\n"))
-        self.edits.append(PatchEdit(facts.location(member), f"add {self.plan.algorithm_name} = {value} to {self.plan.enum_name}"))
+        edits.inserts.append(
+            _Insert(member.end_line + 1, f"{edits.indent(member.line)}{self.plan.algorithm_name} = {value}\n")
+        )
+        self.edits.append(
+            PatchEdit(facts.location(member), f"add {self.plan.algorithm_name} = {value} to {self.plan.enum_name}")
+        )
 
     # -- predicates that name DFLASH directly
     def predicates(self) -> None:
@@ -144,26 +152,42 @@ class _PatchBuilder:
             edits = self.file(facts.path)
             ind = edits.indent(body_line)
             edits.inserts.append(_Insert(body_line, f"{ind}if self is {self.new_member}:\n{ind}    return True\n"))
-            self.edits.append(PatchEdit(choice.location, f"{choice.name}() answers True for {self.plan.algorithm_name}, as for {BASE_ALGORITHM}"))
+            self.edits.append(
+                PatchEdit(
+                    choice.location,
+                    f"{choice.name}() answers True for {self.plan.algorithm_name}, as for {BASE_ALGORITHM}",
+                )
+            )
 
     # -- the --speculative-algorithm choice and the budget option
     def option(self) -> None:
         hook = self.analysis.inventory.algorithm_option
         if hook is None:
-            self.skipped.append(PatchEdit(self.plan.enum_location, "no --speculative-algorithm definition found; add the choice by hand"))
+            self.skipped.append(
+                PatchEdit(
+                    self.plan.enum_location, "no --speculative-algorithm definition found; add the choice by hand"
+                )
+            )
             return
         loc = hook.location
         edits = self.file(loc.path)
         found = self._option_call(loc, hook.name) if hook.kind == "argument" else None
         if found is None:
-            self.skipped.append(PatchEdit(loc, f"{hook.name} is a {hook.kind}; no choices list to extend (the worker reads {BUDGET_FIELD} if present, else $SGLANG_DDTREE_BUDGET)"))
+            self.skipped.append(
+                PatchEdit(
+                    loc,
+                    f"{hook.name} is a {hook.kind}; no choices list to extend (the worker reads {BUDGET_FIELD} if present, else $SGLANG_DDTREE_BUDGET)",
+                )
+            )
             self._budget_field(loc.path)
             return
         stmt, offset, end, dedent = found
         first_line = stmt.lineno + offset
         choice = next(
             (
-                n for kw in _keywords(stmt, "choices") for n in ast.walk(kw.value)
+                n
+                for kw in _keywords(stmt, "choices")
+                for n in ast.walk(kw.value)
                 if isinstance(n, ast.Constant) and n.value == BASE_ALGORITHM
             ),
             None,
@@ -172,9 +196,15 @@ class _PatchBuilder:
             line = offset + choice.end_lineno
             col = choice.end_col_offset + dedent
             edits.replaces.append(_Replace(line, col, col, f', "{self.plan.algorithm_name}"'))
-            self.edits.append(PatchEdit(Location(loc.path, line), f'add "{self.plan.algorithm_name}" to the {hook.name} choices'))
+            self.edits.append(
+                PatchEdit(Location(loc.path, line), f'add "{self.plan.algorithm_name}" to the {hook.name} choices')
+            )
         elif hook.values:
-            self.skipped.append(PatchEdit(loc, f"{hook.name} lists choices without {BASE_ALGORITHM}; add {self.plan.algorithm_name} by hand"))
+            self.skipped.append(
+                PatchEdit(
+                    loc, f"{hook.name} lists choices without {BASE_ALGORITHM}; add {self.plan.algorithm_name} by hand"
+                )
+            )
         receiver = ast.unparse(stmt.func)
         if receiver:
             ind = edits.indent(first_line)
@@ -213,14 +243,20 @@ class _PatchBuilder:
     def _budget_field(self, path: str) -> None:
         facts = self.analysis.files.get(path)
         for cls in getattr(facts, "classes", ()):
-            field = next((a for a in cls.attributes if a.target == "speculative_algorithm" and a.kind == "annassign"), None)
+            field = next(
+                (a for a in cls.attributes if a.target == "speculative_algorithm" and a.kind == "annassign"), None
+            )
             if field is None:
                 continue
             edits = self.file(path)
-            edits.inserts.append(_Insert(field.end_line + 1, f"{edits.indent(field.line)}{BUDGET_FIELD}: int = {self.plan.budget}\n"))
+            edits.inserts.append(
+                _Insert(field.end_line + 1, f"{edits.indent(field.line)}{BUDGET_FIELD}: int = {self.plan.budget}\n")
+            )
             self.edits.append(PatchEdit(facts.location(field), f"add the {cls.name}.{BUDGET_FIELD} field"))
             return
-        self.skipped.append(PatchEdit(Location(path, 1), f"no speculative_algorithm field found; {BUDGET_FIELD} not added"))
+        self.skipped.append(
+            PatchEdit(Location(path, 1), f"no speculative_algorithm field found; {BUDGET_FIELD} not added")
+        )
 
     # -- dispatch: the worker branch and sites comparing against DFLASH itself
     def dispatch(self) -> None:
@@ -257,7 +293,12 @@ class _PatchBuilder:
             f"{ind}    return DDTreeWorker\n"
         )
         edits.inserts.append(_Insert(target_line, text))
-        self.edits.append(PatchEdit(Location(loc.path, target_line), f"create DDTreeWorker for {self.plan.algorithm_name} (the {BASE_ALGORITHM} branch at {loc})"))
+        self.edits.append(
+            PatchEdit(
+                Location(loc.path, target_line),
+                f"create DDTreeWorker for {self.plan.algorithm_name} (the {BASE_ALGORITHM} branch at {loc})",
+            )
+        )
 
     def _widen_compare(self, loc: Location, via: str, detail: str) -> None:
         edits = self.file(loc.path)
@@ -269,19 +310,27 @@ class _PatchBuilder:
         if node is not None:
             compare = next(
                 (
-                    n for n in ast.walk(node)
-                    if isinstance(n, ast.Compare) and n.lineno + offset == loc.line and n.end_lineno == n.lineno
-                    and len(n.ops) == 1 and _mentions(n.comparators[0], BASE_ALGORITHM)
+                    n
+                    for n in ast.walk(node)
+                    if isinstance(n, ast.Compare)
+                    and n.lineno + offset == loc.line
+                    and n.end_lineno == n.lineno
+                    and len(n.ops) == 1
+                    and _mentions(n.comparators[0], BASE_ALGORITHM)
                 ),
                 None,
             )
         if compare is None:
-            self.skipped.append(PatchEdit(loc, f"compares against {detail}; add {self.plan.algorithm_name} there by hand"))
+            self.skipped.append(
+                PatchEdit(loc, f"compares against {detail}; add {self.plan.algorithm_name} there by hand")
+            )
             return
         right = compare.comparators[0]
         new = f'"{self.plan.algorithm_name}"' if via == "string" else _member_text(right, self.plan.algorithm_name)
         op = compare.ops[0]
-        if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) and not isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+        if isinstance(op, (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)) and not isinstance(
+            right, (ast.Tuple, ast.List, ast.Set)
+        ):
             word = "in" if isinstance(op, (ast.Eq, ast.Is)) else "not in"
             start = compare.left.end_col_offset + dedent
             written = edits.lines[loc.line - 1][right.col_offset + dedent : right.end_col_offset + dedent]
@@ -289,9 +338,16 @@ class _PatchBuilder:
             edits.replaces.append(_Replace(loc.line, start, right.end_col_offset + dedent, text))
         elif isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
             last = right.elts[-1]
-            edits.replaces.append(_Replace(loc.line, last.end_col_offset + dedent, last.end_col_offset + dedent, f", {new}"))
+            edits.replaces.append(
+                _Replace(loc.line, last.end_col_offset + dedent, last.end_col_offset + dedent, f", {new}")
+            )
         else:
-            self.skipped.append(PatchEdit(loc, f"compares against {detail} in a form the patch does not rewrite; add {self.plan.algorithm_name} by hand"))
+            self.skipped.append(
+                PatchEdit(
+                    loc,
+                    f"compares against {detail} in a form the patch does not rewrite; add {self.plan.algorithm_name} by hand",
+                )
+            )
             return
         self.edits.append(PatchEdit(loc, f"let {self.plan.algorithm_name} through the {detail} test"))
         self._server_args_hook(node, compare, offset, hit, loc)
@@ -304,7 +360,9 @@ class _PatchBuilder:
             return
         facts, fn = hit
         owner = next((c for c in facts.classes if c.qualname == fn.owner), None)
-        if owner is None or not any(a.target == "speculative_algorithm" and a.kind == "annassign" for a in owner.attributes):
+        if owner is None or not any(
+            a.target == "speculative_algorithm" and a.kind == "annassign" for a in owner.attributes
+        ):
             return
         branch = next((n for n in ast.walk(node) if isinstance(n, ast.If) and n.test is compare), None)
         if branch is None or not branch.body:
@@ -320,7 +378,12 @@ class _PatchBuilder:
             f"{ind}    ddtree_server_args(self)\n"
         )
         edits.inserts.append(_Insert(first, text))
-        self.edits.append(PatchEdit(Location(loc.path, first), f"route or refuse the attention backend for {self.plan.algorithm_name} at server-args time (the {BASE_ALGORITHM} branch at {loc})"))
+        self.edits.append(
+            PatchEdit(
+                Location(loc.path, first),
+                f"route or refuse the attention backend for {self.plan.algorithm_name} at server-args time (the {BASE_ALGORITHM} branch at {loc})",
+            )
+        )
         self.hooked = True
 
     def result(self) -> PatchResult:
@@ -355,7 +418,14 @@ def _parse_function(edits: _FileEdits, fn: FunctionFact) -> tuple[ast.AST | None
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None, None
     body = node.body
-    first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) and isinstance(body[0].value.value, str) else body[0]
+    first = (
+        body[1]
+        if len(body) > 1
+        and isinstance(body[0], ast.Expr)
+        and isinstance(getattr(body[0], "value", None), ast.Constant)
+        and isinstance(body[0].value.value, str)
+        else body[0]
+    )
     return node, first
 
 

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Algorithm, Analysis, DispatchSite, Location
-from sgl_scan.analyzer.query import Signature, files_by_module, find_class, find_method, method, resolve_class, signature
+from sgl_scan.analyzer.query import (
+    Signature,
+    files_by_module,
+    find_class,
+    find_method,
+    method,
+    resolve_class,
+    signature,
+)
 from sgl_scan.codegen.ddtree import checks
 from sgl_scan.codegen.ddtree.attention import AttentionPlan, attention_plan
 from sgl_scan.codegen.ddtree.engine import EngineGlue, engine_glue
@@ -35,7 +43,10 @@ FIRST_DFLASH_RELEASE = "0.5.11"
 # They are reported (README, plan) as reuse candidates; the generated worker uses its own kernels.
 HELPER_ROLES = (
     ("greedy tree verification", ("verify_tree_greedy_func", "verify_tree_greedy")),
-    ("tree mask to retrieve indices", ("reconstruct_indices_from_tree_mask_func", "reconstruct_indices_from_tree_mask")),
+    (
+        "tree mask to retrieve indices",
+        ("reconstruct_indices_from_tree_mask_func", "reconstruct_indices_from_tree_mask"),
+    ),
     ("target-only tree sampling", ("tree_speculative_sampling_target_only",)),
 )
 
@@ -149,8 +160,12 @@ class DDTreePlan:
     overlap_reason: str
     algorithm_option: Location | None
     delegated: tuple[Signature, ...] = ()  # plugin mode: enum methods that branch on DFLASH, delegated to it
-    settings_view: tuple[str, Location] | None = None  # (qualified name, import site) of the release's resolved-settings view
-    inherited: tuple[Signature, ...] = ()  # plugin mode: enum methods the plugin base lacks, run as the release's own code
+    settings_view: tuple[str, Location] | None = (
+        None  # (qualified name, import site) of the release's resolved-settings view
+    )
+    inherited: tuple[
+        Signature, ...
+    ] = ()  # plugin mode: enum methods the plugin base lacks, run as the release's own code
     verify: VerifyGlue | None = None
     engine: EngineGlue | None = None  # draft and commit glue (engine.py)
     width: DraftWidth | None = None  # how the drafter keeps its trained block (width.py)
@@ -172,8 +187,11 @@ class DDTreePlan:
         missing += list(self.width.missing if self.width else ("no draft width planned",))
         if not missing:
             return None
-        return (f"DDTree cannot be wired to SGLang {self.sglang_version or '(unknown version)'}: " + "; ".join(missing)
-                + " (nothing written; --dry-run shows the plan)")
+        return (
+            f"DDTree cannot be wired to SGLang {self.sglang_version or '(unknown version)'}: "
+            + "; ".join(missing)
+            + " (nothing written; --dry-run shows the plan)"
+        )
 
     def helper(self, role: str) -> Helper | None:
         return next((h for h in self.helpers if h.role == role), None)
@@ -189,13 +207,19 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int | None = None, mod
     version = analysis.sglang_version or "(unknown version)"
     algorithm_class = inventory.algorithm_class
     if algorithm_class is None:
-        raise CodegenError(f"SGLang {version} has no SpeculativeAlgorithm class; DDTree needs the DFlash worker of sglang>={FIRST_DFLASH_RELEASE}")
+        raise CodegenError(
+            f"SGLang {version} has no SpeculativeAlgorithm class; DDTree needs the DFlash worker of sglang>={FIRST_DFLASH_RELEASE}"
+        )
     if any(a.name == NEW_ALGORITHM for a in inventory.algorithms):
         existing = next(a for a in inventory.algorithms if a.name == NEW_ALGORITHM)
         raise CodegenError(f"SGLang {version} already defines {NEW_ALGORITHM} ({existing.location})")
     dflash = next((a for a in inventory.algorithms if a.name == BASE_ALGORITHM), None)
     if dflash is None or dflash.worker is None:
-        where = f"{BASE_ALGORITHM} has no worker" if dflash else f"no {BASE_ALGORITHM} in {algorithm_class.qualname} ({algorithm_class.location})"
+        where = (
+            f"{BASE_ALGORITHM} has no worker"
+            if dflash
+            else f"no {BASE_ALGORITHM} in {algorithm_class.qualname} ({algorithm_class.location})"
+        )
         raise CodegenError(
             f"SGLang {version} has no DFlash worker ({where}); DDTree builds on the DFlash worker, "
             f"first released in sglang {FIRST_DFLASH_RELEASE}: target sglang>={FIRST_DFLASH_RELEASE}"
@@ -313,11 +337,16 @@ def _plugin_api(analysis: Analysis) -> PluginApi | None:
 
 def _choose_mode(mode: str, plugin: PluginApi | None, version: str, enum: str) -> tuple[str, str]:
     if mode == "plugin" and plugin is None:
-        raise CodegenError(f"--mode plugin: SGLang {version} has no plugin API ({enum}.register with spec_class); use --mode patch")
+        raise CodegenError(
+            f"--mode plugin: SGLang {version} has no plugin API ({enum}.register with spec_class); use --mode patch"
+        )
     if mode == "patch":
         return "patch", "--mode patch"
     if plugin is not None:
-        return "plugin", f"{plugin.enum_qualname}.register ({plugin.register.location}) takes spec_class= a {plugin.base_qualname} subclass"
+        return (
+            "plugin",
+            f"{plugin.enum_qualname}.register ({plugin.register.location}) takes spec_class= a {plugin.base_qualname} subclass",
+        )
     return "patch", f"{enum} has no register(..., spec_class=...) plugin API"
 
 
@@ -349,8 +378,8 @@ def _enum_method(analysis: Analysis, site: DispatchSite) -> str | None:
     """The enum method a site sits in (`handle_server_args`), or None when it is elsewhere."""
     enum = analysis.inventory.algorithm_class
     prefix = f"{enum.qualname}." if enum else None
-    if prefix and site.function.startswith(prefix) and "." not in site.function[len(prefix):]:
-        return site.function[len(prefix):]
+    if prefix and site.function.startswith(prefix) and "." not in site.function[len(prefix) :]:
+        return site.function[len(prefix) :]
     return None
 
 
@@ -365,7 +394,13 @@ def _delegated(analysis: Analysis, dflash: Algorithm) -> tuple[Signature, ...]:
     names: list[str] = []
     for joined in _joined_sites(analysis, "plugin", dflash, delegate=False):
         name = _enum_method(analysis, joined.site)
-        if name and name not in predicates and joined.site.worker is None and name not in names and not name.startswith("_"):
+        if (
+            name
+            and name not in predicates
+            and joined.site.worker is None
+            and name not in names
+            and not name.startswith("_")
+        ):
             names.append(name)
     out = []
     for name in names:
@@ -415,7 +450,12 @@ def algorithm_methods(analysis: Analysis) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _inherited(analysis: Analysis, plugin: PluginApi | None, predicates: tuple[PredicateChoice, ...], delegated: tuple[Signature, ...]) -> tuple[Signature, ...]:
+def _inherited(
+    analysis: Analysis,
+    plugin: PluginApi | None,
+    predicates: tuple[PredicateChoice, ...],
+    delegated: tuple[Signature, ...],
+) -> tuple[Signature, ...]:
     """Enum instance methods that neither the plugin base nor the plugin class defines otherwise.
 
     SGLang calls them on whatever `from_string` returns (e.g. `create_future_map`,
@@ -439,8 +479,7 @@ def _joined_sites(analysis: Analysis, mode: str, dflash: Algorithm, delegate: bo
     inventory = analysis.inventory
     speculative = {a.name for a in inventory.algorithms if "is_none" not in a.predicates and a.name != "NONE"}
     discriminating = {
-        p.name for p in inventory.predicates
-        if BASE_ALGORITHM in p.members and not speculative <= set(p.members)
+        p.name for p in inventory.predicates if BASE_ALGORITHM in p.members and not speculative <= set(p.members)
     }
     joined = []
     for site in inventory.dispatch_sites:
@@ -451,13 +490,21 @@ def _joined_sites(analysis: Analysis, mode: str, dflash: Algorithm, delegate: bo
         site = dataclasses.replace(site, test=None, context=("const", True), atoms=())
         in_enum = _enum_method(analysis, site) if mode == "plugin" else None
         if in_enum and site.worker == dflash.worker:
-            joined.append(JoinedSite(site, True, "the plugin's create_worker returns DDTreeWorker (worker_factory in register.py)"))
+            joined.append(
+                JoinedSite(
+                    site, True, "the plugin's create_worker returns DDTreeWorker (worker_factory in register.py)"
+                )
+            )
         elif in_enum and delegate:
             joined.append(JoinedSite(site, True, f"DDTreeSpecAlgo.{in_enum}() delegates to {BASE_ALGORITHM}'s"))
         elif mode == "patch" and site.worker == dflash.worker:
-            joined.append(JoinedSite(site, True, f"the patch returns DDTreeWorker for {NEW_ALGORITHM} inside this branch"))
+            joined.append(
+                JoinedSite(site, True, f"the patch returns DDTreeWorker for {NEW_ALGORITHM} inside this branch")
+            )
         elif site.via == "predicate":
-            joined.append(JoinedSite(site, True, f"{site.detail}() answers True for {NEW_ALGORITHM} as for {BASE_ALGORITHM}"))
+            joined.append(
+                JoinedSite(site, True, f"{site.detail}() answers True for {NEW_ALGORITHM} as for {BASE_ALGORITHM}")
+            )
         elif mode == "patch":
             joined.append(JoinedSite(site, True, f"the patch adds {NEW_ALGORITHM} beside {site.detail}"))
         else:
@@ -471,19 +518,32 @@ def _overlap(analysis: Analysis, dflash: Algorithm) -> tuple[bool, str]:
     The branch is the dispatch site that creates the DFlash worker; a `raise` of an error inside the
     branch (between the site and the worker choice) is the release refusing overlap for DFLASH.
     """
-    site = next((s for s in analysis.inventory.dispatch_sites if s.worker == dflash.worker and BASE_ALGORITHM in s.algorithms), None)
+    site = next(
+        (s for s in analysis.inventory.dispatch_sites if s.worker == dflash.worker and BASE_ALGORITHM in s.algorithms),
+        None,
+    )
     if site is None or dflash.worker_location is None:
         return False, "no dispatch branch for the DFlash worker found; overlap off to be safe"
     facts = analysis.files.get(site.location.path)
     fn = None
     if facts is not None:
-        fn = next((f for f in facts.functions if f.line <= site.location.line <= f.end_line and f.qualname.endswith(site.function.rsplit(".", 1)[-1])), None)
+        fn = next(
+            (
+                f
+                for f in facts.functions
+                if f.line <= site.location.line <= f.end_line and f.qualname.endswith(site.function.rsplit(".", 1)[-1])
+            ),
+            None,
+        )
     if fn is None:
         return False, f"cannot read the branch at {site.location}; overlap off to be safe"
     low, high = site.location.line, max(site.location.line, dflash.worker_location.line)
     raises = [c for c in fn.calls if low <= c.line <= high and c.callee.endswith("Error")]
     if raises:
-        return False, f"{BASE_ALGORITHM}'s branch raises {raises[0].callee} ({facts.path}:{raises[0].line}) under overlap"
+        return (
+            False,
+            f"{BASE_ALGORITHM}'s branch raises {raises[0].callee} ({facts.path}:{raises[0].line}) under overlap",
+        )
     return True, f"{BASE_ALGORITHM}'s branch ({site.location}) returns its worker without refusing overlap"
 
 
@@ -559,9 +619,15 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
         absent = [f for f in VERIFY_FIELDS if f not in fields]
         if absent:
             missing.append(f"{verify[0]} ({verify_location}) has no field(s) {', '.join(absent)}")
-        required = [a.target for a in vcls.attributes if a.annotation is not None and a.value is None and a.target not in VERIFY_FIELDS]
+        required = [
+            a.target
+            for a in vcls.attributes
+            if a.annotation is not None and a.value is None and a.target not in VERIFY_FIELDS
+        ]
         if required:
-            missing.append(f"{verify[0]} ({verify_location}) requires field(s) {', '.join(required)} the tree verify cannot fill")
+            missing.append(
+                f"{verify[0]} ({verify_location}) requires field(s) {', '.join(required)} the tree verify cannot fill"
+            )
         fn = method(vfacts, vcls, PREPARE_METHOD)
         prepare = signature(vfacts, fn)
         returns_forward_batch = "ForwardBatch" in (fn.returns or "")
@@ -577,14 +643,18 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
             elif "custom_mask" in p.name and p.default in ("True", "False"):
                 prepare_args.append((p.name, "false"))  # the tree mask is ours: never rebuild a causal one
             elif p.default is None:
-                missing.append(f"{verify[0]}.{PREPARE_METHOD} ({prepare.location}) requires {p.name!r}, which the tree verify cannot supply")
+                missing.append(
+                    f"{verify[0]}.{PREPARE_METHOD} ({prepare.location}) requires {p.name!r}, which the tree verify cannot supply"
+                )
         if not any(role == "batch" for _, role in prepare_args):
             missing.append(f"{verify[0]}.{PREPARE_METHOD} ({prepare.location}) takes no batch as its first parameter")
     target_attr = _target_attr(entry, base.entry.name) if entry else None
     target_forward = None
     result_field = result_location = None
     if target_attr is None:
-        missing.append(f"{base.qualname}.{base.entry.name} ({base.entry.location}) calls no self.<target>.{base.entry.name}()")
+        missing.append(
+            f"{base.qualname}.{base.entry.name} ({base.entry.location}) calls no self.<target>.{base.entry.name}()"
+        )
     else:
         found = _target_forward(analysis, facts, cls, target_attr, base.entry.name)
         if found is None:
@@ -595,31 +665,49 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
             result = resolve_class(analysis, found[0], returns)
             result_field = RESULT_FIELD
             if result is None:
-                unverified.append((f"{returns or 'the result'}.{RESULT_FIELD} (the class of {target_forward.location}'s result is outside the scanned files)", checks.LOSSLESS))
+                unverified.append(
+                    (
+                        f"{returns or 'the result'}.{RESULT_FIELD} (the class of {target_forward.location}'s result is outside the scanned files)",
+                        checks.LOSSLESS,
+                    )
+                )
             elif any(a.target == RESULT_FIELD for a in result[1].attributes):
                 result_location = result[0].location(result[1])
             else:
-                missing.append(f"the result of {base.entry.name} ({target_forward.location}) has no {RESULT_FIELD!r} field ({result[0].location(result[1])})")
+                missing.append(
+                    f"the result of {base.entry.name} ({target_forward.location}) has no {RESULT_FIELD!r} field ({result[0].location(result[1])})"
+                )
             names = {p.name for p in target_forward.params}
             need = ["is_verify"] + (["forward_batch"] if returns_forward_batch else [])
             for name in need:
                 if name not in names:
-                    missing.append(f"the target worker's {base.entry.name} ({target_forward.location}) takes no {name!r}")
+                    missing.append(
+                        f"the target worker's {base.entry.name} ({target_forward.location}) takes no {name!r}"
+                    )
     if target_forward is not None:
-        unverified.append((f"{RESULT_FIELD}.next_token_logits (the logits output class is not followed through the facts)", checks.LOSSLESS))
+        unverified.append(
+            (
+                f"{RESULT_FIELD}.next_token_logits (the logits output class is not followed through the facts)",
+                checks.LOSSLESS,
+            )
+        )
     worker_batch_method = None
     forward_mode_module = None
     if verify is not None and not returns_forward_batch:
         worker_batch_method = _worker_batch_method(own, base.entry.params[0].name if base.entry.params else "batch")
         if worker_batch_method is None:
-            missing.append(f"{base.qualname} never converts its batch with batch.<...>_worker_batch() ({base.location})")
+            missing.append(
+                f"{base.qualname} never converts its batch with batch.<...>_worker_batch() ({base.location})"
+            )
         forward_mode_module = next((i.module for i in facts.imports if i.bound == "ForwardMode" and not i.scope), None)
         if forward_mode_module is None:
             missing.append(f"{facts.path} does not import ForwardMode")
         else:
             mode = resolve_class(analysis, facts, "ForwardMode")
             if mode is None:
-                unverified.append((f"ForwardMode.{VERIFY_MODE} ({forward_mode_module} is outside the scanned files)", checks.LOSSLESS))
+                unverified.append(
+                    (f"ForwardMode.{VERIFY_MODE} ({forward_mode_module} is outside the scanned files)", checks.LOSSLESS)
+                )
             elif VERIFY_MODE not in {m.name for m in mode[1].enum_members}:
                 missing.append(f"ForwardMode ({mode[0].location(mode[1])}) has no member {VERIFY_MODE}")
     return VerifyGlue(
@@ -652,7 +740,9 @@ def _target_attr(entry: FunctionFact, name: str) -> str | None:
     return (public or attrs or [None])[0]
 
 
-def _target_forward(analysis: Analysis, facts: FileFacts, cls: ClassFact, attr: str, name: str) -> tuple[FileFacts, FunctionFact] | None:
+def _target_forward(
+    analysis: Analysis, facts: FileFacts, cls: ClassFact, attr: str, name: str
+) -> tuple[FileFacts, FunctionFact] | None:
     """The target worker's `name` method: the class annotated on the constructor parameter `attr`."""
     init = method(facts, cls, "__init__")
     if init is None:

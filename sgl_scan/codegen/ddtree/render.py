@@ -60,11 +60,14 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_ddtree(plan: DDTreePlan, package: str, patch: PatchResult | None, regenerate: str,
-                  runtime: RuntimeFacts = NO_RUNTIME_FACTS) -> dict[str, str]:
+def render_ddtree(
+    plan: DDTreePlan, package: str, patch: PatchResult | None, regenerate: str, runtime: RuntimeFacts = NO_RUNTIME_FACTS
+) -> dict[str, str]:
     """Every generated file, by path relative to the output folder; `runtime`: the release's runtime facts (runtime.py)."""
     if not package.isidentifier():
-        raise CodegenError(f"the output folder name {package!r} is not a Python identifier (it becomes the package name)")
+        raise CodegenError(
+            f"the output folder name {package!r} is not a Python identifier (it becomes the package name)"
+        )
     check_plan(plan)  # every tree-derived string matches its strict pattern (trust.py), else refused
     if patch is not None:
         check_patch_notes(patch.edits + patch.skipped)  # their lines reach README.md and the plan text
@@ -90,7 +93,9 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
     init = forwarding(plan.base.init)
     entry = forwarding(plan.base.entry)
     if not entry.batch:
-        raise CodegenError(f"{plan.base.qualname}.{plan.base.entry.name} ({plan.base.entry.location}) takes no batch parameter")
+        raise CodegenError(
+            f"{plan.base.qualname}.{plan.base.entry.name} ({plan.base.entry.location}) takes no batch parameter"
+        )
     context: dict[str, object] = {
         "plan": plan,
         "patch": patch,
@@ -118,14 +123,21 @@ def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenera
         "regenerate": regenerate,
         "out_hint": f"/path/to/{package}",
         "verify": _verify_context(plan),
-        "settings_view": {"module": plan.settings_view[0].rpartition(".")[0], "name": plan.settings_view[0].rpartition(".")[2],
-                          "location": str(plan.settings_view[1])} if plan.settings_view else None,
+        "settings_view": {
+            "module": plan.settings_view[0].rpartition(".")[0],
+            "name": plan.settings_view[0].rpartition(".")[2],
+            "location": str(plan.settings_view[1]),
+        }
+        if plan.settings_view
+        else None,
         "engine": _engine_context(plan),
         "width": _width_context(plan),
         "assumed": _assumed(plan),
         "attention": _attention_context(plan, plan.mode == "plugin" or bool(patch and patch.server_args_hook)),
     }
-    context["attributes"] = tuple(dict.fromkeys(tuple(context["verify"]["attributes"]) + tuple(context["engine"]["attributes"])))
+    context["attributes"] = tuple(
+        dict.fromkeys(tuple(context["verify"]["attributes"]) + tuple(context["engine"]["attributes"]))
+    )
     if plan.plugin is not None:
         base_module, _, base_name = plan.plugin.base_qualname.rpartition(".")
         register_params = {p.name for p in plan.plugin.register.params}
@@ -158,42 +170,80 @@ def _attention_context(plan: DDTreePlan, routes: bool = True) -> dict[str, objec
     att = plan.attention
     kinds = ("mha", "sinks", "mla")
     if att is None:
-        return {"function": None, "arms": {k: () for k in ("mha", "mla")}, "unread": {k: "no attention facts were planned" for k in ("mha", "mla")},
-                "reading": {k: {} for k in kinds}, "refused": {k: {} for k in kinds}, "graphs": (), "wanted": {k: None for k in kinds}, "wanted_all": None, "routes": False,
-                "table": (), "probes": {"mla": None, "config": None}, "sinks_attribute": None, "overrides": {}, "no_reader": {}}
-    arms = {family: tuple(((a.kind, a.module, a.getter, a.attribute), a.backends, a.conditional, str(a.location), a.sinks_skip)
-                          for a in att.kind_arms(family)) for family in ("mha", "mla")}
+        return {
+            "function": None,
+            "arms": {k: () for k in ("mha", "mla")},
+            "unread": {k: "no attention facts were planned" for k in ("mha", "mla")},
+            "reading": {k: {} for k in kinds},
+            "refused": {k: {} for k in kinds},
+            "graphs": (),
+            "wanted": {k: None for k in kinds},
+            "wanted_all": None,
+            "routes": False,
+            "table": (),
+            "probes": {"mla": None, "config": None},
+            "sinks_attribute": None,
+            "overrides": {},
+            "no_reader": {},
+        }
+    arms = {
+        family: tuple(
+            ((a.kind, a.module, a.getter, a.attribute), a.backends, a.conditional, str(a.location), a.sinks_skip)
+            for a in att.kind_arms(family)
+        )
+        for family in ("mha", "mla")
+    }
     reading = {k: att.reading(k) for k in kinds}
     wanted = {}
     for k in kinds:
-        order = [b for a in att.kind_arms(k) if a.kind == "else" for b in a.backends
-                 if b in reading[k] and not (k == "sinks" and b in a.sinks_skip)] + list(reading[k])
+        order = [
+            b
+            for a in att.kind_arms(k)
+            if a.kind == "else"
+            for b in a.backends
+            if b in reading[k] and not (k == "sinks" and b in a.sinks_skip)
+        ] + list(reading[k])
         wanted[k] = order[0] if order else None
     by_name = {b.backend: b for b in att.backends}
     table = []
     for family in ("mha", "mla"):
         for a in att.kind_arms(family):
-            for kind in ((family, "sinks") if family == "mha" else (family,)):
+            for kind in (family, "sinks") if family == "mha" else (family,):
                 picks = [b for b in a.backends if not (kind == "sinks" and b in a.sinks_skip)]
                 causal = [b for b in picks if b not in reading[kind]]
                 if not causal:
                     action = "nothing to do"
                 elif wanted[kind]:
-                    action = f"forced to {wanted[kind]}" if routes else f"refused: pass --attention-backend {wanted[kind]}"
+                    action = (
+                        f"forced to {wanted[kind]}" if routes else f"refused: pass --attention-backend {wanted[kind]}"
+                    )
                 else:
                     action = "refused: no backend of this release verifies a tree here"
                 why = "; ".join(f"{b}: {by_name[b].why(kind)}" for b in causal if b in by_name)
-                table.append(({"mha": "MHA", "sinks": "MHA + attention sinks", "mla": "MLA"}[kind], a.attribute or a.getter or "else",
-                              ", ".join(picks), a.conditional, action, why, str(a.location)))
+                table.append(
+                    (
+                        {"mha": "MHA", "sinks": "MHA + attention sinks", "mla": "MLA"}[kind],
+                        a.attribute or a.getter or "else",
+                        ", ".join(picks),
+                        a.conditional,
+                        action,
+                        why,
+                        str(a.location),
+                    )
+                )
     no_reader = {}
     for k in kinds:
         if not reading[k]:
             dropped = [b for b in att.backends if b.reads_mask and not b.reads(k)]
-            change = ("; ".join(f"{b.backend}: {b.why(k)}" for b in dropped[:2])
-                      or "no backend reads the verify input's custom mask")
-            no_reader[k] = (f"no attention backend of SGLang {plan.sglang_version} hands the tree mask to its verify kernel for "
-                            f"{k.upper()} models ({change}); a release whose verify passes the custom mask on (e.g. a plan "
-                            f"that takes it instead of a causal one) would enable it")
+            change = (
+                "; ".join(f"{b.backend}: {b.why(k)}" for b in dropped[:2])
+                or "no backend reads the verify input's custom mask"
+            )
+            no_reader[k] = (
+                f"no attention backend of SGLang {plan.sglang_version} hands the tree mask to its verify kernel for "
+                f"{k.upper()} models ({change}); a release whose verify passes the custom mask on (e.g. a plan "
+                f"that takes it instead of a causal one) would enable it"
+            )
     overrides: dict[str, list] = {}
     for o in att.overrides:
         if o.setting != "attention_backend":
@@ -211,9 +261,18 @@ def _attention_context(plan: DDTreePlan, routes: bool = True) -> dict[str, objec
         "function": att.function,
         "arms": arms,
         "unread": {"mha": att.unread, "mla": att.mla_unread},
-        "reading": {k: {b.backend: f"{b.why(k)} (registered at {b.location})" for b in att.backends if b.reads(k)} for k in kinds},
-        "refused": {k: {b.backend: b.why(k) if b.reads(k) is False else f"unread: {b.why(k)}" for b in att.backends if not b.reads(k)}
-                    for k in kinds},
+        "reading": {
+            k: {b.backend: f"{b.why(k)} (registered at {b.location})" for b in att.backends if b.reads(k)}
+            for k in kinds
+        },
+        "refused": {
+            k: {
+                b.backend: b.why(k) if b.reads(k) is False else f"unread: {b.why(k)}"
+                for b in att.backends
+                if not b.reads(k)
+            }
+            for k in kinds
+        },
         "graphs": tuple(str(g) for g in att.verify_graphs),
         "probes": {"mla": probe(att.mla_probe), "config": probe(att.config_probe)},
         "sinks_attribute": att.sinks_attribute,
@@ -291,7 +350,8 @@ def _engine_context(plan: DDTreePlan) -> dict[str, object]:
     context.update(
         {
             "v2": glue.shape == "forward_batch",
-            "shape_text": "spec v2: the verify window comes from the scheduler's reservation" if glue.shape == "forward_batch"
+            "shape_text": "spec v2: the verify window comes from the scheduler's reservation"
+            if glue.shape == "forward_batch"
             else "spec v1: the verify input's prepare and accept manage the window",
             "result_module": module,
             "result_name": name,
@@ -309,18 +369,24 @@ def _engine_context(plan: DDTreePlan) -> dict[str, object]:
             "append_keywords": glue.append_keywords,
             "append_values": {
                 "target_hidden": "hidden.view(bs, width, -1)[:, :span].reshape(bs * span, -1)",
-                "cache_loc": ("write_ids" if glue.write_ids_method else "window") + ".view(bs, width)[:, :span].reshape(-1)",
-                "cache_loc_2d": ("write_ids" if glue.write_ids_method else "window") + ".view(bs, width)[:, :span].contiguous()",
+                "cache_loc": ("write_ids" if glue.write_ids_method else "window")
+                + ".view(bs, width)[:, :span].reshape(-1)",
+                "cache_loc_2d": ("write_ids" if glue.write_ids_method else "window")
+                + ".view(bs, width)[:, :span].contiguous()",
                 "positions": "(committed.unsqueeze(1) + columns[:, :span]).reshape(-1)",
                 "commit_lens": "commit_lens",
             },
             "accept_method": glue.accept_method,
             "accept_location": where("accept"),
             "accept_call": ", ".join(
-                f"{k}={ {'batch': 'batch', 'logits_output': 'verified', 'page_size': 'self.page_size'}[k] }" for k in glue.accept_keywords
+                f"{k}={ {'batch': 'batch', 'logits_output': 'verified', 'page_size': 'self.page_size'}[k] }"
+                for k in glue.accept_keywords
             ),
             "next_input_method": glue.next_input_method,
-            "next_input_call": ", ".join(f"{k}={ {'bonus_tokens': 'bonus', 'new_seq_lens': 'new_seq_lens'}[k] }" for k in glue.next_input_keywords),
+            "next_input_call": ", ".join(
+                f"{k}={ {'bonus_tokens': 'bonus', 'new_seq_lens': 'new_seq_lens'}[k] }"
+                for k in glue.next_input_keywords
+            ),
             "window_module": glue.window_func.rpartition(".")[0] if glue.window_func else "",
             "window_name": glue.window_func.rpartition(".")[2] if glue.window_func else "",
             "window_location": where("window"),
@@ -330,8 +396,13 @@ def _engine_context(plan: DDTreePlan) -> dict[str, object]:
             "publish_param": glue.publish_param,
             "kv_plan": glue.kv_plan,
             "kv_plan_keywords": glue.kv_plan_keywords,
-            "kv_plan_values": {"req_pool_indices": "batch.req_pool_indices", "seq_lens": "batch.seq_lens", "seq_lens_cpu": "host",
-                               "write_virtual": "slots", "read_extent": "width"},
+            "kv_plan_values": {
+                "req_pool_indices": "batch.req_pool_indices",
+                "seq_lens": "batch.seq_lens",
+                "seq_lens_cpu": "host",
+                "write_virtual": "slots",
+                "read_extent": "width",
+            },
             "kv_plan_location": where("kv_plan"),
             "kv_field": glue.kv_field,
             "write_ids_method": glue.write_ids_method,
@@ -354,10 +425,18 @@ def _engine_context(plan: DDTreePlan) -> dict[str, object]:
 
 def _assumed(plan: DDTreePlan) -> dict[str, list[tuple[str, str]]]:
     """Every assumption the facts cannot prove, with the test that shows it, split by where that test runs."""
-    pairs = [*(plan.verify.unverified if plan.verify else ()), *(plan.engine.unverified if plan.engine else ()),
-             *(plan.width.unverified if plan.width else ())]
-    pairs.append(("the target's attention backend (flashinfer or triton) applies the tree's custom mask in verify, for a tree "
-                  "wider than the DFlash block", checks.LOSSLESS))
+    pairs = [
+        *(plan.verify.unverified if plan.verify else ()),
+        *(plan.engine.unverified if plan.engine else ()),
+        *(plan.width.unverified if plan.width else ()),
+    ]
+    pairs.append(
+        (
+            "the target's attention backend (flashinfer or triton) applies the tree's custom mask in verify, for a tree "
+            "wider than the DFlash block",
+            checks.LOSSLESS,
+        )
+    )
     pairs = list(dict.fromkeys(pairs))
     return {"cpu": [p for p in pairs if checks.on_cpu(p[1])], "gpu": [p for p in pairs if not checks.on_cpu(p[1])]}
 
@@ -366,7 +445,13 @@ def _width_context(plan: DDTreePlan) -> dict[str, object]:
     """How the generated worker keeps the drafter on its trained block (width.py)."""
     glue = plan.width
     if glue is None or glue.missing:
-        return {"ok": False, "missing": list(glue.missing if glue else ("no draft width planned",)), "decisions": [], "unverified": [], "phases": []}
+        return {
+            "ok": False,
+            "missing": list(glue.missing if glue else ("no draft width planned",)),
+            "decisions": [],
+            "unverified": [],
+            "phases": [],
+        }
     where = lambda key: str(glue.where(key)) if glue.where(key) else "outside the scanned files"  # noqa: E731
     settings = {k: f'getattr(settings, "{v}", None)' for k, v in LOADER_VALUES.items()}
     settings["trust_remote_code"] = 'bool(getattr(settings, "trust_remote_code", False))'

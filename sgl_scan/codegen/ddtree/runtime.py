@@ -53,7 +53,9 @@ class RuntimeFacts:
     graph_gates: tuple[GraphGate, ...]
     lora_unwrap: tuple[str, str] | None  # (module, location) of unwrap_lora_layer
     quantized_head: str | None  # location of the base's quantized-head method
-    dense_check: tuple[str, str] | None  # (module, location) of is_dense_head_weight, the base's dense-or-quantized test
+    dense_check: (
+        tuple[str, str] | None
+    )  # (module, location) of is_dense_head_weight, the base's dense-or-quantized test
     head_chunk: int | None  # the base's head chunk (rows per matmul)
     head_chunk_location: str | None
     plugin_group: tuple[str, str] | None  # (entry-point group, location)
@@ -84,7 +86,9 @@ def graph_gates(tree: Path) -> tuple[GraphGate, ...]:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
             continue
         method, owner = node.func.attr, node.func.value
-        if not (method.startswith("can_run") and isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name)):
+        if not (
+            method.startswith("can_run") and isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name)
+        ):
             continue
         if owner.value.id != "self" or not is_identifier(owner.attr) or not is_identifier(method):
             continue
@@ -110,30 +114,52 @@ def read_runtime_facts(tree: Path, base_module: str) -> RuntimeFacts:
     unwrap = _function(_parse(tree, LORA_LAYERS), "unwrap_lora_layer")
     quantized = _function(base, QUANTIZED_HEAD)
     dense = _function(_parse(tree, DFLASH_UTILS), "is_dense_head_weight")
-    if quantized is not None and "quant_method" not in {n.attr for n in ast.walk(quantized) if isinstance(n, ast.Attribute)}:
+    if quantized is not None and "quant_method" not in {
+        n.attr for n in ast.walk(quantized) if isinstance(n, ast.Attribute)
+    }:
         quantized = None  # not the head path this worker mirrors (logits from the head's quant_method)
     chunk, chunk_where = None, None
     vocab = _function(base, VOCAB_HEAD)
     if vocab is not None:
         positional = vocab.args.posonlyargs + vocab.args.args  # `defaults` ends the positional ones, `/` or not
         args = positional + vocab.args.kwonlyargs
-        defaults = [None] * (len(positional) - len(vocab.args.defaults)) + list(vocab.args.defaults) + list(vocab.args.kw_defaults)
+        defaults = (
+            [None] * (len(positional) - len(vocab.args.defaults))
+            + list(vocab.args.defaults)
+            + list(vocab.args.kw_defaults)
+        )
         for arg, default in zip(args, defaults, strict=True):
-            if arg.arg == "chunk_size" and isinstance(default, ast.Constant) and type(default.value) is int and 0 < default.value <= 65536:
+            if (
+                arg.arg == "chunk_size"
+                and isinstance(default, ast.Constant)
+                and type(default.value) is int
+                and 0 < default.value <= 65536
+            ):
                 chunk, chunk_where = default.value, _where(base_rel, vocab)
     group = None
     plugins = _parse(tree, PLUGINS)
     if plugins is not None and _function(plugins, "load_plugins") is not None:
         for node in plugins.body:
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                    and node.targets[0].id == "GENERAL_PLUGINS_GROUP" and isinstance(node.value, ast.Constant)
-                    and isinstance(node.value.value, str) and all(is_identifier(p) for p in node.value.value.split("."))):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "GENERAL_PLUGINS_GROUP"
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+                and all(is_identifier(p) for p in node.value.value.split("."))
+            ):
                 group = (node.value.value, _where(PLUGINS, node))
     loaders = []
     for rel in PLUGIN_LOADERS if group else ():
         module = _parse(tree, rel)
         for node in ast.walk(module) if module is not None else ():
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "load_plugins" and not node.args:
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "load_plugins"
+                and not node.args
+            ):
                 loaders.append(_where(rel, node))
     facts = RuntimeFacts(
         graph_gates=graph_gates(tree),
@@ -145,9 +171,20 @@ def read_runtime_facts(tree: Path, base_module: str) -> RuntimeFacts:
         plugin_group=group,
         plugin_loaders=tuple(loaders),
     )
-    for where in [g.location for g in facts.graph_gates] + list(facts.plugin_loaders) + [
-        w for w in (facts.quantized_head, facts.head_chunk_location, facts.lora_unwrap and facts.lora_unwrap[1], group and group[1]) if w
-    ]:
+    for where in (
+        [g.location for g in facts.graph_gates]
+        + list(facts.plugin_loaders)
+        + [
+            w
+            for w in (
+                facts.quantized_head,
+                facts.head_chunk_location,
+                facts.lora_unwrap and facts.lora_unwrap[1],
+                group and group[1],
+            )
+            if w
+        ]
+    ):
         path = where.rpartition(":")[0]
         if not PATH.match(path) or ".." in path.split("/"):  # cannot happen for the fixed paths above; kept as the rule
             raise ValueError(f"unexpected path {path!r}")

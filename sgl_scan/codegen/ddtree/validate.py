@@ -28,7 +28,9 @@ from sgl_scan.codegen.ddtree.plan import DDTreePlan, algorithm_methods, is_insta
 from sgl_scan.errors import CodegenError
 
 
-def validate_output(files: Mapping[str, str], plan: DDTreePlan, analysis: Analysis, tree: Path, patch: PatchResult | None) -> None:
+def validate_output(
+    files: Mapping[str, str], plan: DDTreePlan, analysis: Analysis, tree: Path, patch: PatchResult | None
+) -> None:
     """Raise `CodegenError` (one line) on the first problem."""
     trees = parse_all(files)
     if patch is not None:
@@ -80,7 +82,9 @@ def check_patch(patch: PatchResult, tree: Path) -> None:
                 try:
                     ast.parse((work / rel).read_text(encoding="utf-8"))
                 except SyntaxError as exc:
-                    raise CodegenError(f"{rel} does not parse after ddtree.patch: line {exc.lineno}: {exc.msg}") from exc
+                    raise CodegenError(
+                        f"{rel} does not parse after ddtree.patch: line {exc.lineno}: {exc.msg}"
+                    ) from exc
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -99,16 +103,25 @@ def check_sglang_names(path: str, module: ast.Module, analysis: Analysis) -> Non
     modules = files_by_module(analysis)
     imported: dict[str, str] = {}  # local name -> qualified name
     for node in ast.walk(module):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module and node.module.split(".")[0] == "sglang":
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and node.module
+            and node.module.split(".")[0] == "sglang"
+        ):
             facts = modules.get(node.module)
             if facts is None:
                 for alias in node.names:
                     if not _imported_elsewhere(analysis, node.module, alias.name):
-                        raise CodegenError(f"generated {path} imports {alias.name} from {node.module}, which is not in the snapshot")
+                        raise CodegenError(
+                            f"generated {path} imports {alias.name} from {node.module}, which is not in the snapshot"
+                        )
                 continue
             for alias in node.names:
                 if not _module_defines(facts, alias.name):
-                    raise CodegenError(f"generated {path} imports {alias.name} from {node.module}, which the snapshot does not define")
+                    raise CodegenError(
+                        f"generated {path} imports {alias.name} from {node.module}, which the snapshot does not define"
+                    )
                 imported[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     for cls in (n for n in ast.walk(module) if isinstance(n, ast.ClassDef)):
         bases = [imported.get(b.id) for b in cls.bases if isinstance(b, ast.Name)]
@@ -124,7 +137,9 @@ def check_sglang_names(path: str, module: ast.Module, analysis: Analysis) -> Non
                 if found is None:
                     if name == "__init__":
                         continue  # object.__init__
-                    raise CodegenError(f"generated {path}: {cls.name} calls super().{name}(), which {base} does not define")
+                    raise CodegenError(
+                        f"generated {path}: {cls.name} calls super().{name}(), which {base} does not define"
+                    )
                 _check_call(path, call, signature(*found), f"{base}.{name}")
     for call in (n for n in ast.walk(module) if isinstance(n, ast.Call)):
         func = call.func
@@ -134,13 +149,18 @@ def check_sglang_names(path: str, module: ast.Module, analysis: Analysis) -> Non
                 continue
             found = find_method(analysis, hit[0], hit[1], func.attr)
             if found is None:
-                raise CodegenError(f"generated {path} calls {func.value.id}.{func.attr}(), which the snapshot does not define")
+                raise CodegenError(
+                    f"generated {path} calls {func.value.id}.{func.attr}(), which the snapshot does not define"
+                )
             if is_instance_method(found[1]):
                 if not call.args:
-                    raise CodegenError(f"generated {path} calls the instance method {func.value.id}.{func.attr}() on the class without an object")
-                call = ast.Call(func=call.func, args=call.args[1:], keywords=call.keywords)  # Class.method(obj, ...): obj is self
+                    raise CodegenError(
+                        f"generated {path} calls the instance method {func.value.id}.{func.attr}() on the class without an object"
+                    )
+                call = ast.Call(
+                    func=call.func, args=call.args[1:], keywords=call.keywords
+                )  # Class.method(obj, ...): obj is self
             _check_call(path, call, signature(*found), f"{imported[func.value.id]}.{func.attr}")
-
 
     instances = _instances(module, imported)
     for call in (n for n in ast.walk(module) if isinstance(n, ast.Call)):
@@ -154,18 +174,16 @@ def check_sglang_names(path: str, module: ast.Module, analysis: Analysis) -> Non
             hit = find_class(analysis, qualname)
             found = find_method(analysis, hit[0], hit[1], func.attr) if hit else None
             if found is None:
-                raise CodegenError(f"generated {path} calls {func.value.id}.{func.attr}() on a {qualname}, which does not define it")
+                raise CodegenError(
+                    f"generated {path} calls {func.value.id}.{func.attr}() on a {qualname}, which does not define it"
+                )
             _check_call(path, call, signature(*found), f"{qualname}.{func.attr}")
 
 
 def _imported_elsewhere(analysis: Analysis, module: str, name: str) -> bool:
     """Some scanned file imports `name` from `module` (the module itself is outside the scope): at module
     level, or inside a function (the release's server-argument code loads its config helpers there)."""
-    return any(
-        i.module == module and i.name == name
-        for facts in analysis.files.values()
-        for i in facts.imports
-    )
+    return any(i.module == module and i.name == name for facts in analysis.files.values() for i in facts.imports)
 
 
 def _instances(module: ast.Module, imported: Mapping[str, str]) -> dict[str, str]:
@@ -187,10 +205,14 @@ def _check_fields(path: str, call: ast.Call, facts, cls, qualname: str) -> None:
     names = {a.target for a in fields}
     explicit = {kw.arg for kw in call.keywords if kw.arg is not None}
     if call.args:
-        raise CodegenError(f"generated {path} passes {qualname} ({facts.location(cls)}) positional arguments; use its field names")
+        raise CodegenError(
+            f"generated {path} passes {qualname} ({facts.location(cls)}) positional arguments; use its field names"
+        )
     unknown = explicit - names
     if unknown:
-        raise CodegenError(f"generated {path} passes {sorted(unknown)} to {qualname} ({facts.location(cls)}), whose fields are {sorted(names)}")
+        raise CodegenError(
+            f"generated {path} passes {sorted(unknown)} to {qualname} ({facts.location(cls)}), whose fields are {sorted(names)}"
+        )
     missing = [a.target for a in fields if a.value is None and a.target not in explicit]
     if missing and not any(kw.arg is None for kw in call.keywords):
         raise CodegenError(f"generated {path} builds {qualname} ({facts.location(cls)}) without {missing}")
@@ -211,7 +233,9 @@ def check_target_calls(module: ast.Module, plan: DDTreePlan) -> None:
             and func.value.attr == glue.target_attr
         ):
             if func.attr != glue.target_forward.name:
-                raise CodegenError(f"generated worker.py calls self.{glue.target_attr}.{func.attr}(), which the plan did not check")
+                raise CodegenError(
+                    f"generated worker.py calls self.{glue.target_attr}.{func.attr}(), which the plan did not check"
+                )
             _check_call("worker.py", call, glue.target_forward, f"self.{glue.target_attr}.{func.attr}")
 
 
@@ -238,18 +262,25 @@ def _check_call(path: str, call: ast.Call, sig: Signature, what: str) -> None:
     names = {p.name for p in sig.params if p.kind in ("positional", "kwonly")}
     unknown = (explicit | given) - names
     if unknown and not sig.accepts_any_keyword:
-        raise CodegenError(f"generated {path} passes {sorted(unknown)} to {what} ({sig.location}), which takes {sorted(names)}")
+        raise CodegenError(
+            f"generated {path} passes {sorted(unknown)} to {what} ({sig.location}), which takes {sorted(names)}"
+        )
     positional = len(call.args)
     ordered = [p for p in sig.params if p.kind in ("posonly", "positional")]
     starred = any(isinstance(a, ast.Starred) for a in call.args)
     if positional > len(ordered) and not starred and not any(p.kind == "vararg" for p in sig.params):
-        raise CodegenError(f"generated {path} passes {positional} positional arguments to {what} ({sig.location}), which takes {len(ordered)}")
+        raise CodegenError(
+            f"generated {path} passes {positional} positional arguments to {what} ({sig.location}), which takes {len(ordered)}"
+        )
     doubled = {p.name for p in ordered[:positional]} & explicit
     if doubled and not starred:
-        raise CodegenError(f"generated {path} passes {sorted(doubled)} to {what} ({sig.location}) both by position and by name")
+        raise CodegenError(
+            f"generated {path} passes {sorted(doubled)} to {what} ({sig.location}) both by position and by name"
+        )
     covered = {p.name for p in ordered[:positional]} | explicit | given
     missing = [
-        p.name for p in sig.params
+        p.name
+        for p in sig.params
         if p.kind in ("posonly", "positional", "kwonly") and p.default is None and p.name not in covered
     ]
     if missing and not opaque and not any(isinstance(a, ast.Starred) for a in call.args):
@@ -267,6 +298,8 @@ def check_plugin_predicates(module: ast.Module, plan: DDTreePlan, analysis: Anal
         defined = {f.name for f in cls.body if isinstance(f, ast.FunctionDef)}
         missing = sorted(required - defined)
         if missing:
-            raise CodegenError(f"generated register.py: {cls.name} lacks methods of {plan.enum_name} objects: {missing}")
+            raise CodegenError(
+                f"generated register.py: {cls.name} lacks methods of {plan.enum_name} objects: {missing}"
+            )
         return
     raise CodegenError("generated register.py defines no plugin class")

@@ -65,11 +65,19 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
     resolves = next((c for c in calls if c.callee.endswith("." + BLOCK_METHOD)), None)
     parser = None
     if parse is None or resolves is None:
-        missing.append(f"{base.qualname}.__init__ ({base.init.location}) reads no block size from a draft config "
-                       f"(no {CONFIG_KEYWORD}= parser and .{BLOCK_METHOD}() call): the drafter's trained block is unknown")
+        missing.append(
+            f"{base.qualname}.__init__ ({base.init.location}) reads no block size from a draft config "
+            f"(no {CONFIG_KEYWORD}= parser and .{BLOCK_METHOD}() call): the drafter's trained block is unknown"
+        )
     else:
         parser = parse.resolved
-        decisions.append(("parser", f"drafter block: {parse.callee}({CONFIG_KEYWORD}=...).{BLOCK_METHOD}(), as the base resolves it", facts.location(resolves)))
+        decisions.append(
+            (
+                "parser",
+                f"drafter block: {parse.callee}({CONFIG_KEYWORD}=...).{BLOCK_METHOD}(), as the base resolves it",
+                facts.location(resolves),
+            )
+        )
     loader = None
     loader_keywords: tuple[str, ...] = ()
     for other in sorted(analysis.files.values(), key=lambda f: f.path):
@@ -78,21 +86,38 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
         for fn in other.functions:
             if not any(c.callee.endswith("." + BLOCK_METHOD) and "default" in c.keywords for c in fn.calls):
                 continue
-            call = next((c for c in fn.calls if c.callee.rsplit(".", 1)[-1] == LOADER and c.resolved and c.args == 1), None)
+            call = next(
+                (c for c in fn.calls if c.callee.rsplit(".", 1)[-1] == LOADER and c.resolved and c.args == 1), None
+            )
             if call is not None:
                 loader, loader_keywords = call.resolved, call.keywords
-                decisions.append(("loader", f"drafter config: {LOADER}(draft model path, {', '.join(k + '=' for k in call.keywords)}), as the release infers the block", other.location(call)))
+                decisions.append(
+                    (
+                        "loader",
+                        f"drafter config: {LOADER}(draft model path, {', '.join(k + '=' for k in call.keywords)}), as the release infers the block",
+                        other.location(call),
+                    )
+                )
                 break
         if loader:
             break
     if loader is None:
-        missing.append(f"no {LOADER}(path, ...) beside a .{BLOCK_METHOD}(default=...) in the snapshot: cannot read the drafter's config before the base loads it")
+        missing.append(
+            f"no {LOADER}(path, ...) beside a .{BLOCK_METHOD}(default=...) in the snapshot: cannot read the drafter's config before the base loads it"
+        )
     else:
         unknown = [k for k in loader_keywords if k not in LOADER_VALUES]
         if unknown:
-            missing.append(f"{loader} is called with {', '.join(unknown)}, which DDTree cannot read from the server arguments")
+            missing.append(
+                f"{loader} is called with {', '.join(unknown)}, which DDTree cannot read from the server arguments"
+            )
         if loader.rsplit(".", 1)[0] not in files_by_module(analysis):
-            unverified.append((f"{loader} (defined outside the scanned files; imported when the worker is constructed)", checks.DRAFTER_BLOCK))
+            unverified.append(
+                (
+                    f"{loader} (defined outside the scanned files; imported when the worker is constructed)",
+                    checks.DRAFTER_BLOCK,
+                )
+            )
     bag = None
     # the settings read deciding the block: the last bag call before the .resolve_block_size() line
     # (`if get_spec().speculative_num_draft_tokens is None: ... resolve_block_size(...)`)
@@ -106,10 +131,22 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
         found = resolve_class(analysis, mfacts, (fn.returns or "").strip("'\"")) if fn and fn.returns else None
         if found is not None and OVERRIDE in found[1].methods:
             bag = call.resolved
-            decisions.append(("scope", f"width scope: {call.callee}().{OVERRIDE}({SETTING}=drafter block) around the base's draft-side construction", mfacts.location(method(found[0], found[1], OVERRIDE))))
+            decisions.append(
+                (
+                    "scope",
+                    f"width scope: {call.callee}().{OVERRIDE}({SETTING}=drafter block) around the base's draft-side construction",
+                    mfacts.location(method(found[0], found[1], OVERRIDE)),
+                )
+            )
             break
     if bag is None:
-        decisions.append(("scope", f"width scope: server_args.{SETTING} set to the drafter block around the base's draft-side construction, then restored", base.init.location))
+        decisions.append(
+            (
+                "scope",
+                f"width scope: server_args.{SETTING} set to the drafter block around the base's draft-side construction, then restored",
+                base.init.location,
+            )
+        )
     phases = []
     for name in cls.methods:
         fn = method(facts, cls, name)
@@ -119,10 +156,21 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
             parts = call.callee.split(".")
             if len(parts) == 3 and parts[0] == "self" and "draft" in parts[1] and parts[2] == name:
                 phases.append(name)
-                decisions.append((name, f"draft-side phase: {base.name}.{name}() builds self.{parts[1]}; it runs under the same width scope", facts.location(fn)))
+                decisions.append(
+                    (
+                        name,
+                        f"draft-side phase: {base.name}.{name}() builds self.{parts[1]}; it runs under the same width scope",
+                        facts.location(fn),
+                    )
+                )
                 break
-    unverified.append((f"the release reads {SETTING} for the draft side only while the scope is on (attention backends and graphs "
-                       "read it when built, not per step)", checks.DRAFT_RUN))
+    unverified.append(
+        (
+            f"the release reads {SETTING} for the draft side only while the scope is on (attention backends and graphs "
+            "read it when built, not per step)",
+            checks.DRAFT_RUN,
+        )
+    )
     return DraftWidth(
         parser=parser,
         loader=loader,
