@@ -1,5 +1,5 @@
-"""The package passes `ruff check` with the configuration in pyproject.toml (scripts/test.sh runs the
-same check before pytest; this test makes a plain `pytest` catch a finding too)."""
+"""The package passes `ruff check` and `ruff format --check` with the configuration in pyproject.toml
+(scripts/test.sh runs the same checks before pytest; these tests make a plain `pytest` catch them too)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,30 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ruff") is None,
-                    reason="ruff is not installed (pip install -e '.[test]' installs it)")
+NO_RUFF = pytest.mark.skipif(importlib.util.find_spec("ruff") is None,
+                             reason="ruff is not installed (pip install -e '.[test]' installs it)")
+
+
+def _ruff(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+@NO_RUFF
 def test_ruff_check_passes_on_the_package():
-    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "sgl_scan"],
-                            cwd=REPO, capture_output=True, text=True, timeout=120)
+    result = _ruff("check", "--no-cache", "sgl_scan")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@NO_RUFF
+def test_the_package_is_formatted():
+    result = _ruff("format", "--check", "--no-cache", "sgl_scan")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@NO_RUFF
+def test_the_format_check_fails_on_unformatted_code(tmp_path):
+    (tmp_path / "pyproject.toml").write_text((REPO / "pyproject.toml").read_text())
+    (tmp_path / "bad.py").write_text("x = {  'a':1 }\n")
+    result = subprocess.run([sys.executable, "-m", "ruff", "format", "--check", "--no-cache", "bad.py"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and "bad.py" in result.stdout + result.stderr
