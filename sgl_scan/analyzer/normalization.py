@@ -133,19 +133,19 @@ def _calls(analysis: Analysis):
                 return module, ".".join(parts[cut:])
         return None
 
-    read: dict[str, dict[str, list[str]]] = {}  # module -> qualname -> callees (its facts are not kept)
+    callees_of: dict[str, dict[str, list[str]]] = {}  # module -> qualname -> callees (its facts are not kept)
 
     def callees(name: str) -> list[str]:
         found = split(name)
         if found is None:
             return []
         module, qualname = found
-        if module not in read:
+        if module not in callees_of:
             table: dict[str, list[str]] = {}
             for function in facts_in_passing(analysis, modules.path_of(module)).functions:
                 table.setdefault(function.qualname, [c.resolved for c in function.calls if c.resolved])
-            read[module] = table
-        return read[module].get(qualname, [])
+            callees_of[module] = table
+        return callees_of[module].get(qualname, [])
 
     def prefetch(names: Iterable[str]) -> None:
         read = getattr(analysis.files, "prefetch", None)

@@ -48,8 +48,6 @@ def build_inventory(files: Mapping[str, FileFacts]) -> SpecInventory:
     from sgl_scan.analyzer.census import account
     from sgl_scan.analyzer.inventory import build_inventory as build
 
-    if isinstance(files, _Passing):  # read each file once, keeping its records but not its general facts
-        files = {path: _RecordsOnly(getattr(files[path], "extras", None) or {}) for path in files}
     return account(files, build(files))[0]
 
 
@@ -213,10 +211,7 @@ class LazyFiles(_KnownPaths):
     def __getitem__(self, path: str) -> FileFacts:
         facts = self._ready.get(path)
         if facts is None:
-            if path in self._deferred:
-                self._walk([path])
-            facts = pickle.loads(self._raw(path))
-            self._ready[path] = facts
+            facts = self._ready[path] = self.peek(path)
         return facts
 
     def peek(self, path: str) -> FileFacts:
@@ -282,31 +277,27 @@ class LazyFiles(_KnownPaths):
         """Paths whose facts may contain one of `words` (identifiers), found in the pickled bytes
         without unpickling (a pickle holds every string's UTF-8 bytes); files already read are
         included as they are, and deferred files by their source (`_may_mention`)."""
-        needles = [word.encode("utf-8") for word in words]
         unwalked = {path for path in self._deferred if self._may_mention(path, words)}
-        if self._pack is not None:
-            found = self._pack.mentioning(needles)
-            return [path for path in self._paths if path in self._ready or path in found or path in unwalked]
-        return [
-            path
-            for path, blob in self._blobs.items()
-            if path in self._ready or path in unwalked or any(needle in blob for needle in needles)
-        ]
+        found = self._facts_mentioning(words)
+        return [path for path in self._paths if path in found or path in unwalked]
 
     def paths_with_records(self, kinds: Sequence[str]) -> list[str]:
         """`paths_mentioning(kinds)` for extractor record class names: a deferred file carries no
         records, so its source is not read."""
-        needles = [kind.encode("utf-8") for kind in kinds]
+        found = self._facts_mentioning(kinds)
+        return [path for path in self._paths if path in found]
+
+    def _facts_mentioning(self, words: Sequence[str]) -> set[str]:
+        """The files walked already whose facts may hold one of `words`: those read, and those whose
+        pickled facts (in the pack or blobs, or kept from a walk) hold the word's bytes."""
+        needles = [word.encode("utf-8") for word in words]
         if self._pack is not None:
-            found = self._pack.mentioning(needles)
-            return [
-                path for path in self._paths if path not in self._deferred and (path in self._ready or path in found)
-            ]
-        return [
-            path
-            for path, blob in self._blobs.items()
-            if path not in self._deferred and (path in self._ready or any(needle in blob for needle in needles))
-        ]
+            found = set(self._pack.mentioning(needles))
+        else:
+            found = {path for path, blob in self._blobs.items() if any(needle in blob for needle in needles)}
+        found.update(path for path, blob in self._walked.items() if any(needle in blob for needle in needles))
+        found.update(self._ready)
+        return found
 
     def source_mentioning(self, words: Sequence[str]) -> list[str] | None:
         """Paths whose source holds one of `words` (ASCII identifiers) anywhere, comments included: who
@@ -384,29 +375,18 @@ class FactsRun:
         found = (self.files[p].parse_error for p in self.files if p not in deferred)
         return tuple(error for error in found if error is not None)
 
-    def with_records(self) -> Mapping[str, FileFacts]:
+    def with_records(self) -> Mapping[str, "FileFacts | _RecordsOnly"]:
         """The files an extractor found something in (all but the deferred ones when that is not known).
-        From `LazyFiles`, each file's facts are unpickled when read and not kept: the inventory reads
-        each once, and holding every such file's facts at once would set the scan's peak memory."""
+        From `LazyFiles`, only each file's records: its facts are unpickled once, in passing (the
+        inventory and the census read nothing else, and holding every such file's facts at once would
+        set the scan's peak memory)."""
         if self.notes is None:
             deferred = getattr(self.files, "deferred", frozenset())
             return {p: self.files[p] for p in self.files if p not in deferred} if deferred else self.files
         paths = [p for p in self.files if self.notes[p].has_records]
         if isinstance(self.files, LazyFiles):
-            return _Passing(self.files, paths)
+            return {p: _RecordsOnly(self.files.peek(p).extras or {}) for p in paths}
         return {p: self.files[p] for p in paths}
-
-
-class _Passing(_KnownPaths):
-    """`files` restricted to `paths`, each read through `LazyFiles.peek` (unpickled, not kept)."""
-
-    def __init__(self, files: "LazyFiles", paths: Sequence[str]) -> None:
-        self._files, self._paths = files, dict.fromkeys(paths)
-
-    def __getitem__(self, path: str) -> FileFacts:
-        if path not in self._paths:
-            raise KeyError(path)
-        return self._files.peek(path)
 
 
 def discover(tree: Path) -> list[str]:

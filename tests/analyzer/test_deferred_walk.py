@@ -125,3 +125,12 @@ def test_a_scan_of_a_pooled_tree_reports_what_a_serial_one_does(tree, tmp_path):
     serial = analyze_tree(tree, use_cache=False, jobs=1)
     assert pooled.inventory == serial.inventory and pooled.parse_errors == serial.parse_errors
     assert sorted(pooled.graph.edges(data="kind")) == sorted(serial.graph.edges(data="kind"))
+
+
+def test_a_prefetched_file_not_yet_read_is_still_found_by_what_it_mentions(tree, tmp_path):
+    """A walked file keeps only its pickled facts until read; `paths_mentioning` searches those too."""
+    files = collect_facts(tree, cache_dir=tmp_path / "cache", jobs=2).files
+    files.prefetch([_plain(4)])
+    assert _plain(4) not in files.deferred and _plain(4) not in files._ready
+    assert files.paths_mentioning(["helper_4"]) == [_plain(4)]
+    assert files.paths_with_records(["helper_4"]) == [_plain(4)]  # a superset, as paths_mentioning

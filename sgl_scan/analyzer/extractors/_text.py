@@ -65,33 +65,29 @@ class Trigger:
 def _on_lines(part: re.Pattern[str], literal: str, text: str) -> re.Match[str] | None:
     """`part.search(text)` for a pattern that matches within one line and only around `literal`: each
     line holding the literal is searched alone (`re` still sees the text before it, for `\\b`)."""
-    at = text.find(literal)
-    while at >= 0:
-        start = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
-        end = len(text) if end < 0 else end
+    for start, end in _lines_with(text, literal):
         found = part.search(text, start, end)
         if found is not None:
             return found
-        at = text.find(literal, end)
     return None
 
 
 def lines_holding(text: str, needles: Iterable[str]) -> list[str]:
     """The lines of `text` (split at "\\n" only, as `re`'s `^` and `$` see them) that hold one of
     `needles`, each once, in text order: where a one-line pattern can match, found at C speed."""
-    spans: set[tuple[int, int]] = set()
-    for needle in needles:
-        if not needle:
-            continue
-        at = text.find(needle)
-        while at >= 0:
-            start = text.rfind("\n", 0, at) + 1
-            end = text.find("\n", at)
-            end = len(text) if end < 0 else end
-            spans.add((start, end))
-            at = text.find(needle, end)
+    spans = {span for needle in needles if needle for span in _lines_with(text, needle)}
     return [text[start:end] for start, end in sorted(spans)]
+
+
+def _lines_with(text: str, needle: str) -> Iterator[tuple[int, int]]:
+    """(start, end) offsets of each line of `text` (ended by "\\n") that holds `needle`, in order."""
+    at = text.find(needle)
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        yield start, end
+        at = text.find(needle, max(end, at + 1))
 
 
 def _required_literal(regex: re.Pattern[str]) -> str:
