@@ -12,7 +12,10 @@ import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from sgl_scan.analyzer.sources import SourceText
 
 log = logging.getLogger(__name__)
 
@@ -93,29 +96,30 @@ def require_speculative_files(snapshot) -> None:
     )
 
 
-def read_sources(tree: Path, paths) -> dict[str, list[str]]:
-    """Source lines of `paths` inside the snapshot tree (files that cannot be read are left out)."""
-    sources = {}
+def source_text(analysis) -> "SourceText":
+    """The analysed text of the snapshot's files (an analysis made without one has none)."""
+    from sgl_scan.analyzer.sources import SourceText
+
+    return analysis.sources if analysis.sources is not None else SourceText(Path("."), lambda path: None)
+
+
+def suppressions_of(text: "SourceText", paths) -> dict:
+    """path -> its suppression comments (`rules/suppression.py`), for each of `paths` that has text."""
+    from sgl_scan.rules.suppression import suppressions_in
+
+    out = {}
     for path in sorted(set(paths)):
-        try:
-            text = (tree / path).read_bytes().decode("utf-8", errors="replace")
-        except OSError:
-            continue
-        sources[path] = text.splitlines()
-    return sources
+        lines = text.lines(path)
+        if lines is not None:
+            out[path] = suppressions_in(lines)
+    return out
 
 
-def source_reader(snapshot) -> tuple[dict[str, list[str]], Callable[[str], list[str] | None]]:
-    """(the lines read so far by path, a reader of one file's lines): the rules' fingerprints read the
-    statements' neighbours, and the suppression comments are looked up in the same lines."""
-    sources: dict[str, list[str]] = {}
+def fingerprinted_findings(analysis, rules) -> tuple:
+    """The rules' findings with fingerprints that include each statement's neighbour lines."""
+    from sgl_scan.rules.engine import run_rules
 
-    def source_lines(path: str) -> list[str] | None:
-        if path not in sources:
-            sources.update(read_sources(snapshot.tree, [path]))
-        return sources.get(path)
-
-    return sources, source_lines
+    return run_rules(analysis, rules, source_lines=source_text(analysis).lines)
 
 
 def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
@@ -124,20 +128,18 @@ def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
     added beside an unchanged finding does not make it "resolved" and "new"."""
     from sgl_scan.rules.engine import run_rules
     from sgl_scan.rules.filtering import FilterOptions, apply_filters
-    from sgl_scan.rules.suppression import suppressions_in
 
     findings = run_rules(analysis, prepared.rules)
-    sources = read_sources(snapshot.tree, (f.path for f in findings))
-    suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
+    suppressions = suppressions_of(source_text(analysis), (f.path for f in findings))
     return list(apply_filters(findings, FilterOptions(selection=prepared.selection, suppressions=suppressions)).kept)
 
 
 @dataclass(frozen=True)
 class Checked:
-    """A snapshot's findings after the one filter step, and the source lines read on the way."""
+    """A snapshot's findings after the one filter step, and the analysed lines of the files they are in."""
 
     filtered: object  # rules.filtering.Filtered
-    sources: Mapping[str, list[str]]
+    sources: Mapping[str, Sequence[str]]
 
 
 def check_snapshot(
@@ -150,13 +152,13 @@ def check_snapshot(
     base_hazards=None,  # frozenset of the diff base's hazards (check: rules/hazard.py)
 ) -> Checked:
     """Run the rules and filter once: selection, suppression comments, baseline, changed lines."""
-    from sgl_scan.rules.engine import run_rules
     from sgl_scan.rules.filtering import FilterOptions, apply_filters
-    from sgl_scan.rules.suppression import suppressions_in
 
-    sources, source_lines = source_reader(snapshot)
-    findings = run_rules(analysis, prepared.rules, source_lines=source_lines)
-    suppressions = {path: suppressions_in(lines) for path, lines in sources.items()}
+    text = source_text(analysis)
+    findings = fingerprinted_findings(analysis, prepared.rules)
+    paths = {f.path for f in findings}
+    suppressions = suppressions_of(text, paths)
+    sources = {path: lines for path in paths if (lines := text.lines(path)) is not None}
     filtered = apply_filters(
         findings,
         FilterOptions(

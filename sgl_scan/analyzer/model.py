@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 if TYPE_CHECKING:
     import networkx as nx
 
+    from sgl_scan.analyzer.sources import SourceText
+
 
 @dataclass(frozen=True, order=True)
 class Location:
@@ -230,6 +232,8 @@ class Analysis:
     graph_or_builder: Any  # the networkx graph, or a callable that makes (or loads) it on first use
     # where later stages keep values computed from these facts (analyzer/cache.py `TreeValues`; None: not cached)
     derived: Any = field(default=None, compare=False, repr=False)
+    # the files' text as analysed, for fingerprints, suppression comments and excerpts (analyzer/sources.py)
+    sources: "SourceText | None" = field(default=None, compare=False, repr=False)
 
     @property
     def graph(self) -> "nx.MultiDiGraph":

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Se
 
 from sgl_scan.analyzer.cache import FactsCache, Pack, TreeValues, dumps, signature, tree_key
 from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
+from sgl_scan.analyzer.sources import SourceText
 from sgl_scan.errors import AnalysisError
 from sgl_scan.analyzer.extractors._text import Trigger
 
@@ -693,7 +694,7 @@ def _analyze_tree(
         )
         files = run.files
         if run.key != key:  # not cached, or a file changed after it was hashed
-            key = run.key
+            key, hashes = run.key, None  # the facts' own sha256 are the truth
             derived = _derived(cache, key) if cache is not None else None
     if derived is not None:
         inventory, errors = derived
@@ -710,7 +711,21 @@ def _analyze_tree(
         inventory=inventory,
         graph_or_builder=_GraphBuilder(files, inventory, cache, f"graph-{GRAPH_FORMAT}-{key}"),
         derived=TreeValues(cache, key, files, inventory) if cache is not None else None,
+        sources=SourceText(tree, _sha_lookup(hashes, files)),
     )
+
+
+def _sha_lookup(hashes: Mapping[str, str] | None, files: Mapping[str, FileFacts]) -> Callable[[str], str | None]:
+    """path -> the sha256 the facts of `files` were made from (None: not among them)."""
+    if hashes is not None:
+        return hashes.get
+
+    def sha_of(path: str) -> str | None:
+        if path not in files:
+            return None
+        return (files.peek(path) if isinstance(files, LazyFiles) else files[path]).sha256
+
+    return sha_of
 
 
 def _derived(cache: FactsCache, key: str) -> tuple[SpecInventory, tuple[ParseError, ...]] | None:

@@ -28,7 +28,7 @@ import click
 from sgl_scan.cli.options import finding_options, pop_finding_options, prepare_findings
 from sgl_scan.cli.output import report_findings
 from sgl_scan.errors import ConfigError, SnapshotError
-from sgl_scan.pipeline import read_sources, require_speculative_files
+from sgl_scan.pipeline import fingerprinted_findings, require_speculative_files
 from sgl_scan.snapshots.safeio import read_regular
 
 if TYPE_CHECKING:
@@ -314,7 +314,6 @@ def command(
     previous = base_hazards = None
     if wanted or include_new:  # what the diff base already had: new findings are those the change made
         from sgl_scan.rules.baseline import KnownFindings
-        from sgl_scan.rules.engine import run_rules
         from sgl_scan.rules.hazard import BaseHazards
 
         try:
@@ -324,8 +323,7 @@ def command(
                 raise
             before = None  # the base has no SGLang package: changed lines decide alone
         if before is not None:
-            lines_before = lambda path: read_sources(before.tree, [path]).get(path)  # noqa: E731
-            at_base = run_rules(analyze(before), prepared.rules, source_lines=lines_before)
+            at_base = fingerprinted_findings(analyze(before), prepared.rules)
             base_hazards = BaseHazards.of(at_base)
             previous = KnownFindings.of(at_base) if include_new else None
     from sgl_scan.reports.model import ArtifactRoot

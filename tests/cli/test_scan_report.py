@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 
 import pytest
 
+from sgl_scan.analyzer.sources import SourceText
 from sgl_scan.cli.output import report_findings
 from sgl_scan.errors import ConfigError
 from sgl_scan.pipeline import FindingOptions, prepare
@@ -25,9 +28,19 @@ def snapshot(tmp_path):
     return Snapshot(manifest, tmp_path / "snap")
 
 
+def analysed(snapshot):
+    """The hand-built facts, with the snapshot's text as the analyzer would hand it on."""
+
+    def sha_of(path):
+        file = snapshot.tree / path
+        return hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else None
+
+    return dataclasses.replace(analysis(), sources=SourceText(snapshot.tree, sha_of))
+
+
 def run(snapshot, capsys, **options):
     opts = FindingOptions(**{"fmt": "json", **options})
-    code = report_findings(snapshot, analysis(), opts, prepare(opts))
+    code = report_findings(snapshot, analysed(snapshot), opts, prepare(opts))
     out = capsys.readouterr()
     return code, out
 

@@ -25,7 +25,6 @@ def reports_home(tmp_path_factory):
 @pytest.fixture(scope="session")
 def real_report_0_5_23(reports_home, sglang_0_5_23) -> Report:
     from sgl_scan.analyzer.pipeline import analyze
-    from sgl_scan.pipeline import read_sources
     from sgl_scan.rules.engine import run_rules
     from sgl_scan.rules.registry import load_rules
     from sgl_scan.snapshots.resolve import obtain_snapshot
@@ -45,5 +44,5 @@ def real_report_0_5_23(reports_home, sglang_0_5_23) -> Report:
         parse_errors=analysis.parse_errors,
         rules=rules.docs(),
         tool_version=__version__,
-        sources=read_sources(snapshot.tree, {f.path for f in findings}),
+        sources={f.path: analysis.sources.lines(f.path) for f in findings if analysis.sources.lines(f.path)},
     )
