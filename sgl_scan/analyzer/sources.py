@@ -20,25 +20,33 @@ Lines = tuple[str, ...]
 
 
 class SourceText:
-    """Source lines of the files under `tree`, checked against `sha_of`
+    """The bytes and lines of the files under `tree`, checked against `sha_of`
     (path -> the sha256 the analyzer read, or None for a file it did not analyse)."""
 
     def __init__(self, tree: Path, sha_of: Callable[[str], str | None]) -> None:
         self._tree = Path(tree)
         self._sha_of = sha_of
+        self._data: dict[str, bytes | None] = {}
         self._lines: dict[str, Lines | None] = {}
 
+    def data(self, path: str) -> bytes | None:
+        """The bytes of `path`, or None when it was not analysed or has changed since."""
+        if path not in self._data:
+            self._data[path] = self._read(path)
+        return self._data[path]
+
     def lines(self, path: str) -> Lines | None:
-        """The lines of `path` (no line ends), or None when it was not analysed or has changed since."""
+        """The lines of `path` (no line ends; undecodable bytes replaced), or None as for `data`."""
         if path not in self._lines:
-            self._lines[path] = self._read(path)
+            data = self.data(path)
+            self._lines[path] = None if data is None else tuple(data.decode("utf-8", errors="replace").splitlines())
         return self._lines[path]
 
     def read(self) -> Mapping[str, Lines]:
         """The lines of every file read so far (what reports may quote)."""
-        return {path: lines for path, lines in self._lines.items() if lines is not None}
+        return {path: lines for path in self._data if (lines := self.lines(path)) is not None}
 
-    def _read(self, path: str) -> Lines | None:
+    def _read(self, path: str) -> bytes | None:
         expected = self._sha_of(path)
         if expected is None:
             return None
@@ -50,4 +58,4 @@ class SourceText:
         if hashlib.sha256(data).hexdigest() != expected:
             log.warning("%s changed after it was analysed: no excerpts or neighbour lines from it", path)
             return None
-        return tuple(data.decode("utf-8", errors="replace").splitlines())
+        return data

@@ -99,12 +99,18 @@ class _PatchBuilder:
         self.hooked = False  # the server-args check (attention backend per model kind) is placed once
 
     def file(self, path: str) -> _FileEdits:
-        if path not in self.files:
-            source = self.tree / path
+        if path not in self.files:  # the bytes the facts were made from, never a later edit of the file
+            data = self.analysis.sources.data(path) if self.analysis.sources is not None else None
+            if data is None:
+                raise CodegenError(
+                    f"cannot read {path} from the snapshot as it was analysed (changed since, or unreadable)"
+                )
             try:
-                self.files[path] = _FileEdits(path, source.read_text(encoding="utf-8"))
-            except OSError as exc:
-                raise CodegenError(f"cannot read {path} from the snapshot: {exc}") from exc
+                self.files[path] = _FileEdits(path, data.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                raise CodegenError(
+                    f"{path} is not UTF-8 ({exc.reason} at byte {exc.start}): it cannot be patched"
+                ) from None
         return self.files[path]
 
     # -- the enum member
