@@ -183,6 +183,7 @@ def attention_facts(analysis: Analysis) -> AttentionFacts:
                 registrations.setdefault(record.name, (record, path))
             elif isinstance(record, VerifyGraphCapture):
                 graphs.append(Location(path, record.line, record.column, record.end_line))
+    default_arms: tuple[Arm, ...]
     default_function, default_arms, unread = None, (), None
     if not arms:
         unread = "no default-backend chain under `if not use_mla_backend` was found in the files read"
@@ -227,7 +228,9 @@ def attention_facts(analysis: Analysis) -> AttentionFacts:
 _SINKS = re.compile(r"\b(\w+)\.(has_attention_sinks)\b")
 
 
-def _probes(analysis, modules, chain, calls):
+def _probes(
+    analysis, modules, chain, calls
+) -> tuple[tuple[str, Location] | None, tuple[str, Location] | None, str | None]:
     """(MLA probe, config probe, sinks attribute): what the release passes the chain's parameters, read from its calls."""
     if chain is None:
         return None, None, None
@@ -306,6 +309,7 @@ def _sinks(analysis, modules, cls: str | None) -> tuple[bool | None, str]:
     hit = find_class(analysis, cls, modules) if cls else None
     if hit is None:
         return None, f"{cls or 'its class'} is not in the files read"
+    assert cls is not None  # else no `hit`
     found = find_method(analysis, hit[0], hit[1], "forward_extend")
     if found is None:
         return None, f"{cls} has no forward_extend in the files read"

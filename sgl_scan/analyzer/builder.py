@@ -373,7 +373,7 @@ class Builder:
             keywords = {k: ((self.resolve(v, ctx) or v) if dotted else v) for k, v, dotted in kw_written}
             attributes = tuple(self._assigns(s.attributes))
             enum_base = next((b for b in bases if b in ENUM_BASES), None)
-            members = ()
+            members: tuple[EnumMember, ...] = ()
             if enum_base:
                 members = tuple(
                     EnumMember(line=a.line, column=a.column, end_line=a.end_line, name=a.target, value=a.value)

@@ -24,7 +24,7 @@ import sys
 import time
 from bisect import bisect_right
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 from sgl_scan import python_sources
 
@@ -380,7 +380,7 @@ class Pack:
     bytes at once.
     """
 
-    def __init__(self, index: dict[str, tuple[str, int, int]], blobs: bytes) -> None:
+    def __init__(self, index: dict[str, tuple[str, int, int]], blobs: bytes | memoryview) -> None:
         self.index, self._blobs = index, blobs
         self._starts: list[tuple[int, str]] | None = None
 
@@ -457,7 +457,7 @@ class Pack:
         entry = self.index.get(path)
         return entry[0] if entry is not None else None
 
-    def blob(self, path: str) -> memoryview:
+    def blob(self, path: str) -> bytes | memoryview:
         _, offset, length = self.index[path]
         return self._blobs[offset : offset + length]
 
@@ -466,7 +466,7 @@ class Pack:
         if self._starts is None:  # files with no bytes here (deferred facts) hold nothing to find
             self._starts = sorted((offset, path) for path, (_, offset, length) in self.index.items() if length)
         offsets = [offset for offset, _ in self._starts]
-        data = self._blobs.obj if isinstance(self._blobs, memoryview) else self._blobs
+        data = cast(bytes, self._blobs.obj) if isinstance(self._blobs, memoryview) else self._blobs  # a view of a pack
         base = len(data) - len(self._blobs)  # where the blobs start in `data`
         found: set[str] = set()
         for needle in needles:

@@ -30,11 +30,11 @@ import ast
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence, TypeGuard, cast
 
 from sgl_scan.analyzer.astnodes import inner_nodes
 from sgl_scan.analyzer.extractors._text import Trigger
-from sgl_scan.analyzer.model import Census, Location, SpecInventory, Unread
+from sgl_scan.analyzer.model import Census, DispatchSite, Location, SpecInventory, Unread
 
 CLASS_NAME = "SpeculativeAlgorithm"
 MAP_WORDS = frozenset({"d2t", "t2d", "hot_token_id"})
@@ -104,7 +104,7 @@ class _Census:
         self.scopes: list[dict[str, tuple]] = [{}]
         self.function = "<module>"
         self.algo_classes: list[bool] = []  # per enclosing class: is it the algorithm class
-        self.seen: set[tuple[int, int, str]] = set()
+        self.seen: set[tuple[int, int, str, tuple[str, str] | None]] = set()
 
     # -- positions and text ---------------------------------------------------------------------
     def _col(self, line: int, byte_col: int) -> int:
@@ -113,7 +113,7 @@ class _Census:
             return byte_col + 1
         return len(src.encode("utf-8")[:byte_col].decode("utf-8", "replace")) + 1
 
-    def _text(self, node: ast.AST) -> str:
+    def _text(self, node: ast.expr | ast.stmt | ast.pattern) -> str:
         try:
             first, last = node.lineno, node.end_lineno or node.lineno
             if first == last:
@@ -131,7 +131,15 @@ class _Census:
 
     node_ctx: bool | None = None
 
-    def add(self, node: ast.AST, form: str, shape: str, needs=None, method=None, inverted: bool = False) -> None:
+    def add(
+        self,
+        node: ast.expr | ast.stmt | ast.pattern,
+        form: str,
+        shape: str,
+        needs: tuple[str, str] | None = None,
+        method: str | None = None,
+        inverted: bool = False,
+    ) -> None:
         key = (node.lineno, node.col_offset, form, needs)  # a test counted under two conditions is kept twice;
         if key in self.seen:  # `entries` keeps the one whose condition holds
             return
@@ -167,7 +175,7 @@ class _Census:
         else:
             self.scopes[-1][name] = value
 
-    def _import(self, node: ast.AST) -> None:
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -186,10 +194,13 @@ class _Census:
                 if alias.asname:
                     self.bind(alias.asname, ("module", alias.name))
 
-    def kind(self, node: ast.AST | None) -> tuple | None:
+    def kind(self, node: Any) -> tuple | None:
         """What an expression is, by the binding table: (CLASS,), (MEMBER, name), (MEMBERS, names),
         (ALGO,), (STRING,), (STRINGS, values), (LITERAL, value), (NONE,), ("cand", name) (an
-        unresolved name or attribute: an algorithm if the tree binds that name so), ("module", qn)."""
+        unresolved name or attribute: an algorithm if the tree binds that name so), ("module", qn).
+
+        `node` is an `ast.expr` or None, typed `Any`: the branches test `type(node)` once (held in `t`),
+        which mypy cannot narrow `node` by, and an isinstance per branch would cost this hot path."""
         t = type(node)
         if t is ast.Name:
             found = self.lookup(node.id)
@@ -276,17 +287,17 @@ class _Census:
         if t in _COLLECTIONS:
             kinds = [self.kind(e) for e in node.elts]
             if kinds and all(k is not None and k[0] == MEMBER for k in kinds):
-                return (MEMBERS, tuple(k[1] for k in kinds))
+                return (MEMBERS, tuple(k[1] for k in cast("list[tuple]", kinds)))
             if (
                 kinds
                 and all(k is not None and k[0] in (LITERAL, NONE) for k in kinds)
-                and any(k[0] == LITERAL for k in kinds)
+                and any(k[0] == LITERAL for k in cast("list[tuple]", kinds))
             ):
-                return (STRINGS, tuple(k[1] if k[0] == LITERAL else None for k in kinds))
+                return (STRINGS, tuple(k[1] if k[0] == LITERAL else None for k in cast("list[tuple]", kinds)))
             return None
         return None
 
-    def _value_binding(self, value: ast.AST) -> tuple | None:
+    def _value_binding(self, value: ast.expr) -> tuple | None:
         k = self.kind(value)
         if k is None or k[0] in ("cand", "module"):
             return None
@@ -295,18 +306,19 @@ class _Census:
     # -- walk ---------------------------------------------------------------------------------------
     hits: list[int] = []
 
-    def _hit(self, node: ast.AST) -> bool:
+    def _hit(self, node: ast.stmt) -> bool:
         first, last = node.lineno, node.end_lineno or node.lineno
-        if getattr(node, "decorator_list", None):
-            first = min(first, *(d.lineno for d in node.decorator_list))
+        decorators: list[ast.expr] | None = getattr(node, "decorator_list", None)
+        if decorators:
+            first = min(first, *(d.lineno for d in decorators))
         at = bisect_left(self.hits, first)
         return at < len(self.hits) and self.hits[at] <= last
 
-    def _mentions_map(self, node: ast.AST) -> bool:
+    def _mentions_map(self, node: ast.stmt) -> bool:
         first, last = node.lineno, node.end_lineno or node.lineno
         return any("d2t" in line or "t2d" in line for line in self.lines[first - 1 : last])
 
-    def _uses_local(self, node: ast.AST) -> bool:
+    def _uses_local(self, node: ast.stmt) -> bool:
         """Whether a statement's lines name a local of this function that the table binds."""
         names = self.scopes[-1]
         if not names:
@@ -329,9 +341,10 @@ class _Census:
 
     ctx: bool | None = None  # the node being walked is a term of a test, under an odd (True) or even number of `not`s
 
-    def walk_test(self, node: ast.AST, nots: int = 0) -> None:
+    def walk_test(self, node: Any, nots: int = 0) -> None:
         """A test (`if`, `elif`, `while`, `assert`, a conditional expression's, a comprehension's
-        `if`): its terms through `and`/`or`/`not`/walrus and `is True`/`is False`/`== False`."""
+        `if`): its terms through `and`/`or`/`not`/walrus and `is True`/`is False`/`== False`.
+        `node` (an `ast.expr`) is `Any` for the reason `kind` gives."""
         t = type(node)
         if t is ast.BoolOp:
             for value in node.values:
@@ -354,7 +367,8 @@ class _Census:
         self.ctx = nots % 2 == 1
         self.walk(node)
 
-    def walk(self, node: ast.AST) -> None:
+    def walk(self, node: Any) -> None:
+        """Walk `node` (any `ast` node; `Any` for the reason `kind` gives)."""
         ctx, self.ctx = self.ctx, None
         self.node_ctx = ctx
         t = type(node)
@@ -422,7 +436,7 @@ class _Census:
         if t is ast.NamedExpr and isinstance(node.target, ast.Name):
             self.bind(node.target.id, self._value_binding(node.value))
 
-    def _function(self, node: ast.AST) -> None:
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for deco in node.decorator_list:
             self.walk(deco)
         outer_function = self.function
@@ -481,7 +495,7 @@ class _Census:
         if is_algo and node.name != CLASS_NAME:
             self.bind(node.name, (CLASS,))
 
-    def _assign(self, node: ast.AST) -> None:
+    def _assign(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> None:
         value = node.value
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         if isinstance(node, ast.AnnAssign) and _annotation_kind(self, node.annotation) == (ALGO,):
@@ -551,7 +565,7 @@ class _Census:
                 self._pair(node, left, right, op)
             left = right
 
-    def _pair(self, node: ast.Compare, left: ast.AST, right: ast.AST, op: ast.cmpop) -> None:
+    def _pair(self, node: ast.Compare, left: ast.expr, right: ast.expr, op: ast.cmpop) -> None:
         if _map_literal(left) or (_map_literal(right) and not isinstance(op, (ast.In, ast.NotIn))):
             self.add(node, "d2t", "name test")
             return
@@ -599,7 +613,7 @@ class _Census:
                         self.add(pattern, "match case", "match statement", needs=("string_attr", subject[1]))
 
 
-def _is_predicate(node: ast.AST) -> bool:
+def _is_predicate(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """A method of `self` alone that answers a bool: annotated `-> bool`, or (unannotated) every
     `return` gives a comparison, `and`/`or`/`not`, a bool constant or a zero-argument call."""
     args = node.args
@@ -622,11 +636,11 @@ def _is_predicate(node: ast.AST) -> bool:
     )
 
 
-def _bool_constant(node: ast.AST) -> bool:
+def _bool_constant(node: ast.expr) -> TypeGuard[ast.Constant]:
     return isinstance(node, ast.Constant) and isinstance(node.value, bool)
 
 
-def _bool_flip(left: ast.AST, op: ast.cmpop, right: ast.AST) -> int | None:
+def _bool_flip(left: ast.expr, op: ast.cmpop, right: ast.expr) -> int | None:
     """For `t is True` / `t == False` / `t is not False` ...: 1 when the comparison complements `t`, 0
     when it keeps it; None when neither side is a bool constant."""
     const = right if _bool_constant(right) else left if _bool_constant(left) else None
@@ -636,11 +650,11 @@ def _bool_flip(left: ast.AST, op: ast.cmpop, right: ast.AST) -> int | None:
     return int(const.value == negative)
 
 
-def _decorator_name(node: ast.AST) -> str | None:
+def _decorator_name(node: ast.expr) -> str | None:
     return _last(node.func if isinstance(node, ast.Call) else node)
 
 
-def _last(node: ast.AST | None) -> str | None:
+def _last(node: ast.expr | None) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
@@ -648,7 +662,7 @@ def _last(node: ast.AST | None) -> str | None:
     return None
 
 
-def _annotation_kind(census: _Census, node: ast.AST | None) -> tuple | None:
+def _annotation_kind(census: _Census, node: ast.expr | None) -> tuple | None:
     """(ALGO,) for an annotation naming the class (`SA`, `Optional[SA]`, `SA | None`, "SA")."""
     if node is None:
         return None
@@ -664,7 +678,7 @@ def _annotation_kind(census: _Census, node: ast.AST | None) -> tuple | None:
     return (ALGO,) if k is not None and k[0] == CLASS else None
 
 
-def _shape(other: ast.AST, kind: tuple) -> str:
+def _shape(other: ast.expr, kind: tuple) -> str:
     if isinstance(other, ast.Name):
         return "named collection" if kind[0] in (MEMBERS, STRINGS) else "named constant"
     if kind[0] == NONE:
@@ -674,7 +688,7 @@ def _shape(other: ast.AST, kind: tuple) -> str:
     return "literal"
 
 
-def _value_patterns(pattern: ast.AST) -> Iterable[ast.MatchValue]:
+def _value_patterns(pattern: ast.pattern) -> Iterable[ast.MatchValue]:
     if isinstance(pattern, ast.MatchValue):
         yield pattern
     elif isinstance(pattern, ast.MatchOr):
@@ -684,11 +698,11 @@ def _value_patterns(pattern: ast.AST) -> Iterable[ast.MatchValue]:
         yield from _value_patterns(pattern.pattern)
 
 
-def _map_name(node: ast.AST | None) -> bool:
+def _map_name(node: ast.expr | None) -> bool:
     return isinstance(node, (ast.Name, ast.Attribute)) and _last(node) in MAP_WORDS
 
 
-def _map_literal(node: ast.AST | None) -> bool:
+def _map_literal(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.lstrip(".") in ("d2t", "t2d")
 
 
@@ -700,19 +714,19 @@ def _reads_map(node: ast.AST) -> bool:
     return False
 
 
-def _converts(node: ast.AST) -> bool:
+def _converts(node: ast.expr) -> bool:
     """A value computed from others (`w + torch.arange(n)`, `torch.add(w, o)`, `w[ids]`): a conversion."""
     if isinstance(node, (ast.BinOp, ast.Subscript)):
         return True
     return isinstance(node, ast.Call) and _last(node.func) in ("add", "index_select", "gather", "take")
 
 
-def _plain(node: ast.AST) -> bool:
+def _plain(node: ast.expr) -> bool:
     """A plain copy or getter (`x = self.d2t`, `return self.d2t`): no conversion, no use."""
     return isinstance(node, (ast.Name, ast.Attribute))
 
 
-def _index_nodes(node: ast.Subscript) -> list[ast.AST]:
+def _index_nodes(node: ast.Subscript) -> list[ast.expr]:
     s = node.slice
     return list(s.elts) if isinstance(s, ast.Tuple) else [s]
 
@@ -861,9 +875,9 @@ def _within(line: int, column: int, start: tuple[int, int], end: tuple[int, int]
     return start <= (line, column) <= end
 
 
-def _spans(inventory: SpecInventory) -> dict[str, list[tuple[str, Location]]]:
-    """Per path, (kind, location) of every fact the analyzer produced."""
-    out: dict[str, list[tuple[str, Location]]] = {}
+def _spans(inventory: SpecInventory) -> dict[str, list[tuple[str, Location, DispatchSite | None]]]:
+    """Per path, (kind, location, the dispatch site or None) of every fact the analyzer produced."""
+    out: dict[str, list[tuple[str, Location, DispatchSite | None]]] = {}
 
     def put(kind: str, location: Location | None) -> None:
         if location is not None:
@@ -894,7 +908,7 @@ _CONSUMERS = {
 }
 
 
-def _consumer(ref: Reference, facts: list[tuple[str, Location, Any]]) -> tuple[str | None, str]:
+def _consumer(ref: Reference, facts: Sequence[tuple[str, Location, DispatchSite | None]]) -> tuple[str | None, str]:
     """What fact came from this node: a fact starting inside the node, or a fact spanning it whose
     kind covers a body (a predicate's whole `def`, an unread entry's statement). A term of a test
     is read only by a site that decides that test (a decision other than "value") with the

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Optional, cast
 
 from sgl_scan.analyzer.astnodes import child_nodes, inner_nodes
 from sgl_scan.analyzer.extractors._text import any_hit
@@ -44,6 +44,8 @@ FALSE: Cond = ("const", False)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+# `try` and (3.11+) `try ... except*`, whose node has the same fields
+_TRIES: tuple[type[ast.Try], ...] = (ast.Try, getattr(ast, "TryStar", ast.Try))
 
 
 # -- building conditions ----------------------------------------------------------------------------
@@ -97,7 +99,7 @@ def terms_in(cond: Cond) -> Iterator[tuple[int, int]]:
             yield from terms_in(part)
 
 
-def bool_compare(node: ast.AST) -> tuple[ast.AST, bool] | None:
+def bool_compare(node: ast.AST | None) -> tuple[ast.AST, bool] | None:
     """`x is True` / `x == True` / `x is not False` -> (x, True); `x is False` / `x == False` / `x != True`
     -> (x, False): a comparison with a bool literal is its operand's test (either side); else None."""
     if (
@@ -160,7 +162,7 @@ class FunctionFlow:
         column: Callable[[ast.AST], int],
         worker: Callable[[ast.AST], bool],
         delegate: Callable[[ast.AST], bool] = lambda node: False,
-        term_lines: Sequence[int] | None = None,
+        term_lines: list[int] | None = None,
         local_values: Mapping[str, ast.AST] | None = None,
     ) -> None:
         self.term_key, self.text, self.column, self.is_worker, self.is_delegate = (
@@ -180,7 +182,7 @@ class FunctionFlow:
         self._returns: list[tuple[ast.Return, Cond]] = []
         self._tables = _raised_tables(body)
         self._problem_lists = _raised_lists(body)
-        self._catching: list[list[ast.excepthandler]] = []  # handlers (that go on) of the enclosing try bodies
+        self._catching: list[list[ast.ExceptHandler]] = []  # handlers (that go on) of the enclosing try bodies
         self._walk(body, TRUE)
         self._unread_returns()
 
@@ -267,7 +269,7 @@ class FunctionFlow:
         if isinstance(statement, (ast.With, ast.AsyncWith)):
             self._expressions([item.context_expr for item in statement.items], context)
             return self._walk(statement.body, context)
-        if isinstance(statement, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        if isinstance(statement, _TRIES):
             going_on = [h for h in statement.handlers if not _exits(h.body)]
             self._catching.append(going_on)
             after = self._walk(statement.body, context)
@@ -283,7 +285,7 @@ class FunctionFlow:
                 return context
             return context if after == FALSE and statement.handlers else after
         if isinstance(statement, getattr(ast, "Match", ())):
-            return self._match(statement, context)
+            return self._match(cast(ast.Match, statement), context)
         if hasattr(statement, "body"):  # anything newer: read its parts under the same context
             for part in child_nodes(statement):
                 if isinstance(part, ast.stmt):
@@ -305,7 +307,7 @@ class FunctionFlow:
     def _caught(self, statement: ast.Raise) -> bool:
         return any(_catches(handler, statement) for handlers in self._catching for handler in handlers)
 
-    def _match(self, statement: ast.AST, context: Cond) -> Cond:
+    def _match(self, statement: ast.Match, context: Cond) -> Cond:
         """`match x: case P: ...`: each case under the earlier cases' failure and its own pattern (a
         dispatch term, `case _:` always true, anything else a flag); after it, what holds after the
         arms that go on (and after no arm matching, without a catch-all)."""
@@ -333,7 +335,7 @@ class FunctionFlow:
             return FALSE
         return going[0] if len(going) == 1 else context
 
-    def _record_pattern(self, pattern: ast.AST, context: Cond, body: list[ast.stmt]) -> None:
+    def _record_pattern(self, pattern: ast.pattern, context: Cond, body: list[ast.stmt]) -> None:
         if self.term_key(pattern) is not None:
             refuses = _refusal(body)
             kind = "exit" if _bare_exit(body) else "if"
@@ -342,11 +344,11 @@ class FunctionFlow:
             )
 
     # decisions ----------------------------------------------------------------------------------
-    def _decide(self, test: ast.AST, kind: str, context: Cond, refuses: str | None) -> None:
+    def _decide(self, test: ast.expr, kind: str, context: Cond, refuses: str | None) -> None:
         self._record(test, kind, context, refuses)
         self._expressions([test], context, skip_root=test)
 
-    def _record(self, root: ast.AST, kind: str, context: Cond, refuses: str | None) -> None:
+    def _record(self, root: ast.expr, kind: str, context: Cond, refuses: str | None) -> None:
         keys = list(_boolean_leaves(root))
         found = [leaf for leaf in keys if self.term_key(leaf) is not None]
         if not found and not isinstance(root, ast.Name):
@@ -360,7 +362,9 @@ class FunctionFlow:
                 if self.term_key(leaf) is not None and id(leaf) not in self.decisions:
                     self.decisions[id(leaf)] = decision
 
-    def _expressions(self, nodes: Iterable[ast.AST], context: Cond, skip_root: ast.AST | None = None) -> None:
+    def _expressions(
+        self, nodes: Iterable[ast.expr | ast.stmt], context: Cond, skip_root: ast.AST | None = None
+    ) -> None:
         """Record the decision of every term inside expressions not yet decided: the whole boolean
         expression around it (climbing `and`/`or`/`not`), a `x if c else y` test or a filter."""
         lines = self._term_lines
@@ -378,7 +382,10 @@ class FunctionFlow:
                 root = current
                 while (
                     isinstance(parents.get(id(root)), ast.BoolOp)
-                    or (isinstance(parents.get(id(root)), ast.UnaryOp) and isinstance(parents[id(root)].op, ast.Not))
+                    or (
+                        isinstance(parents.get(id(root)), ast.UnaryOp)
+                        and isinstance(cast(ast.UnaryOp, parents[id(root)]).op, ast.Not)
+                    )
                     or (bool_compare(parents.get(id(root))) is not None)
                     or isinstance(parents.get(id(root)), ast.NamedExpr)
                 ):
@@ -392,7 +399,7 @@ class FunctionFlow:
                     else "value"
                 )
                 refuses = "raise" if kind == "value" and self._raised_entry(root, parents) else None
-                self._record(root, kind, context, refuses)
+                self._record(cast(ast.expr, root), kind, context, refuses)  # a term, or a test around one
 
     def _raised_entry(self, root: ast.AST, parents: dict[int, ast.AST]) -> bool:
         """`problems = [(<root>, "why"), ...]` iterated below by `for bad, why in problems: if bad: raise`."""
@@ -405,7 +412,7 @@ class FunctionFlow:
             or not isinstance(assign.targets[0], ast.Name)
         ):
             return False
-        index = next(i for i, element in enumerate(row.elts) if element is root)
+        index = next(i for i, element in enumerate(cast(ast.Tuple, row).elts) if element is root)
         return index in self._tables.get(assign.targets[0].id, ())
 
     # workers ------------------------------------------------------------------------------------
@@ -513,15 +520,16 @@ class FunctionFlow:
         readable = [
             (node, context)
             for node, context in self._returns
-            if self.unreadable(node.value) is None
+            if self.unreadable(cast(ast.expr, node.value)) is None  # `_returns` holds returns of a value
             and not (isinstance(node.value, ast.Constant) and node.value.value is None)
         ]
         if not readable:
             return
         for node, context in self._returns:
-            reason = self.unreadable(node.value)
+            value = cast(ast.expr, node.value)
+            reason = self.unreadable(value)
             if reason is not None:
-                self.workers.append(WorkerUse(node.value, context, "unread", reason))
+                self.workers.append(WorkerUse(value, context, "unread", reason))
 
 
 def _last_name(node: ast.AST) -> str | None:
@@ -541,7 +549,7 @@ def _opaque(node: ast.AST, text: Callable[[ast.AST], str], *, call: bool) -> str
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
         return "a `getattr(...)` lookup" + (", called" if call else "")
     if call or isinstance(node, ast.Call):
-        callee = node if call else node.func
+        callee = node if call else cast(ast.Call, node).func
         name = _last_name(callee) or text(callee)
         return f"the result of `{name}(...)`, a call the analyzer does not follow"
     if isinstance(node, ast.Name):
@@ -693,7 +701,7 @@ def _exits(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], _EXITS)
 
 
-def _catches(handler: ast.excepthandler, statement: ast.Raise) -> bool:
+def _catches(handler: ast.ExceptHandler, statement: ast.Raise) -> bool:
     """Whether `except <type>:` catches what `statement` raises (by name: a bare `except`,
     `Exception`/`BaseException`, or the raised class's own name among the handler's)."""
     if handler.type is None:

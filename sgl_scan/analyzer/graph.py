@@ -99,7 +99,7 @@ def _edge(g: nx.MultiDiGraph, u: str, v: str, **attrs: object) -> None:
 
 def _node(g: nx.MultiDiGraph, node: str, kind: str, path: str | None = None, line: int | None = None) -> None:
     node = _intern(node)
-    attrs = {"kind": kind}
+    attrs: dict[str, object] = {"kind": kind}
     if path is not None:
         attrs["path"] = path
     if line is not None:

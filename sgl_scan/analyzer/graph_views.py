@@ -289,8 +289,8 @@ def like_listing(
         base_truth, new_truth = {}, {}
         for line, column, via, values, inverted in site.atoms:
             if via == "predicate":
-                known = values[0] in table
-                base_truth[(line, column)] = ((algo.name in table[values[0]]) != inverted) if known else None
+                in_table = values[0] in table
+                base_truth[(line, column)] = ((algo.name in table[values[0]]) != inverted) if in_table else None
                 value = truth.get(values[0])
                 new_truth[(line, column)] = None if value is None else value != inverted
             else:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import replace
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
 from sgl_scan.analyzer.extractors.records import (
@@ -142,10 +142,10 @@ class _Evaluator:
         if any(part is None for part in parts):
             return None
         if op == "or":
-            return frozenset().union(*parts)
+            return frozenset().union(*cast("list[frozenset[str]]", parts))
         if op == "and":
             result = every
-            for part in parts:
+            for part in cast("list[frozenset[str]]", parts):
                 result &= part
             return result
         return None
@@ -227,6 +227,7 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
     locations: dict[str, Location] = {}
     kinds: dict[str, str] = {}
     if algo is not None:
+        assert algo_path is not None  # picked with `algo`
         for name, at in algo.members:
             if name not in kinds:
                 universe.append(name)
@@ -301,6 +302,7 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
                 )
             )
     if algo is not None:
+        assert algo_path is not None  # picked with `algo`
         for name, at, text in algo.unread_predicates:
             unread.append(
                 Unread("predicate", name, _loc(algo_path, at), f"`return {text}` is not read as a set of algorithms")
@@ -470,7 +472,7 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
     option, hooks = _options(recs)
     d2t = [D2tSite(r.kind, _loc(p, r), r.function, r.detail, r.chain) for p, r in recs.get(D2tRecord, [])]
     return SpecInventory(
-        algorithm_class=AlgorithmClass(algo.qualname, _loc(algo_path, algo), algo.form) if algo else None,
+        algorithm_class=AlgorithmClass(algo.qualname, _loc(cast(str, algo_path), algo), algo.form) if algo else None,
         algorithms=tuple(algorithms),
         predicates=tuple(predicates),
         dispatch_sites=tuple(dispatch),
@@ -615,7 +617,7 @@ def _site(
     path: str, term: DispatchTerm, algos: tuple[str, ...], ref: WorkerRef | None, truth, universe
 ) -> DispatchSite:
     """A dispatch site with the algorithms that reach each side of its test (analyzer/flow.py)."""
-    extra = {}
+    extra: dict[str, Any] = {}
     if term.test is not None:
         positive, negative, excluded = [], [], False
         for name in universe:

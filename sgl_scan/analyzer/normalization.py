@@ -35,7 +35,7 @@ def _short(name: str) -> str:
 
 
 def _records(analysis: Analysis) -> list[tuple[str, FunctionRefs]]:
-    out = []
+    out: list[tuple[str, FunctionRefs]] = []
     for path in files_with_records(analysis, ["FunctionRefs"]):
         extras = getattr(facts_in_passing(analysis, path), "extras", None) or {}
         out.extend((path, r) for r in extras.get(SEQUENCE, ()) if isinstance(r, FunctionRefs))
@@ -45,7 +45,7 @@ def _records(analysis: Analysis) -> list[tuple[str, FunctionRefs]]:
 def _resolver_functions(analysis: Analysis) -> set[str]:
     from sgl_scan.analyzer.extractors.records import AliasResolver
 
-    found = set()
+    found: set[str] = set()
     for path in files_with_records(analysis, ["AliasResolver"]):
         for records in (getattr(facts_in_passing(analysis, path), "extras", None) or {}).values():
             found.update(r.function for r in records if isinstance(r, AliasResolver))
@@ -98,7 +98,7 @@ def raw_before_normalisation(analysis: Analysis) -> dict[Location, str]:
     for _depth in range(MAX_DEPTH + 1):  # breadth first, one level at a time: its files are read together
         level = [(name, why) for name, why in level if name not in reached and name not in normal]
         prefetch(name for name, _why in level if name not in by_function)
-        following = []
+        following: list[tuple[str, str]] = []
         for name, why in level:
             if name in reached:
                 continue
@@ -112,9 +112,9 @@ def raw_before_normalisation(analysis: Analysis) -> dict[Location, str]:
         level = following
     out = {}
     for site in strings:
-        why = reached.get(site.function)
-        if why is not None:
-            out[site.location] = why
+        reason = reached.get(site.function)
+        if reason is not None:
+            out[site.location] = reason
     return out
 
 

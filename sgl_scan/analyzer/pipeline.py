@@ -43,7 +43,7 @@ def load_extractors() -> tuple[Any, ...]:
     return tuple(EXTRACTORS)
 
 
-def build_inventory(files: Mapping[str, FileFacts]) -> SpecInventory:
+def build_inventory(files: Mapping[str, FileFacts | _RecordsOnly]) -> SpecInventory:
     """`sgl_scan.analyzer.inventory.build_inventory` (imported when first needed, like the extractors), with
     the census accounted (`sgl_scan.analyzer.census.account`: every reference read or listed as unread)."""
     from sgl_scan.analyzer.census import account
@@ -58,7 +58,7 @@ class _RecordsOnly:
 
     __slots__ = ("extras",)
 
-    def __init__(self, extras: dict) -> None:
+    def __init__(self, extras: Mapping[str, tuple[Any, ...]]) -> None:
         self.extras = extras
 
 
@@ -194,7 +194,7 @@ class LazyFiles(_KnownPaths):
         walked: Callable[[dict[str, tuple[str, bytes]]], None] | None = None,
     ) -> None:
         self._pack = blobs if isinstance(blobs, Pack) else None
-        self._blobs = None if self._pack is not None else dict(blobs)
+        self._blobs: dict[str, bytes] = {} if isinstance(blobs, Pack) else dict(blobs)  # a pack holds its own
         self._paths = self._pack.index if self._pack is not None else self._blobs
         self._ready: dict[str, FileFacts] = dict(ready or {})
         if self._pack is not None:
@@ -372,7 +372,7 @@ class FactsRun:
         """The files' parse errors, in path order (a deferred file parsed cleanly: it has none)."""
         if self.notes is not None:
             return tuple(n.parse_error for p, n in sorted(self.notes.items()) if n.parse_error is not None)
-        deferred = getattr(self.files, "deferred", frozenset())
+        deferred: frozenset[str] = getattr(self.files, "deferred", frozenset())
         found = (self.files[p].parse_error for p in self.files if p not in deferred)
         return tuple(error for error in found if error is not None)
 
@@ -382,7 +382,7 @@ class FactsRun:
         inventory and the census read nothing else, and holding every such file's facts at once would
         set the scan's peak memory)."""
         if self.notes is None:
-            deferred = getattr(self.files, "deferred", frozenset())
+            deferred: frozenset[str] = getattr(self.files, "deferred", frozenset())
             return {p: self.files[p] for p in self.files if p not in deferred} if deferred else self.files
         paths = [p for p in self.files if self.notes[p].has_records]
         if isinstance(self.files, LazyFiles):
@@ -515,8 +515,7 @@ def collect_facts(
             progress(done, len(items))
     actual = tree_key((p, blobs[p][0]) for p in rels)
     if cache is not None and (parsed or actual != key):
-        pack = {p: blobs[p] for p in rels}
-        cache.put_pack(actual, pack)
+        cache.put_pack(actual, {p: blobs[p] for p in rels})
         if actual != key:  # a file changed between hashing and parsing: the next run hashes again
             key = actual
     files = LazyFiles(
@@ -583,7 +582,8 @@ def _run_jobs(todo: list, extractors: tuple, jobs: int | None, defer_walk: bool 
                 if result[0] is not None:
                     yield result
                 else:  # parsed above, unless the file changed in between (then the worker's bytes decide)
-                    yield early.pop(result[1], None) or _parse_one((result[1], result[2]))
+                    parsed = early.pop(result[1], None)  # (mypy infers the default badly inside `yield`)
+                    yield parsed or _parse_one((result[1], result[2]))
         finally:
             _WORKER.clear()
 
@@ -675,6 +675,7 @@ def _analyze_tree(
         hashes, key = dict(items), tree_key(items)
         derived = _derived(cache, key)
     if derived is not None:
+        assert hashes is not None  # set with `derived`, from the cache
         files: Mapping[str, FileFacts] = DeferredFiles(
             list(hashes),
             functools.partial(_facts_of, tree, hashes, key, cache_dir=cache_dir, jobs=jobs, walk_all=walk_all),
@@ -758,6 +759,7 @@ class DeferredFiles(_KnownPaths):
 
     def _facts(self) -> Mapping[str, FileFacts]:
         if self._files is None:
+            assert self._load is not None  # dropped only once `_files` is set
             self._files = self._load()
             self._load = None
         return self._files

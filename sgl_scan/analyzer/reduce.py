@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from typing import Iterable, Sequence
+from typing import Iterable, Sequence, cast
 
 from sgl_scan.analyzer.builder import char_column, split_lines
 from sgl_scan.analyzer.extractors._text import any_hit
@@ -61,7 +61,7 @@ def hit_lines(lines: Sequence[str], patterns: Sequence[str] = ALL_PATTERNS) -> s
     aliases = sorted(set(_ALIAS_DEF.findall(text)))
     if aliases:
         regexes.append(re.compile(r"\b(?:%s)\b" % "|".join(map(re.escape, aliases))))
-    out = set()
+    out: set[int] = set()
     for regex in regexes:
         for found in regex.finditer(text):
             first = bisect_right(starts, found.start())
@@ -103,6 +103,7 @@ class _Reducer:
         if t is ast.Import or t is ast.ImportFrom:
             return True
         if t is ast.ClassDef:
+            node = cast(ast.ClassDef, node)  # `t` says so
             body_first = node.body[0].lineno
             if _ALGO_CLASS.search(node.name) or (
                 hit
