@@ -135,6 +135,33 @@ def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
 
 
 @dataclass(frozen=True)
+class AtBase:
+    """What a review's diff base already had (`check`): its findings' hazards and the findings."""
+
+    hazards: object  # rules.hazard.BaseHazards
+    known: object  # rules.baseline.KnownFindings
+
+
+def findings_at_base(repo: str, rev: str, scope: str | None, prepared: Prepared, *, required: bool) -> AtBase | None:
+    """The findings of commit `rev` of the git checkout `repo`, or None when that commit holds no
+    SGLang package and they are not `required` (changed lines then decide alone)."""
+    from sgl_scan.analyzer.pipeline import analyze
+    from sgl_scan.errors import SnapshotError
+    from sgl_scan.rules.baseline import KnownFindings
+    from sgl_scan.rules.hazard import BaseHazards
+    from sgl_scan.snapshots.resolve import obtain_snapshot
+
+    try:
+        before = obtain_snapshot({"git_repo": repo, "rev": rev, "scope": scope}, mark_latest=False)
+    except SnapshotError:
+        if required:
+            raise
+        return None
+    findings = fingerprinted_findings(analyze(before), prepared.rules)
+    return AtBase(BaseHazards.of(findings), KnownFindings.of(findings))
+
+
+@dataclass(frozen=True)
 class Checked:
     """A snapshot's findings after the one filter step, and the analysed lines of the files they are in."""
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sgl_scan.cli.check_cmd import (
+from sgl_scan.snapshots.changes import (
     changed_lines,
     diff_base_commit,
     open_checkout,

@@ -189,11 +189,11 @@ def test_without_paths_check_covers_the_whole_repository_from_any_folder(fork):
 
 
 def test_a_diff_that_cannot_be_read_is_an_error_not_a_pass(fork, monkeypatch, capsys):
-    from sgl_scan.cli import check_cmd
+    from sgl_scan.snapshots import changes
 
     root, repo = fork
     add_bug(root, repo)
-    monkeypatch.setattr(check_cmd, "parse_unified_diff", lambda text: {})  # a misread diff
+    monkeypatch.setattr(changes, "parse_unified_diff", lambda text: {})  # a misread diff
     code, out, err = run_main_in(capsys, root, "check", "--diff-base", "main")
     assert (code, out) == (3, "")
     assert err == ("sgl-scan: error: git reports changes in 1 file(s) that were not read from its diff "
