@@ -12,7 +12,13 @@ import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
+
+if TYPE_CHECKING:  # imported where used: loading the rules is not free
+    from sgl_scan.rules.base import RuleSet
+    from sgl_scan.rules.baseline import Baseline
+    from sgl_scan.rules.filtering import Filtered
+    from sgl_scan.rules.selection import Selection
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +44,9 @@ class FindingOptions:
 class Prepared:
     """What can be checked before any expensive work: rules load, selectors and baseline are valid."""
 
-    rules: object  # RuleSet
-    selection: object  # Selection
-    baseline: object | None  # Baseline
+    rules: RuleSet
+    selection: Selection
+    baseline: Baseline | None
 
     def rule_docs(self) -> tuple:
         """The documentation of the rules the selection keeps (what a report lists)."""
@@ -136,7 +142,7 @@ def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
 class Checked:
     """A snapshot's findings after the one filter step, and the source lines read on the way."""
 
-    filtered: object  # rules.filtering.Filtered
+    filtered: Filtered
     sources: Mapping[str, list[str]]
 
 

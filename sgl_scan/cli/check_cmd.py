@@ -100,6 +100,7 @@ def _named_object(repo: "Quarantine", rev: str) -> str | None:
     sha = repo.commit_of(match.group(1)) if match else None
     if sha is None:
         return None
+    assert match is not None  # sha came from it
     for step in re.findall(r"[~^][0-9]*", match.group(2)):
         count = int(step[1:]) if step[1:] else 1
         hops, which = (count, 1) if step[0] == "~" else (1 if count else 0, count)
@@ -296,6 +297,7 @@ def command(
     starts = [Path(p).resolve() for p in paths]
     first = starts[0] if starts else Path.cwd()
     with open_checkout(first if first.is_dir() else first.parent) as repo:
+        assert repo.work_tree is not None  # open_checkout refuses a folder without one
         root = Path(repo.work_tree).resolve()
         base, changed, pathspecs = _changes(repo, root, starts, diff_base)
     parent = package_parent(root)
