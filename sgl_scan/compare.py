@@ -245,6 +245,7 @@ def _align_group(olds: list[T], news: list[T], where, same, compatible) -> list[
             return (0, 1, -abs(where(o).line - where(w).line))
         return None
 
+    out: list[tuple[T, T]]
     if n * m > _ALIGN_LIMIT:  # pathological: pair in line order, meaning first
         out, free = [], list(news)
         for test in (same, compatible):
@@ -267,7 +268,7 @@ def _align_group(olds: list[T], news: list[T], where, same, compatible) -> list[
                 rest = below[j + 1]
                 score = max(score, (rest[0] + g[0], rest[1] + g[1], rest[2] + g[2]))
             row[j] = score
-    out: list[tuple[T, T]] = []
+    out = []
     i = j = 0
     while i < n and j < m:
         g = gain(olds[i], news[j])
@@ -398,8 +399,11 @@ class _Tracker:
             return []
         if old is None or new is None:
             hook = old or new
+            assert hook is not None  # not both (returned above)
             status = "removed" if new is None else "added"
-            return [Change("algorithm_option", status, hook.name, old and old.location, new and new.location)]
+            old_at = old.location if old is not None else None
+            new_at = new.location if new is not None else None
+            return [Change("algorithm_option", status, hook.name, old_at, new_at)]
         details = (
             _value_delta("name", old.name, new.name)
             + _value_delta("kind", old.kind, new.kind)
@@ -470,8 +474,11 @@ def _diff_algorithm_class(a: SpecInventory, b: SpecInventory) -> list[Change]:
         return []
     if old is None or new is None:
         cls = old or new
+        assert cls is not None  # not both (returned above)
         status = "removed" if new is None else "added"
-        return [Change("algorithm_class", status, cls.qualname, old and old.location, new and new.location)]
+        old_at = old.location if old is not None else None
+        new_at = new.location if new is not None else None
+        return [Change("algorithm_class", status, cls.qualname, old_at, new_at)]
     details = _value_delta("qualname", old.qualname, new.qualname) + _value_delta("form", old.form, new.form)
     if old.location.path != new.location.path and not details:
         return [

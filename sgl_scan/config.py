@@ -96,6 +96,7 @@ def discover_default_map(
     start: Path | None = None, explicit: str | Path | None = None
 ) -> tuple[dict[str, Any], Path | None]:
     """Find (or take `explicit`), read and translate the config; ({}, None) when there is none."""
+    path: Path | None
     if explicit is not None:
         path = Path(explicit)
         if not path.is_file():
@@ -125,7 +126,7 @@ def _table(path: Path) -> dict[str, Any] | None:
     if sys.version_info >= (3, 11):  # imported here: most runs have no settings file
         import tomllib
     else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]  # only installed on 3.10
 
     from sgl_scan.smallfiles import CONFIG_LIMIT, read_small
 

@@ -14,8 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: loading the rules is not free
     from sgl_scan.analyzer.sources import SourceText
+    from sgl_scan.rules.base import RuleSet
+    from sgl_scan.rules.baseline import Baseline, KnownFindings
+    from sgl_scan.rules.filtering import Filtered
+    from sgl_scan.rules.hazard import BaseHazards
+    from sgl_scan.rules.selection import Selection
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +46,9 @@ class FindingOptions:
 class Prepared:
     """What can be checked before any expensive work: rules load, selectors and baseline are valid."""
 
-    rules: object  # RuleSet
-    selection: object  # Selection
-    baseline: object | None  # Baseline
+    rules: RuleSet
+    selection: Selection
+    baseline: Baseline | None
 
     def rule_docs(self) -> tuple:
         """The documentation of the rules the selection keeps (what a report lists)."""
@@ -138,8 +143,8 @@ def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
 class AtBase:
     """What a review's diff base already had (`check`): its findings' hazards and the findings."""
 
-    hazards: object  # rules.hazard.BaseHazards
-    known: object  # rules.baseline.KnownFindings
+    hazards: BaseHazards
+    known: KnownFindings
 
 
 def findings_at_base(repo: str, rev: str, scope: str | None, prepared: Prepared, *, required: bool) -> AtBase | None:
@@ -165,7 +170,7 @@ def findings_at_base(repo: str, rev: str, scope: str | None, prepared: Prepared,
 class Checked:
     """A snapshot's findings after the one filter step, and the analysed lines of the files they are in."""
 
-    filtered: object  # rules.filtering.Filtered
+    filtered: Filtered
     sources: Mapping[str, Sequence[str]]
 
 

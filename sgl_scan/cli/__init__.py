@@ -109,6 +109,7 @@ def cli(ctx: click.Context, verbose: int, **source) -> None:
         click.echo(ctx.get_help())
         return
     scan = cli.get_command(ctx, "scan")
+    assert scan is not None  # registered with the group
     ctx.invoke(scan, **{k: v for k, v in source.items()})
 
 

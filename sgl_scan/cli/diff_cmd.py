@@ -35,7 +35,7 @@ _SHARED = ("identity", "ssh_config", "known_hosts", "accept_new_host_key", "conn
 
 def parse_ref(ref: str) -> dict:
     """The source parameters (as `obtain_snapshot` takes them) that a diff reference names."""
-    params = {name: None for name in SOURCE_PARAM_NAMES}
+    params: dict[str, str | int | None] = {name: None for name in SOURCE_PARAM_NAMES}
     kind, sep, value = ref.partition(":")
     if not sep or kind not in ("pip", "snapshot", "path", "git", "ssh"):
         kind, value = ("path", ref) if Path(ref).expanduser().is_dir() else ("snapshot", ref)

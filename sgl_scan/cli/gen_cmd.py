@@ -70,6 +70,7 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
         raise click.UsageError("--out DIR is required (or use --dry-run)")
     package = out.name if out is not None else "ddtree_sglang"
     if not package.isidentifier():
+        assert out is not None  # the default name is an identifier
         raise click.BadParameter(
             f"{out.name!r} is not a Python identifier; the folder name becomes the package name", param_hint="--out"
         )
@@ -102,6 +103,7 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
         if generated.plan.unwired:
             raise CodegenError(generated.plan.unwired)
         return
+    assert out is not None  # required unless --dry-run (refused above)
     target = write_tree(generated.files, out, force=force, protected=protected)
     click.echo(
         f"wrote {len(generated.files)} files to {target} ({generated.plan.mode} mode, base {generated.plan.base.qualname}) "

@@ -177,8 +177,10 @@ def command(
     head = visible(f"tree: {tree['line']}")
     try:
         if like:
+            assert dispatch  # --like needs --dispatch (refused above)
             derived = None
             if plugin_source is not None:
+                assert plugin is not None  # plugin_source was read from it
                 try:
                     derived = plugin_file_predicates(plugin_source, dispatch, analysis.inventory, Path(plugin).name)
                 except PluginFileError as exc:
@@ -187,14 +189,14 @@ def command(
             text = head + "\n" + "\n".join(visible(line) for line in format_like(listing)) + "\n"
             text += f"  ({scopes.statement(m.scope, len(m.files))})\n"
         elif dispatch:
-            listing = dispatch_listing(analysis.inventory, dispatch)
-            sides = listing_report.site_sides(analysis.inventory, listing.algorithm.name, listing.sites)
+            sites = dispatch_listing(analysis.inventory, dispatch)
+            sides = listing_report.site_sides(analysis.inventory, sites.algorithm.name, sites.sites)
             if fmt == "json":
                 text = json_document(
-                    listing_report.document(listing, sides, tree, scopes.summary(m.scope, len(m.files)), __version__)
+                    listing_report.document(sites, sides, tree, scopes.summary(m.scope, len(m.files)), __version__)
                 )
             else:
-                lines = listing_report.text_lines(list(format_dispatch(listing, scopes.qualifier(m.scope))), sides)
+                lines = listing_report.text_lines(list(format_dispatch(sites, scopes.qualifier(m.scope))), sides)
                 text = head + "\n" + "\n".join(visible(line) for line in lines) + "\n"
                 text += f"  ({scopes.statement(m.scope, len(m.files))})\n"
         else:

@@ -67,7 +67,7 @@ def list_(as_json: bool) -> None:
                 )
             )
         return
-    rows = [("", "ID", "VERSION", "SCOPE", "FILES", "GIT", "SOURCE")]
+    rows: list[tuple[str, ...]] = [("", "ID", "VERSION", "SCOPE", "FILES", "GIT", "SOURCE")]
     rows += [
         ("*" if m.id == latest else "",)
         + tuple(

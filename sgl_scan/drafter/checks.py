@@ -9,7 +9,7 @@ drafter config's `vocab_size` (the report says which).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeGuard, cast
 
 from sgl_scan.drafter.checkpoint import INTEGER_DTYPES, Checkpoint, MappingTensor
 from sgl_scan.drafter.mapping import D2tFacts, analyse_d2t
@@ -90,7 +90,7 @@ def find_aux_layers(config: Mapping[str, Any] | None) -> AuxLayers:
     return AuxLayers(None, None)
 
 
-def _usable(tensor: MappingTensor | None) -> bool:
+def _usable(tensor: MappingTensor | None) -> TypeGuard[MappingTensor]:
     return tensor is not None and tensor.values is not None
 
 
@@ -101,7 +101,8 @@ def run_checks(ckpt: Checkpoint, target: Target) -> CheckReport:
     draft_vocab, draft_source = _draft_vocab(ckpt)
     d2t_ok = _usable(ckpt.d2t) and ckpt.d2t.info.dtype in INTEGER_DTYPES and ckpt.d2t.values.ndim == 1
     t2d_values = ckpt.t2d.values if _usable(ckpt.t2d) and ckpt.t2d.values.ndim == 1 else None
-    facts = analyse_d2t(ckpt.d2t.values, target.vocab_size, t2d_values) if d2t_ok else None
+    # d2t_ok: ckpt.d2t is usable
+    facts = analyse_d2t(cast(MappingTensor, ckpt.d2t).values, target.vocab_size, t2d_values) if d2t_ok else None
     architectures = tuple(a for a in (ckpt.config or {}).get("architectures") or () if isinstance(a, str))
     aux = find_aux_layers(ckpt.config)
 
@@ -126,7 +127,7 @@ def run_checks(ckpt: Checkpoint, target: Target) -> CheckReport:
 def _check_mapping_tensors(ckpt: Checkpoint, draft_vocab: int | None, target: Target) -> CheckResult:
     name = "mapping-tensors"
     found = {k: v for k, v in ckpt.candidates.items() if v}
-    details = {k: list(v) for k, v in ckpt.candidates.items()}
+    details: dict[str, Any] = {k: list(v) for k, v in ckpt.candidates.items()}
     if ckpt.copies:
         details["copies"] = {k: list(v) for k, v in ckpt.copies.items()}
     if ckpt.conflicts:
@@ -241,6 +242,7 @@ def _check_d2t_values(facts: D2tFacts | None, target: Target, draft_vocab: int |
     if target.vocab_size is None:
         results.append(CheckResult(names[0], "skip", "target vocab unknown: give --target-vocab or --target-config"))
     elif off.out_of_range:
+        assert off.first_out_of_range is not None  # found with out_of_range
         draft, tid = off.first_out_of_range
         results.append(
             CheckResult(
@@ -254,6 +256,7 @@ def _check_d2t_values(facts: D2tFacts | None, target: Target, draft_vocab: int |
         results.append(CheckResult(names[0], "pass", f"every i + d2t[i] lies in [0, {vocab})"))
 
     if off.collisions:
+        assert off.first_collision is not None  # found with collisions
         earlier, draft, tid = off.first_collision
         results.append(
             CheckResult(

@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence, cast
 
 from sgl_scan.errors import SglScanError
 from sgl_scan.fleet.hosts import HostEntry
@@ -202,10 +202,11 @@ def build_report(
     groups, analyses = [], {}
     for key in order:
         first = members[key][0].snapshot
+        assert first is not None  # members hold pulled snapshots only
         show(f"analysing {group_of[key]} ({first.manifest.sglang_version or '?'}, {len(members[key])} hosts)")
         analysis = analyze(first)
         analyses[group_of[key]] = analysis
-        touched = sorted({path for item in members[key] for path in patch_files(item.snapshot)})
+        touched = sorted({path for item in members[key] for path in patch_files(cast(Snapshot, item.snapshot))})
         groups.append(
             FleetGroup(
                 id=group_of[key],
@@ -256,6 +257,7 @@ def build_report(
     for group in groups:
         if group.id == baseline:
             continue
+        assert baseline is not None  # the first group's, or the chosen host's
         base = by_id[baseline]
         diffs.append(
             FleetDiff(

@@ -76,6 +76,7 @@ def render_text(report: FleetReport, *, color: bool = False) -> str:
                 ]
             )
         else:
+            assert h.error is not None  # not ok
             rows.append(
                 [
                     visible(h.label),

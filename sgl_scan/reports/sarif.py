@@ -223,11 +223,11 @@ def _notifications(
     unread: Sequence = (),
     census: str | None = None,
 ) -> list[dict]:
-    out = []
+    out: list[dict] = []
     if census:  # the census's counts (analyzer/census.py): every reference read or listed below
         out.append({"level": "note", "message": {"text": census}, "descriptor": {"id": "census"}})
     for item in unread:  # already in location order
-        loc = item.location
+        loc: Location = item.location
         out.append(
             {
                 "level": "warning",
@@ -239,7 +239,7 @@ def _notifications(
             }
         )
     for err in sorted(parse_errors, key=lambda e: loc_key(e.location)):
-        loc: Location = err.location
+        loc = err.location
         out.append(
             {
                 "level": "error",

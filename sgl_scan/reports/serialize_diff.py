@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from sgl_scan.compare import Change, InventoryDiff, Side
 from sgl_scan.reports import serialize
@@ -24,9 +24,9 @@ def side(s: Side) -> dict[str, Any]:
 
 def scope(diff: InventoryDiff) -> dict[str, Any]:
     """What the comparison covers: complete only when both sides read the whole srt/ tree."""
-    sides = [s for s in (diff.a, diff.b) if s.scope]
+    sides = [s for s in (diff.a, diff.b) if s.scope]  # each with a scope
     return {
-        "complete": bool(sides) and all(scopes.is_complete(s.scope) for s in sides),
+        "complete": bool(sides) and all(scopes.is_complete(cast(str, s.scope)) for s in sides),
         "note": "; ".join(diff.scope_lines()) or None,
     }
 

@@ -172,8 +172,8 @@ def _algorithms(out: _Out, report: Report) -> None:
         cells = ["|  " for _ in range(i)] + [f",- {name}"]
         out.add(out.style("  " + " " * label_width + "".join(cells), dim=True))
     for pred, row in matrix:
-        cells = "".join(("x" if hit else ".") + "  " for hit in row)
-        out.add("  " + pred.ljust(label_width) + cells)
+        marks = "".join(("x" if hit else ".") + "  " for hit in row)
+        out.add("  " + pred.ljust(label_width) + marks)
 
 
 def _options_and_hooks(out: _Out, report: Report) -> None:

@@ -21,7 +21,7 @@ def split_selectors(values: Iterable[str] | str | None) -> tuple[str, ...]:
         return ()
     if isinstance(values, str):
         values = [values]
-    out = []
+    out: list[str] = []
     for value in values:
         out.extend(part.strip() for part in str(value).split(",") if part.strip())
     return tuple(out)

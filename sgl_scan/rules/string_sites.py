@@ -91,8 +91,8 @@ def _silent_string_sites(analysis: Analysis) -> Iterator[SilentSites]:
                 continue  # refuses loudly, message text, or the alias resolver
             if reach(s, NEW, predicates, shape) is not Reach.SKIPS:
                 continue
-            members = members_of(s)
-            if not picks_out(s, members, predicates, shape):
+            site_members = members_of(s)
+            if not picks_out(s, site_members, predicates, shape):
                 continue  # `!= "NONE"`, `and algo != "EAGLE3"`: the literals are the exception, not the branch
             silent.append(s)
         if not silent or not any(literals_of(s) for s in silent):
@@ -103,6 +103,7 @@ def _silent_string_sites(analysis: Analysis) -> Iterator[SilentSites]:
             continue  # only writes attributes nothing in the tree reads: skipping it changes nothing
         literals = tuple(dict.fromkeys(lit for s in silent for lit in literals_of(s)))
         members = tuple(sorted({aliases.get(lit.upper(), lit.upper()) for lit in literals}))
+        spellings: tuple[str, ...]
         raw, spellings = early.get(site.location), ()
         if raw is not None:
             spellings = _raw_spellings(literals, members, aliases, shape.upper_cased if shape is not None else None)

@@ -77,7 +77,7 @@ def is_suppressed(rule_id: str, line: int, suppressions: LineSuppressions | None
         return False
     last = end_line if end_line is not None and end_line >= line else line
     if last - line > len(suppressions):  # a long span: look only at the lines that have a comment
-        numbers = [n for n in suppressions if line <= n <= last]
+        numbers: Iterable[int] = [n for n in suppressions if line <= n <= last]
     else:
         numbers = range(line, last + 1)
     for number in numbers:

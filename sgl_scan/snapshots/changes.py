@@ -86,6 +86,7 @@ def _named_object(repo: "Quarantine", rev: str) -> str | None:
     sha = repo.commit_of(match.group(1)) if match else None
     if sha is None:
         return None
+    assert match is not None  # sha came from it
     for step in re.findall(r"[~^][0-9]*", match.group(2)):
         count = int(step[1:]) if step[1:] else 1
         hops, which = (count, 1) if step[0] == "~" else (1 if count else 0, count)

@@ -76,7 +76,7 @@ def list_files(
     roots = [] if roots is None else roots
     roots.append(os.path.realpath(package))
     fence = os.path.realpath(boundary if boundary is not None else package)
-    files: dict[str, Path] = {}
+    files: dict[str, str] = {}
     skipped: list[SkippedFile] = []
     for name in scopes.VERSION_FILES:
         path = package / name
@@ -304,7 +304,7 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
                 skipped.append(SkippedFile(rel, f"larger than --max-file-size ({human(len(body))})"))
                 continue
             size, sha = len(body), hashlib.sha256(body).hexdigest()
-            if len(body) == stats[rel].st_size:
+            if len(body) == st.st_size:  # st is stats[rel]
                 remember(rel, sha256=sha)
         total += size
         if total > limits.max_bytes:

@@ -27,7 +27,8 @@ that hold `d2t`/`t2d`.
 from __future__ import annotations
 
 import re
-from typing import BinaryIO, Callable, Iterable
+from contextlib import AbstractContextManager
+from typing import Callable, Iterable, Protocol
 
 SCOPES = ("speculative", "full")
 DEFAULT_SCOPE = "speculative"
@@ -48,6 +49,13 @@ VOCAB_PATTERN = r"(^|[^A-Za-z0-9])(d2t|t2d)([^A-Za-z0-9]|$)"
 SPEC_ALGO_LITERALS = ("SpeculativeAlgorithm", "spec_algo", "speculative_algo")
 SPEC_ALGO_PATTERN = "|".join(SPEC_ALGO_LITERALS)
 SCOPE_PATTERN = f"{VOCAB_PATTERN}|{SPEC_ALGO_PATTERN}"
+
+
+class Readable(Protocol):
+    """What a search (and the store) reads bytes from: a file, an archive member, a git blob's stream."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
 
 _COMPILED = {p: re.compile(p.encode(), re.MULTILINE) for p in (VOCAB_PATTERN, SPEC_ALGO_PATTERN, SCOPE_PATTERN)}
 _LITERALS = tuple(lit.encode() for lit in SPEC_ALGO_LITERALS)
@@ -168,7 +176,7 @@ SEARCH_CHUNK = 1 << 20
 _OVERLAP = 64  # longer than any match of the two patterns
 
 
-def matches_stream(pattern: str, stream: BinaryIO, cap: int) -> bool:
+def matches_stream(pattern: str, stream: Readable, cap: int) -> bool:
     """`matches` over at most `cap` bytes of `stream`, read in chunks (never the whole file at once).
 
     Each window holds the last bytes of the one before, so a match across a chunk border is found;
@@ -198,7 +206,7 @@ def select_streamed(
     paths: Iterable[str],
     scope: str,
     size: Callable[[str], int],
-    open_: Callable[[str], BinaryIO],
+    open_: Callable[[str], AbstractContextManager[Readable]],
     max_file_size: int,
 ) -> tuple[list[str], list[tuple[str, int]]]:
     """`select` whose byte searches know each file's size first and stream at most `max_file_size` bytes.

@@ -37,7 +37,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, NamedTuple
+from typing import Callable, Mapping, NamedTuple, cast
 
 import paramiko
 
@@ -522,7 +522,7 @@ def _transfer(
     hits = _names(sections.get("grep", b""))
     chosen = scopes.select(listing, scope, lambda path, pattern: path in hits)
     skipped = [SkippedFile(scopes.utf8_name(p) or p, "not a regular file") for p in found.odd]
-    skipped += [SkippedFile(scopes.utf8_name(p), scopes.NOT_UTF8) for p in undecodable]
+    skipped += [SkippedFile(cast(str, scopes.utf8_name(p)), scopes.NOT_UTF8) for p in undecodable]  # named above
     for link in found.links - set(scopes.SCOPE_ROOTS):
         skipped.append(
             SkippedFile(

@@ -33,6 +33,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import IO, cast
 
 import paramiko
 
@@ -224,11 +225,12 @@ class ProxySocket(paramiko.ProxyCommand):
     def recv(self, size: int) -> bytes:
         import select
 
-        ready, _, _ = select.select([self.process.stdout], [], [], self.timeout)
+        stdout = cast(IO[bytes], self.process.stdout)  # stdout=PIPE
+        ready, _, _ = select.select([stdout], [], [], self.timeout)
         if not ready:
             raise socket.timeout()
         try:
-            return os.read(self.process.stdout.fileno(), size)
+            return os.read(stdout.fileno(), size)
         except OSError as exc:
             raise paramiko.ProxyCommandFailure(self.command, exc.strerror) from exc
 
@@ -244,7 +246,7 @@ class ProxySocket(paramiko.ProxyCommand):
             pass
         for pipe in (self.process.stdin, self.process.stdout):
             try:
-                pipe.close()
+                cast(IO[bytes], pipe).close()  # both are PIPEs
             except OSError:
                 pass
 
@@ -374,6 +376,7 @@ class Connector:
         return {str(f) for f in files} | ({str(self.extra_known_hosts)} if self.extra_known_hosts else set())
 
     def _proxy(self, target: Target) -> ProxySocket:
+        assert target.proxy_command is not None  # _open calls this only when there is one
         try:
             proxy = ProxySocket(target.proxy_command)
         except OSError as exc:

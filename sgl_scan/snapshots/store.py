@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 from sgl_scan.errors import SnapshotError
 from sgl_scan.paths import snapshots_dir
@@ -47,6 +47,7 @@ from sgl_scan.snapshots.manifest import FileEntry, GitState, Manifest, PullInfo,
 if TYPE_CHECKING:
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    from sgl_scan.snapshots.scope import Readable
     from sgl_scan.snapshots.stamps import StampFile
 
 log = logging.getLogger(__name__)
@@ -248,12 +249,12 @@ class Store:
         ids = self.ids()
         if ref in ids:
             return ref
-        found = [i for i in ids if i.startswith(ref)] if ref else []
-        if len(found) == 1:
-            return found[0]
-        if not found:
+        matches = [i for i in ids if i.startswith(ref)] if ref else []
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
             raise SnapshotError(f"no snapshot {ref!r} in {self.root} (see: sgl-scan snapshot list)")
-        raise SnapshotError(f"snapshot {ref!r} is ambiguous: {', '.join(found[:5])}")
+        raise SnapshotError(f"snapshot {ref!r} is ambiguous: {', '.join(matches[:5])}")
 
     def open(self, ref: str, verify: bool = True) -> Snapshot:
         """The snapshot `ref` names; with `verify` every file's size and sha256 is checked."""
@@ -277,6 +278,7 @@ class Store:
             path = os.path.join(tree, entry.path)
             try:
                 if hashes:
+                    assert seen is not None  # read when hashes
                     st = os.stat(path)
                     if seen.get(entry.path, st) == entry.sha256:
                         continue
@@ -478,7 +480,8 @@ class Store:
             groups: dict[str, list[Manifest]] = {}
             for manifest in self.list():
                 groups.setdefault(source_group(manifest), []).append(manifest)
-            doomed, kept = [], []
+            doomed: list[Manifest] = []
+            kept: list[Manifest] = []
             for members in groups.values():
                 members.sort(key=lambda m: (m.created, m.id), reverse=True)
                 for rank, manifest in enumerate(members):
@@ -495,7 +498,7 @@ class Store:
         order = lambda m: (m.created, m.id)  # noqa: E731
         return Collected(tuple(sorted(doomed, key=order)), tuple(sorted(kept, key=order)), blobs, size)
 
-    def _unused_blobs(self, doomed: list[Manifest]) -> tuple[int, int]:
+    def _unused_blobs(self, doomed: Sequence[Manifest]) -> tuple[int, int]:
         """How many blobs (and bytes) nothing would use once `doomed` is removed."""
         links: dict[str, int] = {}
         for manifest in doomed:
@@ -579,7 +582,7 @@ class Stage:
         return target
 
     def write(
-        self, path: str, data: bytes | BinaryIO, *, mtime: float | None = None, max_size: int | None = None
+        self, path: str, data: bytes | Readable, *, mtime: float | None = None, max_size: int | None = None
     ) -> FileEntry:
         """Store one file (bytes or a readable stream), hashing as it goes."""
         target = self._target(path)

@@ -10,10 +10,12 @@ top of these checks, and files are written with `O_EXCL|O_NOFOLLOW` inside the s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO, Callable, Mapping
+from typing import IO, TYPE_CHECKING, Callable, Mapping, cast
 
 if TYPE_CHECKING:
     import tarfile
+
+    from sgl_scan.snapshots.scope import Readable
 
 from sgl_scan.errors import RemoteError, SnapshotError
 
@@ -87,7 +89,7 @@ def _check_type(member: tarfile.TarInfo) -> None:
 
 
 def extract_stream(
-    stream: BinaryIO,
+    stream: Readable,
     write: Callable[..., None],
     *,
     prefix: str,
@@ -107,7 +109,8 @@ def extract_stream(
     seen: set[str] = set()
     total = 0
     try:
-        archive = tarfile.open(fileobj=stream, mode="r|", errorlevel=2, bufsize=TAR_BUFSIZE)
+        # the stream mode ("r|") only reads: any Readable will do
+        archive = tarfile.open(fileobj=cast(IO[bytes], stream), mode="r|", errorlevel=2, bufsize=TAR_BUFSIZE)
     except (tarfile.TarError, EOFError) as exc:
         raise RemoteError(f"the transfer did not start with a tar stream ({exc})") from exc
     try:

@@ -33,7 +33,7 @@ import zipfile
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Callable, Iterator, Mapping
+from typing import IO, Any, Callable, Iterator, Mapping, cast
 
 from sgl_scan.errors import ConfigError, SnapshotError
 from sgl_scan.paths import downloads_dir, env
@@ -216,14 +216,14 @@ def fetch_archive(spec: str, progress: Progress | None = None, timeout: float = 
 def _zip_entries_within(handle, limit: int) -> None:
     """Count the central directory's entries, reading one header at a time, before zipfile parses
     them all: an archive listing more than `limit` is refused without building its listing."""
-    endrec = zipfile._EndRecData(handle)  # the end record (zip64-aware), as ZipFile reads it
+    zf = cast(Any, zipfile)  # _EndRecData and the _ECD_ indexes are private: typeshed leaves them out
+    endrec = zf._EndRecData(handle)  # the end record (zip64-aware), as ZipFile reads it
     if endrec is None:
         return  # not a zip: ZipFile says so
-    size_cd, offset_end = endrec[zipfile._ECD_SIZE], endrec[zipfile._ECD_LOCATION]
-    if endrec[zipfile._ECD_ENTRIES_TOTAL] > limit:
+    size_cd, offset_end = endrec[zf._ECD_SIZE], endrec[zf._ECD_LOCATION]
+    if endrec[zf._ECD_ENTRIES_TOTAL] > limit:
         raise SnapshotError(
-            f"the archive lists {endrec[zipfile._ECD_ENTRIES_TOTAL]} entries, more than "
-            f"--max-files {limit}; refusing it"
+            f"the archive lists {endrec[zf._ECD_ENTRIES_TOTAL]} entries, more than --max-files {limit}; refusing it"
         )
     position, end, count = offset_end - size_cd, offset_end, 0
     while position + 46 <= end:
@@ -291,6 +291,7 @@ class Archive:
         self.path = path
         self.members: dict[str, Callable[[], IO[bytes]]] = {}
         self.sizes: dict[str, int] = {}  # declared sizes: zipfile and tarfile never return more
+        names: list[tuple[str, int, zipfile.ZipInfo | tarfile.TarInfo]]
         try:
             if path.name.endswith((".whl", ".zip")):
                 with open(path, "rb") as handle:
@@ -306,7 +307,8 @@ class Archive:
                         raise SnapshotError(f"{path.name} lists more than --max-files {max_files} entries; refusing it")
                     if member.isreg():
                         names.append((member.name, member.size, member))
-                opener = lambda member: lambda: self._tar.extractfile(member)  # noqa: E731
+                # a regular member: extractfile never answers None
+                opener = lambda member: lambda: cast(IO[bytes], self._tar.extractfile(member))  # noqa: E731
         except (
             OSError,
             zipfile.BadZipFile,

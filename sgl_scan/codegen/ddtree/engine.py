@@ -117,7 +117,9 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
     missing: list[str] = []
     unverified: list[tuple[str, str]] = []  # (what is assumed, the test that shows it: checks.py)
     decisions: list[Decision] = []
-    facts, cls = find_class(analysis, base.qualname)
+    base_hit = find_class(analysis, base.qualname)
+    assert base_hit is not None  # plan._base_worker found this class
+    facts, cls = base_hit
     own = {f.name: f for f in facts.functions if f.owner == cls.qualname}
     entry = own.get(base.entry.name)
     shape = "forward_batch" if verify.returns_forward_batch else "batch"
@@ -132,6 +134,7 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             f"{base.qualname} ({base.location}) never calls self.<draft runner>.forward(...) on its decode path"
         )
     else:
+        assert runner_call is not None  # found together with draft_fn
         runner = runner_call.callee.split(".")[1]
         decisions.append(
             Decision(
@@ -213,8 +216,10 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
                 f"{base.qualname}.{base.entry.name} ({base.entry.location}) calls no method of the verify input after the target verify"
             )
         else:
+            assert hit is not None  # call is to one of its methods
             accept_method = call.callee.rpartition(".")[2]
             fn = method(hit[0], hit[1], accept_method)
+            assert fn is not None  # accept_method is one of hit's methods
             accept_keywords = call.keywords
             decisions.append(
                 Decision(
@@ -333,6 +338,7 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
                 f"{base.qualname}.{base.entry.name} ({base.entry.location}) reads no verify window from req_to_token (no call with {', '.join(WINDOW_KEYWORDS)})"
             )
         else:
+            assert window.resolved is not None  # chosen for having one
             window_func = window.resolved
             decisions.append(
                 Decision(
@@ -384,8 +390,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         ]
     publish = None
     if entry is not None:
-        params = {p.name for p in base.entry.params}
-        publish = next((c.callee for c in after if c.callee in params), None)
+        param_names = {p.name for p in base.entry.params}
+        publish = next((c.callee for c in after if c.callee in param_names), None)
         if publish:
             decisions.append(
                 Decision(
@@ -436,6 +442,10 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
     # -- what would go wrong silently: the worker refuses instead (see the module docstring)
     page_setting = None
     if shape == "batch" and PAGE_KEYWORD in accept_keywords:
+        # accept_keywords are the accept call's: hit, accept_method and its method are found
+        assert hit is not None and accept_method is not None
+        accept_fn = method(hit[0], hit[1], accept_method)
+        assert accept_fn is not None
         page_setting, field = _settings_field(analysis, facts, own.get("__init__"), PAGE_KEYWORD)
         what = (
             f"pages: the path-first window needs {page_setting or 'self.' + PAGE_KEYWORD} == 1; DDTreeWorker() refuses any other value "
@@ -445,14 +455,13 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             Decision(
                 "pages",
                 what,
-                field[0].location(field[1])
-                if field
-                else (hit[0].location(method(hit[0], hit[1], accept_method)) if hit else None),
+                field[0].location(field[1]) if field else (hit[0].location(accept_fn) if hit else None),
             )
         )
     reservation = None
     if shape == "forward_batch" and RESERVATION_KEYWORD in result_keywords:
         reservation = RESERVATION_KEYWORD
+        assert result is not None  # result_keywords are its keywords
         unverified = [u for u in unverified if u[0] != WINDOW_ASSUMED]  # checked when the worker is constructed
         decisions.append(
             Decision(
@@ -633,6 +642,7 @@ def _settings_field(analysis: Analysis, facts: FileFacts, init: FunctionFact | N
         found = resolve_class(analysis, facts, p.annotation.strip("'\""))
         field = next((a for a in found[1].attributes if a.target == name), None) if found else None
         if field is not None:
+            assert found is not None  # field is one of its attributes
             return f"{p.name}.{name}", (found[0], field)
     return None, None
 

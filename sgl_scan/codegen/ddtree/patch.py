@@ -12,6 +12,7 @@ import difflib
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar, cast
 
 from sgl_scan.analyzer.facts import FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Analysis, Location
@@ -144,6 +145,7 @@ class _PatchBuilder:
     # -- predicates that name DFLASH directly
     def predicates(self) -> None:
         hit = find_class(self.analysis, self.plan.enum_qualname)
+        assert hit is not None  # enum_member() ran first and found it
         facts, cls = hit
         for choice in self.plan.predicates:
             if not choice.value:
@@ -154,6 +156,7 @@ class _PatchBuilder:
             node, first = _parse_function(self.file(facts.path), fn)
             if node is None or not _names_member(node, self.plan.enum_name, BASE_ALGORITHM):
                 continue  # true for DDTREE already (through another predicate, or a != test)
+            assert first is not None  # parsed with node
             body_line = fn.line + first.lineno - 1
             edits = self.file(facts.path)
             ind = edits.indent(body_line)
@@ -199,8 +202,8 @@ class _PatchBuilder:
             None,
         )
         if choice is not None:
-            line = offset + choice.end_lineno
-            col = choice.end_col_offset + dedent
+            line = offset + _end_line(choice)
+            col = _end_col(choice) + dedent
             edits.replaces.append(_Replace(line, col, col, f', "{self.plan.algorithm_name}"'))
             self.edits.append(
                 PatchEdit(Location(loc.path, line), f'add "{self.plan.algorithm_name}" to the {hook.name} choices')
@@ -240,10 +243,10 @@ class _PatchBuilder:
             if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
                 continue
             call = stmt.value
-            if not (stmt.lineno + offset <= loc.line <= stmt.end_lineno + offset):
+            if not (stmt.lineno + offset <= loc.line <= _end_line(stmt) + offset):
                 continue
             if any(isinstance(a, ast.Constant) and a.value == option for a in call.args):
-                return call, offset, stmt.end_lineno + offset, _dedent_width(edits, hit[1])
+                return call, offset, _end_line(stmt) + offset, _dedent_width(edits, hit[1])
         return None
 
     def _budget_field(self, path: str) -> None:
@@ -254,6 +257,7 @@ class _PatchBuilder:
             )
             if field is None:
                 continue
+            assert facts is not None  # cls is one of its classes
             edits = self.file(path)
             edits.inserts.append(
                 _Insert(field.end_line + 1, f"{edits.indent(field.line)}{BUDGET_FIELD}: int = {self.plan.budget}\n")
@@ -338,15 +342,13 @@ class _PatchBuilder:
             right, (ast.Tuple, ast.List, ast.Set)
         ):
             word = "in" if isinstance(op, (ast.Eq, ast.Is)) else "not in"
-            start = compare.left.end_col_offset + dedent
-            written = edits.lines[loc.line - 1][right.col_offset + dedent : right.end_col_offset + dedent]
+            start = _end_col(compare.left) + dedent
+            written = edits.lines[loc.line - 1][right.col_offset + dedent : _end_col(right) + dedent]
             text = f" {word} ({written}, {new})"
-            edits.replaces.append(_Replace(loc.line, start, right.end_col_offset + dedent, text))
+            edits.replaces.append(_Replace(loc.line, start, _end_col(right) + dedent, text))
         elif isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
             last = right.elts[-1]
-            edits.replaces.append(
-                _Replace(loc.line, last.end_col_offset + dedent, last.end_col_offset + dedent, f", {new}")
-            )
+            edits.replaces.append(_Replace(loc.line, _end_col(last) + dedent, _end_col(last) + dedent, f", {new}"))
         else:
             self.skipped.append(
                 PatchEdit(
@@ -393,7 +395,7 @@ class _PatchBuilder:
         self.hooked = True
 
     def result(self) -> PatchResult:
-        chunks = []
+        chunks: list[str] = []
         for path in sorted(self.files):
             edits = self.files[path]
             if not edits.inserts and not edits.replaces:
@@ -413,7 +415,9 @@ def _dedent_width(edits: _FileEdits, fn: FunctionFact) -> int:
     return len(edits.indent(fn.line))
 
 
-def _parse_function(edits: _FileEdits, fn: FunctionFact) -> tuple[ast.AST | None, ast.stmt | None]:
+def _parse_function(
+    edits: _FileEdits, fn: FunctionFact
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, ast.stmt | None]:
     """The function's syntax tree (lines numbered from its `def`) and its first non-docstring statement."""
     text = textwrap.dedent("".join(edits.lines[fn.line - 1 : fn.end_line]))
     try:
@@ -428,11 +432,21 @@ def _parse_function(edits: _FileEdits, fn: FunctionFact) -> tuple[ast.AST | None
         body[1]
         if len(body) > 1
         and isinstance(body[0], ast.Expr)
-        and isinstance(getattr(body[0], "value", None), ast.Constant)
+        and isinstance(body[0].value, ast.Constant)
         and isinstance(body[0].value.value, str)
         else body[0]
     )
     return node, first
+
+
+def _end_line(node: ast.stmt | ast.expr) -> int:
+    """`end_lineno`: always set on a parsed node (None only on hand-built ones)."""
+    return cast(int, node.end_lineno)
+
+
+def _end_col(node: ast.stmt | ast.expr) -> int:
+    """`end_col_offset`: always set on a parsed node (None only on hand-built ones)."""
+    return cast(int, node.end_col_offset)
 
 
 def _keywords(call: ast.Call, name: str) -> list[ast.keyword]:
@@ -460,7 +474,10 @@ def _member_text(node: ast.AST, new: str) -> str:
     return f'"{new}"'
 
 
-def _node_at(root: ast.AST, kind: type, line: int) -> ast.AST | None:
+_Stmt = TypeVar("_Stmt", bound=ast.stmt)
+
+
+def _node_at(root: ast.AST, kind: type[_Stmt], line: int) -> _Stmt | None:
     return next((n for n in ast.walk(root) if isinstance(n, kind) and n.lineno == line), None)
 
 

@@ -268,6 +268,7 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int | None = None, mod
 
 
 def _base_worker(analysis: Analysis, dflash: Algorithm) -> BaseWorker:
+    assert dflash.worker is not None  # plan_ddtree refuses a DFLASH without a worker
     hit = find_class(analysis, dflash.worker)
     if hit is None:
         raise CodegenError(f"the DFlash worker {dflash.worker} is not in the snapshot's files (widen --scope?)")
@@ -390,7 +391,9 @@ def _delegated(analysis: Analysis, dflash: Algorithm) -> tuple[Signature, ...]:
     the plugin class delegates them to the DFLASH member instead.
     """
     predicates = {p.name for p in analysis.inventory.predicates}
-    hit = find_class(analysis, analysis.inventory.algorithm_class.qualname)
+    enum = analysis.inventory.algorithm_class
+    assert enum is not None  # plan_ddtree refuses a release without one
+    hit = find_class(analysis, enum.qualname)
     names: list[str] = []
     for joined in _joined_sites(analysis, "plugin", dflash, delegate=False):
         name = _enum_method(analysis, joined.site)
@@ -406,6 +409,7 @@ def _delegated(analysis: Analysis, dflash: Algorithm) -> tuple[Signature, ...]:
     for name in names:
         fn = method(hit[0], hit[1], name) if hit else None
         if fn is not None and "classmethod" not in fn.decorators and "staticmethod" not in fn.decorators:
+            assert hit is not None  # fn is one of its methods
             out.append(signature(hit[0], fn))
     return tuple(out)
 
@@ -425,6 +429,7 @@ def _settings_view(analysis: Analysis, base: BaseWorker) -> tuple[str, Location]
         facts = modules.get(module) if module else None
         imp = next((i for i in facts.imports if i.bound == SETTINGS_VIEW), None) if facts else None
         if imp is not None:
+            assert facts is not None  # imp is one of its imports
             return imp.target, facts.location(imp)
     return None
 
@@ -471,7 +476,11 @@ def _inherited(
     for name in algorithm_methods(analysis):
         if name in covered or (base is not None and find_method(analysis, base[0], base[1], name) is not None):
             continue
-        out.append(signature(hit[0], method(hit[0], hit[1], name)))
+        # algorithm_methods found the same class and keeps only the names it defines
+        assert hit is not None
+        fn = method(hit[0], hit[1], name)
+        assert fn is not None
+        out.append(signature(hit[0], fn))
     return tuple(out)
 
 
@@ -537,6 +546,7 @@ def _overlap(analysis: Analysis, dflash: Algorithm) -> tuple[bool, str]:
         )
     if fn is None:
         return False, f"cannot read the branch at {site.location}; overlap off to be safe"
+    assert facts is not None  # fn is one of its functions
     low, high = site.location.line, max(site.location.line, dflash.worker_location.line)
     raises = [c for c in fn.calls if low <= c.line <= high and c.callee.endswith("Error")]
     if raises:
@@ -591,6 +601,7 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
     missing: list[str] = []
     unverified: list[tuple[str, str]] = []
     hit = find_class(analysis, base.qualname)
+    assert hit is not None  # _base_worker found this class
     facts, cls = hit
     own = [f for f in facts.functions if f.owner == cls.qualname]
     entry = next((f for f in own if f.name == base.entry.name), None)
@@ -628,9 +639,10 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
             missing.append(
                 f"{verify[0]} ({verify_location}) requires field(s) {', '.join(required)} the tree verify cannot fill"
             )
-        fn = method(vfacts, vcls, PREPARE_METHOD)
-        prepare = signature(vfacts, fn)
-        returns_forward_batch = "ForwardBatch" in (fn.returns or "")
+        prepare_fn = method(vfacts, vcls, PREPARE_METHOD)
+        assert prepare_fn is not None  # the loop above chose the class for this method
+        prepare = signature(vfacts, prepare_fn)
+        returns_forward_batch = "ForwardBatch" in (prepare_fn.returns or "")
         for index, p in enumerate(prepare.params):
             if p.kind in ("vararg", "varkw"):
                 continue
@@ -656,13 +668,13 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
             f"{base.qualname}.{base.entry.name} ({base.entry.location}) calls no self.<target>.{base.entry.name}()"
         )
     else:
-        found = _target_forward(analysis, facts, cls, target_attr, base.entry.name)
-        if found is None:
+        forward = _target_forward(analysis, facts, cls, target_attr, base.entry.name)
+        if forward is None:
             missing.append(f"the class of self.{target_attr} or its {base.entry.name}() is not in the snapshot's facts")
         else:
-            target_forward = signature(*found)
-            returns = (found[1].returns or "").strip("'\"")
-            result = resolve_class(analysis, found[0], returns)
+            target_forward = signature(*forward)
+            returns = (forward[1].returns or "").strip("'\"")
+            result = resolve_class(analysis, forward[0], returns)
             result_field = RESULT_FIELD
             if result is None:
                 unverified.append(
@@ -737,7 +749,7 @@ def _target_attr(entry: FunctionFact, name: str) -> str | None:
         if len(parts) == 3 and parts[0] == "self" and parts[2] == name and "target" in parts[1]:
             attrs.append(parts[1])
     public = [a for a in attrs if not a.startswith("_")]
-    return (public or attrs or [None])[0]
+    return next(iter(public or attrs), None)
 
 
 def _target_forward(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Any
 
 import jinja2
 
@@ -89,14 +89,14 @@ def render_ddtree(
     return files
 
 
-def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenerate: str) -> Mapping[str, object]:
+def _context(plan: DDTreePlan, package: str, patch: PatchResult | None, regenerate: str) -> dict[str, Any]:
     init = forwarding(plan.base.init)
     entry = forwarding(plan.base.entry)
     if not entry.batch:
         raise CodegenError(
             f"{plan.base.qualname}.{plan.base.entry.name} ({plan.base.entry.location}) takes no batch parameter"
         )
-    context: dict[str, object] = {
+    context: dict[str, Any] = {
         "plan": plan,
         "patch": patch,
         "package": package,
@@ -289,11 +289,13 @@ def _server_args_param(plan: DDTreePlan) -> str:
     return "server_args"
 
 
-def _verify_context(plan: DDTreePlan) -> dict[str, object]:
+def _verify_context(plan: DDTreePlan) -> dict[str, Any]:
     """How the generated worker builds, prepares and runs the release's target verify."""
     glue = plan.verify
     if glue is None or glue.missing:
         return {"ok": False, "missing": list(glue.missing if glue else ("no verify glue planned",)), "attributes": ()}
+    # nothing missing: the verify class's prepare and the target's forward were both found (plan.verify_glue)
+    assert glue.prepare is not None and glue.target_forward is not None
     values = {"batch": "batch", "target": f"self.{glue.target_attr}", "page_size": "self.page_size", "false": "False"}
     kinds = {p.name: p.kind for p in glue.prepare.params}
     args = []
@@ -330,13 +332,13 @@ def _verify_context(plan: DDTreePlan) -> dict[str, object]:
     }
 
 
-def _engine_context(plan: DDTreePlan) -> dict[str, object]:
+def _engine_context(plan: DDTreePlan) -> dict[str, Any]:
     """How the generated worker runs the release's draft block and commits a tree (engine.py)."""
     glue = plan.engine
     if glue is None:
         return {"ok": False, "missing": ["no draft/commit glue planned"], "decisions": [], "attributes": ()}
     ok = not glue.missing and plan.verify is not None and not plan.verify.missing
-    context: dict[str, object] = {
+    context: dict[str, Any] = {
         "ok": ok,
         "missing": list(glue.missing),
         "decisions": [f"{d.what} ({d.location})" for d in glue.decisions],
@@ -346,6 +348,7 @@ def _engine_context(plan: DDTreePlan) -> dict[str, object]:
     if not ok:
         return context
     where = lambda key: str(glue.where(key)) if glue.where(key) else "outside the scanned files"  # noqa: E731
+    assert glue.result_class is not None  # else engine_glue names it missing
     module, _, name = glue.result_class.rpartition(".")
     context.update(
         {
@@ -453,6 +456,7 @@ def _width_context(plan: DDTreePlan) -> dict[str, object]:
             "phases": [],
         }
     where = lambda key: str(glue.where(key)) if glue.where(key) else "outside the scanned files"  # noqa: E731
+    assert glue.parser is not None and glue.loader is not None  # else draft_width names them missing
     settings = {k: f'getattr(settings, "{v}", None)' for k, v in LOADER_VALUES.items()}
     settings["trust_remote_code"] = 'bool(getattr(settings, "trust_remote_code", False))'
     settings["model_override_args"] = 'json.loads(getattr(settings, "json_model_override_args", None) or "{}")'

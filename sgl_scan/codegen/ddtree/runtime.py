@@ -72,7 +72,7 @@ def _parse(tree: Path, rel: str) -> ast.Module | None:
         return None
 
 
-def _where(rel: str, node: ast.AST) -> str:
+def _where(rel: str, node: ast.stmt | ast.expr) -> str:
     return f"{rel}:{node.lineno}"
 
 
@@ -153,14 +153,14 @@ def read_runtime_facts(tree: Path, base_module: str) -> RuntimeFacts:
     loaders = []
     for rel in PLUGIN_LOADERS if group else ():
         module = _parse(tree, rel)
-        for node in ast.walk(module) if module is not None else ():
+        for found in ast.walk(module) if module is not None else ():
             if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id == "load_plugins"
-                and not node.args
+                isinstance(found, ast.Call)
+                and isinstance(found.func, ast.Name)
+                and found.func.id == "load_plugins"
+                and not found.args
             ):
-                loaders.append(_where(rel, node))
+                loaders.append(_where(rel, found))
     facts = RuntimeFacts(
         graph_gates=graph_gates(tree),
         lora_unwrap=("sglang.srt.lora.layers", _where(LORA_LAYERS, unwrap)) if unwrap is not None else None,

@@ -58,7 +58,9 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
     decisions: list[tuple[str, str, Location | None]] = []
     missing: list[str] = []
     unverified: list[tuple[str, str]] = []
-    facts, cls = find_class(analysis, base.qualname)
+    hit = find_class(analysis, base.qualname)
+    assert hit is not None  # plan._base_worker found this class
+    facts, cls = hit
     init = method(facts, cls, "__init__")
     calls = init.calls if init else ()
     parse = next((c for c in calls if CONFIG_KEYWORD in c.keywords and c.resolved), None)
@@ -128,14 +130,20 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
         module, _, name = call.resolved.rpartition(".")
         mfacts = files_by_module(analysis).get(module)
         fn = next((f for f in mfacts.functions if f.qualname == name), None) if mfacts else None
-        found = resolve_class(analysis, mfacts, (fn.returns or "").strip("'\"")) if fn and fn.returns else None
+        found = (
+            resolve_class(analysis, mfacts, (fn.returns or "").strip("'\""))
+            if mfacts is not None and fn and fn.returns
+            else None
+        )
         if found is not None and OVERRIDE in found[1].methods:
             bag = call.resolved
+            override = method(found[0], found[1], OVERRIDE)
+            assert override is not None  # one of the class's methods
             decisions.append(
                 (
                     "scope",
                     f"width scope: {call.callee}().{OVERRIDE}({SETTING}=drafter block) around the base's draft-side construction",
-                    mfacts.location(method(found[0], found[1], OVERRIDE)),
+                    found[0].location(override),  # the class's file: the getter may import it
                 )
             )
             break
