@@ -6,7 +6,6 @@ The rules and the filter step run in `sgl_scan/pipeline.py`; the report is writt
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import click
@@ -21,26 +20,7 @@ from sgl_scan.cli.options import (
     source_or_latest,
 )
 from sgl_scan.cli.output import report_findings
-from sgl_scan.errors import ConfigError
 from sgl_scan.pipeline import require_speculative_files
-
-log = logging.getLogger(__name__)
-
-
-def artifact_root_for(snapshot, base: Path):
-    """SARIF locations relative to `base` (a folder holding the scanned local package)."""
-    from sgl_scan.reports.model import ArtifactRoot
-
-    m = snapshot.manifest
-    if m.source_kind != "local":
-        raise ConfigError(f"--sarif-root needs a local source (--path); snapshot {m.id} was read from {m.source_kind}")
-    package = Path(m.root).resolve()
-    folder = base.expanduser().resolve()
-    try:
-        relative = package.relative_to(folder)
-    except ValueError:
-        raise ConfigError(f"--sarif-root {base}: the scanned package {package} is not inside it") from None
-    return ArtifactRoot(folder.as_uri().rstrip("/") + "/", relative.as_posix() if str(relative) != "." else "")
 
 
 @click.command("scan")
@@ -65,15 +45,17 @@ def command(ctx: click.Context, sarif_root: Path | None = None, **kwargs) -> Non
       sgl-scan scan --snapshot latest --format sarif -o sgl-scan.sarif
     """
     from sgl_scan.analyzer.pipeline import analyze
+    from sgl_scan.reports.model import ArtifactRoot
     from sgl_scan.snapshots.progress import Progress
     from sgl_scan.snapshots.resolve import obtain_snapshot
+    from sgl_scan.snapshots.store import stamp_pulled_files
 
     options = pop_finding_options(kwargs)
     prepared = prepare_findings(options)  # usage errors before any download or parse
     source = source_or_latest(pop_source_params(kwargs))
     snapshot = obtain_snapshot(source)
     require_speculative_files(snapshot)
-    anchor = artifact_root_for(snapshot, sarif_root) if sarif_root is not None else None
+    anchor = ArtifactRoot.containing(snapshot.manifest, sarif_root) if sarif_root is not None else None
     bar = Progress("analysing")  # a cold full-scope scan reads thousands of files: say so on a TTY
     try:
         analysis = analyze(
@@ -84,19 +66,5 @@ def command(ctx: click.Context, sarif_root: Path | None = None, **kwargs) -> Non
     code = report_findings(
         snapshot, analysis, options, prepared, artifact_root=anchor, latest=latest_meaning(source, snapshot)
     )
-    settle(snapshot)
+    stamp_pulled_files(snapshot)
     ctx.exit(code)
-
-
-def settle(snapshot) -> None:
-    """After a pull that stored new files, and the analysis (seconds later, so they have settled):
-    verify them once more and record their stamps, so the next scan trusts them without reading."""
-    from sgl_scan.errors import SnapshotError
-    from sgl_scan.snapshots.store import Store
-
-    if snapshot.pulled is None or snapshot.pulled.reused:
-        return
-    try:
-        Store(snapshot.folder.parent).verify(snapshot)
-    except (SnapshotError, OSError) as exc:  # the next run that opens it says so
-        log.debug("not settling %s: %s", snapshot.id, exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Mapping
 
 from sgl_scan.analyzer.model import ParseError, SpecInventory
@@ -19,6 +20,23 @@ class ArtifactRoot:
 
     base_uri: str
     package: str  # POSIX, relative to base_uri, no trailing slash ("" when the package is the base)
+
+    @classmethod
+    def containing(cls, manifest: Manifest, base: Path) -> "ArtifactRoot":
+        """Locations relative to `base` (`scan --sarif-root`: a folder holding the scanned local package)."""
+        from sgl_scan.errors import ConfigError
+
+        if manifest.source_kind != "local":
+            raise ConfigError(
+                f"--sarif-root needs a local source (--path); snapshot {manifest.id} was read from {manifest.source_kind}"
+            )
+        package = Path(manifest.root).resolve()
+        folder = base.expanduser().resolve()
+        try:
+            relative = package.relative_to(folder)
+        except ValueError:
+            raise ConfigError(f"--sarif-root {base}: the scanned package {package} is not inside it") from None
+        return cls(folder.as_uri().rstrip("/") + "/", relative.as_posix() if str(relative) != "." else "")
 
     def uri(self, snapshot_path: str) -> str:
         rest = snapshot_path[len("sglang/") :] if snapshot_path.startswith("sglang/") else snapshot_path

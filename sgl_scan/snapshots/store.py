@@ -794,6 +794,17 @@ def _write_new(path: str, target: str, data: bytes, mtime: float | None) -> File
     return FileEntry(path=path, size=len(data), sha256=hashlib.sha256(data).hexdigest(), mtime=mtime)
 
 
+def stamp_pulled_files(snapshot: Snapshot) -> None:
+    """After a pull that stored new files, and the analysis (seconds later, so they have settled):
+    verify them once more and record their stamps, so the next scan trusts them without reading."""
+    if snapshot.pulled is None or snapshot.pulled.reused:
+        return
+    try:
+        Store(snapshot.folder.parent).verify(snapshot)
+    except (SnapshotError, OSError) as exc:  # the next run that opens it says so
+        log.debug("not stamping %s: %s", snapshot.id, exc)
+
+
 def _rmtree(path: Path) -> None:
     import shutil  # loaded only to remove a tree
 
