@@ -36,7 +36,9 @@ for v in ${SGLSCAN_REAL_SGLANG_VERSIONS:-0.5.23 0.5.11}; do
 done
 # the installed entry point on PATH: the tests that run `sgl-scan` as a user would must not skip
 export PATH="$PWD/.venv/bin:$PATH"
-# lint and format-check the package first (config: pyproject.toml [tool.ruff]); a finding fails the run
+# lint, format-check and type-check the package first (config: pyproject.toml [tool.ruff], [tool.mypy]);
+# a finding fails the run
 .venv/bin/python -m ruff check sgl_scan
 .venv/bin/python -m ruff format --check sgl_scan
+.venv/bin/python -m mypy
 exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${SGLSCAN_TEST_JOBS:-${SGL_SCAN_TEST_JOBS:-2}}" "$@"

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from sgl_scan.cli.options import latest_meaning, pop_source_params, source_options, source_or_latest
 from sgl_scan.errors import ConfigError
-from sgl_scan.reports.common import visible, visible_lines
 
 
 GRAPH_FORMATS = ("dot", "graphml", "json")
@@ -39,19 +37,6 @@ def _format(fmt: str | None, output: str | None, listing: bool, like: bool) -> s
             "--dispatch ALGO lists one algorithm's sites as text"
         )
     return fmt or "dot"
-
-
-def _with_tree(text: str, fmt: str, tree: dict) -> str:
-    """The graph document with the tree it describes named in it: a DOT comment, an XML comment
-    after GraphML's declaration, a "tree" field in JSON."""
-    if fmt == "json":
-        return json.dumps({"tree": tree, **json.loads(text)}, indent=1) + "\n"
-    line = tree["line"]
-    if fmt == "dot":
-        return f"// tree: {line}\n{text}"
-    comment = "<!-- tree: " + line.replace("--", "- -") + " -->"
-    head, newline, rest = text.partition("\n")
-    return f"{head}{newline}{comment}\n{rest}" if head.startswith("<?xml") else f"{comment}\n{text}"
 
 
 @click.command("graph")
@@ -122,22 +107,16 @@ def command(
     from sgl_scan import __version__
     from sgl_scan.analyzer.graph_views import (
         FocusError,
-        dispatch_listing,
-        focus as focus_on,
-        format_dispatch,
-        format_like,
         PluginFileError,
+        focus as focus_on,
         like_listing,
         parse_claims,
         plugin_file_predicates,
-        render,
     )
     from sgl_scan.analyzer.pipeline import analyze
     from sgl_scan.cli.output import emit
-    from sgl_scan.reports import dispatch_listing as listing_report
-    from sgl_scan.reports.common import json_document
+    from sgl_scan.reports.graph_documents import dispatch_document, graph_document, like_document
     from sgl_scan.snapshots.progress import Progress
-    from sgl_scan.snapshots import scope as scopes
     from sgl_scan.snapshots.resolve import obtain_snapshot
     from sgl_scan.snapshots.summary import tree_fields
 
@@ -174,7 +153,6 @@ def command(
         bar.done()
     m = snapshot.manifest
     tree = tree_fields(m, latest_meaning(source, snapshot))
-    head = visible(f"tree: {tree['line']}")
     try:
         if like:
             assert dispatch  # --like needs --dispatch (refused above)
@@ -185,25 +163,11 @@ def command(
                     derived = plugin_file_predicates(plugin_source, dispatch, analysis.inventory, Path(plugin).name)
                 except PluginFileError as exc:
                     raise click.BadParameter(str(exc), param_hint="--plugin") from None
-            listing = like_listing(analysis.inventory, dispatch, like, claimed, derived=derived)
-            text = head + "\n" + "\n".join(visible(line) for line in format_like(listing)) + "\n"
-            text += f"  ({scopes.statement(m.scope, len(m.files))})\n"
+            text = like_document(like_listing(analysis.inventory, dispatch, like, claimed, derived=derived), tree, m)
         elif dispatch:
-            sites = dispatch_listing(analysis.inventory, dispatch)
-            sides = listing_report.site_sides(analysis.inventory, sites.algorithm.name, sites.sites)
-            if fmt == "json":
-                text = json_document(
-                    listing_report.document(sites, sides, tree, scopes.summary(m.scope, len(m.files)), __version__)
-                )
-            else:
-                lines = listing_report.text_lines(list(format_dispatch(sites, scopes.qualifier(m.scope))), sides)
-                text = head + "\n" + "\n".join(visible(line) for line in lines) + "\n"
-                text += f"  ({scopes.statement(m.scope, len(m.files))})\n"
+            text = dispatch_document(analysis.inventory, dispatch, fmt, tree, m, __version__)
         else:
-            graph = focus_on(analysis.graph, focus, depth) if focus else analysis.graph
-            text = _with_tree(render(graph, fmt, scopes.summary(m.scope, len(m.files))), fmt, tree)
-            if fmt != "json":  # JSON escapes controls itself; DOT and GraphML would carry them raw
-                text = visible_lines(text)
+            text = graph_document(focus_on(analysis.graph, focus, depth) if focus else analysis.graph, fmt, tree, m)
     except FocusError as exc:
         raise ConfigError(str(exc)) from None
     emit(text, output)
