@@ -15,7 +15,7 @@ import ast
 import io
 import tokenize
 from dataclasses import replace
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 from sgl_scan.analyzer.astnodes import child_nodes
 from sgl_scan.analyzer.builder import Builder, char_column, module_name, slice_text, split_lines
@@ -56,7 +56,7 @@ def decode_source(data: bytes) -> str:
 
 
 # -- stdlib ast ---------------------------------------------------------------------------------
-def ast_dotted(node: ast.AST) -> str | None:
+def ast_dotted(node: ast.AST | None) -> str | None:
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -71,7 +71,8 @@ def _str_list(node: ast.AST | None) -> list[str] | None:
     if isinstance(node, (ast.List, ast.Tuple)) and all(
         isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
     ):
-        return [e.value for e in node.elts]
+        strings = cast("list[ast.Constant]", node.elts)  # all string constants (just tested)
+        return cast("list[str]", [e.value for e in strings])
     return None
 
 
@@ -141,17 +142,18 @@ class _AstWalker:
         dotted = ast_dotted(node)
         return (dotted, True) if dotted is not None else (self.text(node), False)
 
-    def exprs(self, node: ast.AST) -> None:
-        """Every call below `node` (an expression, a statement read whole, or a def's `arguments`)."""
+    def exprs(self, node: ast.expr | ast.stmt | ast.keyword | ast.arguments) -> None:
+        """Every call below `node` (an expression, a statement read whole, a class keyword, or a def's
+        `arguments`)."""
         line = getattr(node, "lineno", None)
         if line is not None:  # a call's source holds its "(": lines without one hold no call
-            end = node.end_lineno
+            end = node.end_lineno  # type: ignore[union-attr]  # not `arguments` (it has no lineno); a cast costs a call here
             if end == line:
                 if "(" not in self.lines[line - 1]:
                     return
             elif not any("(" in text for text in self.lines[line - 1 : end]):
                 return
-        stack = [node]
+        stack: list[Any] = [node]  # nodes of any type, and None (dispatched on `type(n)`)
         pop, push, extend = stack.pop, stack.append, stack.extend
         fields_of = _AST_FIELDS
         Call = ast.Call
@@ -208,7 +210,9 @@ class _AstWalker:
     def stmt(self, st: ast.stmt) -> None:
         b = self.b
         t = type(st)
+        # each branch casts `st` to the type `t` names (mypy does not narrow through `t`)
         if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            st = cast("ast.FunctionDef | ast.AsyncFunctionDef", st)
             for d in st.decorator_list:
                 self.exprs(d)
             self.exprs(st.args)
@@ -228,7 +232,8 @@ class _AstWalker:
             self.stmts(st.body)
             b.close()
         elif t is ast.ClassDef:
-            for n in (*st.decorator_list, *st.bases, *st.keywords):
+            st = cast(ast.ClassDef, st)
+            for n in cast("tuple[ast.expr | ast.keyword, ...]", (*st.decorator_list, *st.bases, *st.keywords)):
                 self.exprs(n)
             decorators = [self.name(d.func if isinstance(d, ast.Call) else d) for d in st.decorator_list]
             dline = st.decorator_list[0].lineno if st.decorator_list else 0
@@ -238,18 +243,22 @@ class _AstWalker:
             self.stmts(st.body)
             b.close()
         elif t is ast.Import:
-            for a in st.names:
+            for a in cast(ast.Import, st).names:
                 b.add_import(a.name, None, a.asname, 0, self.pos(a))
         elif t is ast.ImportFrom:
+            st = cast(ast.ImportFrom, st)
             for a in st.names:
                 b.add_import(st.module, a.name, a.asname, st.level or 0, self.pos(a))
         elif t is ast.Assign or t is ast.AnnAssign or t is ast.AugAssign:
+            st = cast("ast.Assign | ast.AnnAssign | ast.AugAssign", st)
             targets: list[str] = []
-            for target in st.targets if t is ast.Assign else [st.target]:
+            for target in (
+                cast(ast.Assign, st).targets if t is ast.Assign else [cast("ast.AnnAssign | ast.AugAssign", st).target]
+            ):
                 self._targets(target, targets)
             value = st.value
             kind = "assign" if t is ast.Assign else "annassign" if t is ast.AnnAssign else "augassign"
-            annotation = self.text(st.annotation) if t is ast.AnnAssign else None
+            annotation = self.text(cast(ast.AnnAssign, st).annotation) if t is ast.AnnAssign else None
             b.add_assign(
                 targets,
                 self.opt_text(value),
@@ -364,7 +373,7 @@ def _too_deep_for_cst(text: str, tree: ast.Module | None, ast_error: SyntaxError
             return _too_deep_for_cst(text, None, exc)
         except (ValueError, MemoryError, RecursionError) as exc:
             return f"cannot analyse: nested too deeply ({type(exc).__name__})"
-    stack = [(tree, 0)]
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_CST_DEPTH:

@@ -7,7 +7,7 @@ read): most files, and every warm scan, never load libcst.
 from __future__ import annotations
 
 import ast
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 import libcst as cst
 import libcst.metadata as meta
@@ -60,9 +60,9 @@ class _CstWalker:
 
     def _range(self, node: cst.CSTNode) -> tuple[Any, Any]:
         r = self.positions[node]
-        if type(node) in _PAREN_OWNED and node.lpar:
+        if type(node) in _PAREN_OWNED and (owned := cast("cst.Tuple | cst.GeneratorExp", node)).lpar:
             # `ast` counts the innermost parentheses of a tuple or generator as part of it
-            return self.positions[node.lpar[-1]].start, self.positions[node.rpar[0]].end
+            return self.positions[owned.lpar[-1]].start, self.positions[owned.rpar[0]].end
         return r.start, r.end
 
     def pos(self, node: cst.CSTNode) -> tuple[int, int, int]:
@@ -134,9 +134,11 @@ class _CstWalker:
     def stmt(self, st: cst.CSTNode) -> None:
         b = self.b
         t = type(st)
+        # each branch casts `st` to the type `t` names (mypy does not narrow through `t`)
         if t is cst.SimpleStatementLine:
-            self.stmts(st.body)
+            self.stmts(cast(cst.SimpleStatementLine, st).body)
         elif t is cst.FunctionDef:
+            st = cast(cst.FunctionDef, st)
             decorators, dline = self._decorators(st.decorators)
             self.exprs(st.params)
             if st.returns is not None:
@@ -153,34 +155,41 @@ class _CstWalker:
             self.suite(st.body)
             b.close()
         elif t is cst.ClassDef:
+            st = cast(cst.ClassDef, st)
             decorators, dline = self._decorators(st.decorators)
-            for a in (*st.bases, *st.keywords):
-                self.exprs(a)
+            for arg in (*st.bases, *st.keywords):
+                self.exprs(arg)
             bases = [self.name(a.value) for a in st.bases]
             keywords = [(a.keyword.value if a.keyword is not None else "**", *self.name(a.value)) for a in st.keywords]
             b.open_class(st.name.value, self.pos(st), dline, decorators, bases, keywords)
             self.suite(st.body)
             b.close()
         elif t is cst.Import:
-            for a in st.names:
-                asname = a.asname.name.value if a.asname is not None else None
+            for a in cast(cst.Import, st).names:  # an import's `as` name is a Name
+                asname = cast(cst.Name, a.asname.name).value if a.asname is not None else None
                 b.add_import(_cst_dotted(a.name), None, asname, 0, self.pos(a))
         elif t is cst.ImportFrom:
+            st = cast(cst.ImportFrom, st)
             module = _cst_dotted(st.module) if st.module is not None else None
             level = len(st.relative)
             if isinstance(st.names, cst.ImportStar):
                 b.add_import(module, "*", None, level, self.pos(st.names))
             else:
-                for a in st.names:
-                    asname = a.asname.name.value if a.asname is not None else None
+                for a in st.names:  # an import's `as` name is a Name
+                    asname = cast(cst.Name, a.asname.name).value if a.asname is not None else None
                     b.add_import(module, _cst_dotted(a.name), asname, level, self.pos(a))
         elif t is cst.Assign or t is cst.AnnAssign or t is cst.AugAssign:
+            st = cast("cst.Assign | cst.AnnAssign | cst.AugAssign", st)
             targets: list[str] = []
-            for target in [x.target for x in st.targets] if t is cst.Assign else [st.target]:
+            for target in (
+                [x.target for x in cast(cst.Assign, st).targets]
+                if t is cst.Assign
+                else [cast("cst.AnnAssign | cst.AugAssign", st).target]
+            ):
                 self._targets(target, targets)
             value = st.value
             kind = "assign" if t is cst.Assign else "annassign" if t is cst.AnnAssign else "augassign"
-            annotation = self.text(st.annotation.annotation) if t is cst.AnnAssign else None
+            annotation = self.text(cast(cst.AnnAssign, st).annotation.annotation) if t is cst.AnnAssign else None
             b.add_assign(
                 targets,
                 self.opt_text(value),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 from itertools import accumulate
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, TypeAlias, cast
 
 from sgl_scan.analyzer.astnodes import inner_nodes
 from sgl_scan.analyzer.builder import char_column, normalize_text, split_lines
@@ -21,6 +21,8 @@ from sgl_scan.analyzer.parse import ast_dotted as dotted
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+# the nodes with a position (`lineno`, `col_offset`, `end_lineno`, `end_col_offset`)
+Located: TypeAlias = ast.expr | ast.stmt | ast.pattern | ast.keyword | ast.arg | ast.alias | ast.excepthandler
 
 
 def last_name(node: ast.AST | None) -> str | None:
@@ -62,29 +64,35 @@ def string_values(node: ast.AST | None) -> tuple[str, ...] | None:
 
 def children(node: ast.AST) -> list[ast.AST]:
     """Direct child nodes in source order (not expression contexts and operators: `Load()`, `Eq()`)."""
-    t = type(node)
+    t = type(node)  # the branches read the fields of the type `t` names (mypy does not narrow through `t`)
     if t is ast.FunctionDef or t is ast.AsyncFunctionDef:  # `ast` lists decorators after the body
-        return [*node.decorator_list, node.args, *([node.returns] if node.returns else []), *node.body]
+        fn = cast("ast.FunctionDef | ast.AsyncFunctionDef", node)
+        return [*fn.decorator_list, fn.args, *([fn.returns] if fn.returns else []), *fn.body]
     if t is ast.ClassDef:
-        return [*node.decorator_list, *node.bases, *node.keywords, *node.body]
+        cls = cast(ast.ClassDef, node)
+        return [*cls.decorator_list, *cls.bases, *cls.keywords, *cls.body]
     if t is ast.IfExp:
-        return [node.body, node.test, node.orelse]
+        ifexp = cast(ast.IfExp, node)
+        return [ifexp.body, ifexp.test, ifexp.orelse]
     if t is ast.Dict:
         out: list[ast.AST] = []
-        for key, value in zip(node.keys, node.values, strict=True):
+        d = cast(ast.Dict, node)
+        for key, value in zip(d.keys, d.values, strict=True):
             if key is not None:
                 out.append(key)
             out.append(value)
         return out
-    if t is ast.Call and node.keywords and any(isinstance(a, ast.Starred) for a in node.args):
-        rest = sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))
-        return [node.func, *rest]
+    if t is ast.Call and (call := cast(ast.Call, node)).keywords and any(isinstance(a, ast.Starred) for a in call.args):
+        rest: list[ast.expr | ast.keyword] = sorted(
+            [*call.args, *call.keywords], key=lambda n: (n.lineno, n.col_offset)
+        )
+        return [call.func, *rest]
     return inner_nodes(node)
 
 
-def call_arguments(node: ast.Call) -> list[ast.AST]:
+def call_arguments(node: ast.Call) -> list[ast.expr]:
     """A call's argument values in source order, `*x`/`**x`/`k=x` as `x` (libcst's `Arg.value`)."""
-    found = sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))
+    found: list[ast.expr | ast.keyword] = sorted([*node.args, *node.keywords], key=lambda n: (n.lineno, n.col_offset))
     return [n.value if isinstance(n, (ast.Starred, ast.keyword)) else n for n in found]
 
 
@@ -150,9 +158,10 @@ class Source:
             return byte_col
         return char_column(self.lines[line - 1] if 0 < line <= len(self.lines) else "", byte_col)
 
-    def segment(self, node: ast.AST) -> str:
+    def segment(self, node: Located) -> str:
         start = self.starts[node.lineno - 1] + self.column(node.lineno, node.col_offset)
-        end = self.starts[node.end_lineno - 1] + self.column(node.end_lineno, node.end_col_offset)
+        end_line, end_col = cast(int, node.end_lineno), cast(int, node.end_col_offset)  # parsed nodes have both
+        end = self.starts[end_line - 1] + self.column(end_line, end_col)
         return self.text[start:end]
 
 
@@ -168,10 +177,11 @@ class Resolver(NameResolution):
         self.tree = tree
         self.source = source
 
-    def at(self, node: ast.AST) -> At:
-        return At(node.lineno, self.source.column(node.lineno, node.col_offset) + 1, node.end_lineno)
+    def at(self, node: Located) -> At:
+        # a parsed node's `end_lineno` is set (None only on nodes built by hand)
+        return At(node.lineno, self.source.column(node.lineno, node.col_offset) + 1, cast(int, node.end_lineno))
 
-    def text(self, node: ast.AST) -> str:
+    def text(self, node: Located) -> str:
         return normalize_text(self.source.segment(node))
 
     def dotted(self, node: ast.AST | None) -> str | None:
@@ -270,9 +280,10 @@ class ScopedWalker:
                 self.walk(child)
             self.leave(node)
             return
-        algo_class = scope == "class" and ALGO_CLASS_NAME.search(node.name) is not None
+        name = cast("ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef", node).name
+        algo_class = scope == "class" and ALGO_CLASS_NAME.search(name) is not None
         self._unpruned += algo_class
-        self.scopes.append((scope, node.name))
+        self.scopes.append((scope, name))
         self.enter(node)
         for child in children(node):
             self.walk(child)
@@ -337,6 +348,7 @@ def suite_workers(resolver: Resolver, body: Sequence[ast.stmt]) -> tuple[list[Wo
 
 
 __all__ = [
+    "Located",
     "Resolver",
     "ScopedWalker",
     "Source",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import libcst as cst
 import libcst.metadata as meta
@@ -172,7 +172,8 @@ class Resolver(NameResolution):
                         module = self.absolute(dotted(small.module) or "", len(small.relative))
                         for alias in small.names:
                             name = dotted(alias.name) or ""
-                            bound = dotted(alias.asname.name) if alias.asname is not None else name
+                            # a `from` import's `as` name is a plain name
+                            bound = cast(str, dotted(alias.asname.name)) if alias.asname is not None else name
                             names[bound] = f"{module}.{name}" if module else name
                     elif isinstance(small, (cst.Assign, cst.AnnAssign)) and id(statement) in top:
                         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]

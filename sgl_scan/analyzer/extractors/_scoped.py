@@ -4,6 +4,8 @@ libcst's visitor costs seconds; most statements of a triggered file are irreleva
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from sgl_scan.analyzer.extractors._cst import ALGO_CLASS_NAME, Resolver
@@ -27,7 +29,7 @@ class ScopedVisitor(cst.CSTVisitor):
         decorators = getattr(node, "decorators", None)
         if decorators:  # a def's or class's position starts at its keyword, after the decorators
             start = min(start, self.r.positions[decorators[0]].start.line)
-        return any_hit(self._hits, start, rng.end.line)
+        return any_hit(cast("list[int]", self._hits), start, rng.end.line)  # `on_visit` asks only with hits
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if (

@@ -97,7 +97,7 @@ def _required_literal(regex: re.Pattern[str]) -> str:
     if regex.flags & re.IGNORECASE:
         return ""
     try:
-        from re import _constants as c, _parser
+        from re import _constants as c, _parser  # type: ignore[attr-defined]  # CPython 3.11+ internals, not in typeshed
 
         items = list(_parser.parse(regex.pattern, regex.flags))
     except Exception:  # another Python's internals: no shortcut

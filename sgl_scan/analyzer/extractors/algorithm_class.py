@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import cast
 
 import libcst as cst
 import libcst.metadata as meta
@@ -54,7 +55,9 @@ def _module_constants(module: cst.Module) -> dict[str, cst.CSTNode]:
     return found
 
 
-def _collection(node: cst.CSTNode, constants: dict[str, cst.CSTNode], depth: int = 0) -> cst.CSTNode | None:
+def _collection(
+    node: cst.CSTNode, constants: dict[str, cst.CSTNode], depth: int = 0
+) -> cst.Tuple | cst.List | cst.Set | None:
     """A tuple/list/set literal, through module constants and `frozenset(...)`/`set(...)`/`tuple(...)`."""
     if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
         return node
@@ -110,14 +113,14 @@ class _BoolParser:
             inner = self.parse(node.expression)
             return ("not", inner) if inner else None
         if isinstance(node, cst.BooleanOperation):
-            op = "and" if isinstance(node.operator, cst.And) else "or"
-            left, right = self.parse(node.left), self.parse(node.right)
-            if left is None or right is None:
+            kind = "and" if isinstance(node.operator, cst.And) else "or"
+            first, second = self.parse(node.left), self.parse(node.right)
+            if first is None or second is None:
                 return None
-            terms = []
-            for part in (left, right):
-                terms.extend(part[1] if part[0] == op else (part,))
-            return (op, tuple(terms))
+            terms: list[tuple] = []
+            for part in (first, second):
+                terms.extend(part[1] if part[0] == kind else (part,))
+            return (kind, tuple(terms))
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and self.is_self(node.func.value):
             method = node.func.attr.value
             if not node.args:
@@ -160,10 +163,10 @@ class _BoolParser:
                 return ("eq", name) if isinstance(op, (cst.Equal, cst.Is)) else ("ne", name)
             right = _collection(right, self.constants) or right
             if isinstance(op, (cst.In, cst.NotIn)) and isinstance(right, (cst.Tuple, cst.List, cst.Set)):
-                names = [self.member(e.value) for e in right.elements if isinstance(e, cst.Element)]
-                if not names or None in names:
+                members = [self.member(e.value) for e in right.elements if isinstance(e, cst.Element)]
+                if not members or None in members:
                     return None
-                return ("in" if isinstance(op, cst.In) else "notin", tuple(names))
+                return ("in" if isinstance(op, cst.In) else "notin", tuple(members))
         return None
 
 
@@ -296,11 +299,12 @@ class AlgorithmClassExtractor:
             ]
             if not pairs or len(pairs) != len(value.elements) or any(k is None or v is None for k, v in pairs):
                 return None
+            strings = cast("list[tuple[str, str]]", pairs)  # no None among them (just tested)
             return ConstStrings(
                 **vars(r.at(node)),
                 qualname=f"{r.module_name}.{target.value}",
-                values=tuple(k for k, _ in pairs),
-                targets=tuple(v for _, v in pairs),
+                values=tuple(k for k, _ in strings),
+                targets=tuple(v for _, v in strings),
             )
         values = string_values(value)
         if values is None:
@@ -428,8 +432,8 @@ class AlgorithmClassExtractor:
                 and dotted(value.value) in ("cls", class_name)
                 and len(value.slice) == 1
             ):
-                key = value.slice[0].slice
-                key = key.value if isinstance(key, cst.Index) else None
+                index = value.slice[0].slice
+                key = index.value if isinstance(index, cst.Index) else None
                 if isinstance(key, cst.Subscript) and dotted(key.value) == dotted(container):
                     found.append((r.resolve(container) or dotted(container), ""))  # `cls[C[x]]`: through C's mapping
                 else:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import cast
 
 from sgl_scan.analyzer.astnodes import child_nodes
 from sgl_scan.analyzer.extractors._ast import Resolver, Source
@@ -36,6 +37,7 @@ from sgl_scan.analyzer.extractors.records import At
 _MLA = re.compile(r"use_mla_backend\b")
 _PREDICATE = re.compile(r"^_?is_\w+$")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
 # Every record starts from a node whose own source lines hold one of these words: a statement whose
 # lines (decorators included) hold none of them is not walked.
 _WORDS = re.compile(
@@ -111,7 +113,7 @@ class _Walker:
         self.r, self.vars = r, module_vars
         self.out: list = []
         self.hits = hits  # sorted 1-based numbers of the lines naming one of _WORDS (None: walk everything)
-        self.function_node: ast.AST | None = None  # the function being walked (mask uses, argument producers)
+        self.function_node: _Function | None = None  # the function being walked (mask uses, argument producers)
         self.provider: tuple[str, ...] = ()  # architectures of the override provider being walked
         self._parents: dict[int, dict[int, ast.AST]] = {}
 
@@ -145,7 +147,7 @@ class _Walker:
             return self.vars[node.id]
         return None
 
-    def arm(self, test: ast.AST) -> tuple[str, tuple[str, ...]]:
+    def arm(self, test: ast.expr) -> tuple[str, tuple[str, ...]]:
         parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
         arch, rest = None, []
         for part in parts:
@@ -226,6 +228,7 @@ class _Walker:
 
     # the walk ---------------------------------------------------------------------------------
     def walk(self, node: ast.AST, owner: str, function: str, guards: tuple[str, ...]) -> None:
+        child: ast.AST  # a body's statement, or (at the end) any child node
         if not self.may_hold(node):
             return
         if isinstance(node, ast.ClassDef):
@@ -246,7 +249,7 @@ class _Walker:
             negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
             if function and negated and _MLA.search(test) and node.orelse:
                 qualname = f"{owner}.{function}" if owner else function
-                operand = self.r.text(node.test.operand)
+                operand = self.r.text(cast(ast.UnaryOp, node.test).operand)
                 self.chain(qualname, "mha", node.body, operand)
                 self.chain(qualname, "mla", node.orelse, operand)
             self.walk(node.test, owner, function, guards)
@@ -267,7 +270,7 @@ class _Walker:
             use, bound = self.use(node)
             self.out.append(
                 MaskRead(
-                    **vars(self.r.at(node)),
+                    **vars(self.r.at(cast("ast.Attribute | ast.Call", node))),  # what `_mask_read` reads
                     owner=owner,
                     function=function,
                     guards=guards,
@@ -290,6 +293,7 @@ class _Walker:
     # where a mask read goes -------------------------------------------------------------------
     def parents(self) -> dict[int, ast.AST]:
         fn = self.function_node
+        assert fn is not None  # mask reads are looked for inside functions only
         if id(fn) not in self._parents:
             table = {}
             for parent in ast.walk(fn):
@@ -336,6 +340,7 @@ class _Walker:
                 return "passed", ""
             if depth >= 3:
                 return "passed", ""  # followed far enough: treated as handed on
+            assert self.function_node is not None  # mask reads are looked for inside functions only
             for load in ast.walk(self.function_node):
                 if isinstance(load, ast.Name) and load.id in names and isinstance(load.ctx, ast.Load):
                     if self.use(load, depth + 1, seen | set(names))[0] == "passed":
@@ -350,7 +355,7 @@ class _Walker:
         return "passed", ""
 
     # default-chain calls and per-model overrides ------------------------------------------------
-    def producer(self, node: ast.AST) -> str:
+    def producer(self, node: ast.expr) -> str:
         value = node
         if isinstance(node, ast.Name) and self.function_node is not None:
             bound = [
@@ -384,7 +389,7 @@ class _Walker:
         )
         self.out.append(DefaultCall(**vars(self.r.at(node)), function=function, callee=callee, args=args))
 
-    def architectures(self, node: ast.AST) -> tuple[str, ...]:
+    def architectures(self, node: _Function) -> tuple[str, ...]:
         """The string literals of a decorator call registering `node` for model architectures."""
         found: list[str] = []
         for decorator in node.decorator_list:
@@ -411,7 +416,7 @@ class _Walker:
                     )
                 )
 
-    def registration(self, node: ast.AST) -> None:
+    def registration(self, node: _Function) -> None:
         for decorator in node.decorator_list:
             if not (
                 isinstance(decorator, ast.Call) and self.r.last_name(decorator.func) == "register_attention_backend"
@@ -420,7 +425,7 @@ class _Walker:
             name = _literals(decorator.args[0]) if decorator.args else ()
             if len(name) != 1:
                 continue
-            classes = []
+            classes: list[tuple[str, tuple[str, ...]]] = []
             self.returns(node.body, (), classes)
             self.out.append(BackendRegistration(**vars(self.r.at(node)), name=name[0], classes=tuple(classes)))
 

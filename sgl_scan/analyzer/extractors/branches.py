@@ -26,7 +26,7 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from typing import Callable
+from typing import Callable, cast
 
 from sgl_scan.analyzer.extractors._ast import Resolver, Source
 from sgl_scan.analyzer.extractors._text import any_hit, hit_lines
@@ -123,7 +123,7 @@ def _attribute_writes(body: list[ast.stmt]) -> tuple[str, ...]:
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             if not all(isinstance(t, ast.Attribute) for t in targets):
                 return ()
-            names.extend(t.attr for t in targets)
+            names.extend(t.attr for t in cast("list[ast.Attribute]", targets))  # all attributes (just tested)
         elif isinstance(statement, ast.If):
             inner = _attribute_writes(statement.body)
             other = _attribute_writes(statement.orelse) if statement.orelse else ()
@@ -252,7 +252,8 @@ def _mention_lines(source: Source) -> list[int]:
 
 class _Shapes:
     def __init__(self, resolver: Resolver, source: Source) -> None:
-        self.r, self.source, self.out = resolver, source, []
+        self.r, self.source = resolver, source
+        self.out: list[BranchShape] = []
         self._mentions = _mention_lines(source)  # a test on other lines cannot mention one
         self._uppers: dict[int, set[str]] = {}  # id(function) -> its upper-cased locals, once per function
 
@@ -272,7 +273,7 @@ class _Shapes:
                 continue
             if (
                 isinstance(statement, ast.If)
-                and any_hit(self._mentions, statement.test.lineno, statement.test.end_lineno)
+                and any_hit(self._mentions, statement.test.lineno, cast(int, statement.test.end_lineno))  # parsed: set
                 and _MENTIONS.search(self.r.text(statement.test))
             ):
                 self.shape(statement, function, body, index)

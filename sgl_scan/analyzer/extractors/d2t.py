@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import cast
 
 from sgl_scan.analyzer.extractors._ast import (
+    Located,
     Resolver,
     ScopedWalker,
     Source,
@@ -62,7 +64,7 @@ def _d2t_ref(node: ast.AST | None) -> bool:
     return isinstance(node, (ast.Name, ast.Attribute)) and last_name(node) == "d2t"
 
 
-def _unwrap_casts(node: ast.AST) -> ast.AST:
+def _unwrap_casts(node: ast.expr) -> ast.expr:
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _CASTS:
         node = node.func.value
     return node
@@ -71,7 +73,7 @@ def _unwrap_casts(node: ast.AST) -> ast.AST:
 ARANGE = "arange(...)"
 
 
-def _added_arange(node: ast.AST, is_arange=_arange_call) -> ast.AST | None:
+def _added_arange(node: ast.AST, is_arange=_arange_call) -> ast.expr | None:
     """`x + arange(...)`, `arange(...) + x`, `torch.add(x, arange(...))`, `x.add(arange(...))`: x; else None.
     `is_arange` says what counts as the arange term (the walker's also knows locals bound to one)."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
@@ -134,52 +136,58 @@ class _Walker(ScopedWalker):
         steps = self.chain(node)
         return bool(steps) and steps[-1] == ARANGE and all(s.startswith(".") or _local_step(s) for s in steps[:-1])
 
-    def _add(self, kind: str, node: ast.AST) -> None:
+    def _add(self, kind: str, node: Located) -> None:
         self.out.append(D2tRecord(**vars(self.r.at(node)), kind=kind, function=self.function, detail=self.r.text(node)))
 
     def enter(self, node: ast.AST) -> None:
         t = type(node)
+        # the branches read the fields of the type `t` names (mypy does not narrow through `t`)
         if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
             self._locals.append({})
-        elif t is ast.Return and node.value is not None:
-            self._index_use(node.value, "returned")
-        elif t is ast.BinOp and isinstance(node.op, ast.Add):
-            for part in (node.left, node.right):
+        elif t is ast.Return and (returned := cast(ast.Return, node).value) is not None:
+            self._index_use(returned, "returned")
+        elif t is ast.BinOp and isinstance((binop := cast(ast.BinOp, node)).op, ast.Add):
+            for part in (binop.left, binop.right):
                 self._index_use(part, "added to the index")
         if t is ast.Compare or t is ast.Call:
-            for kind, site in self._name_tests(node):
+            test = cast("ast.Compare | ast.Call", node)
+            for kind, site in self._name_tests(test):
                 self._add(kind, site)
             if t is ast.Call:
-                self._call(node)
-            elif _none_test(node):
-                self._add("hot_token_use", node)
+                self._call(cast(ast.Call, node))
+            elif _none_test(cast(ast.Compare, node)):
+                self._add("hot_token_use", test)
         elif t is ast.If:
-            if self._test_is_d2t(node.test):
+            if self._test_is_d2t(cast(ast.If, node).test):
                 self._d2t_branch += 1
         elif t is ast.Subscript:
-            value = node.value
+            subscript = cast(ast.Subscript, node)
+            value = subscript.value
             if (
                 _hot(value)
-                or any(_hot(e) for e in self._indexes(node))
+                or any(_hot(e) for e in self._indexes(subscript))
                 or (isinstance(value, ast.Attribute) and value.attr == "shape" and _hot(value.value))
             ):
-                self._add("hot_token_use", node)  # hot_token_id[i], x[hot_token_id], hot_token_id.shape[0]
+                self._add("hot_token_use", subscript)  # hot_token_id[i], x[hot_token_id], hot_token_id.shape[0]
         elif t is ast.Assign:
-            self._assign(node)
+            self._assign(cast(ast.Assign, node))
 
     def leave(self, node: ast.AST) -> None:
         t = type(node)
-        if t is ast.If and self._test_is_d2t(node.test):
+        # the branches read the fields of the type `t` names (mypy does not narrow through `t`)
+        if t is ast.If and self._test_is_d2t(cast(ast.If, node).test):
             self._d2t_branch -= 1
         elif t is ast.FunctionDef or t is ast.AsyncFunctionDef:
             self._locals.pop()
-        elif t is ast.Assign and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        elif (
+            t is ast.Assign
+            and len((assign := cast(ast.Assign, node)).targets) == 1
+            and isinstance(target := assign.targets[0], ast.Name)
+        ):
             # after the statement: `x = x + arange(...)` reads the old x, binds the new one
-            self._locals[-1][node.targets[0].id] = (f"{node.targets[0].id} (line {node.lineno})",) + self.chain(
-                node.value
-            )
+            self._locals[-1][target.id] = (f"{target.id} (line {assign.lineno})",) + self.chain(assign.value)
 
-    def _index_use(self, value: ast.AST, use: str) -> None:
+    def _index_use(self, value: ast.expr, use: str) -> None:
         """`d2t[ids]` (through casts) and how its result is used (`return d2t[ids]`, `ids + d2t[ids]`)."""
         inner = _unwrap_casts(value)
         if isinstance(inner, ast.Subscript) and _d2t_ref(inner.value) and id(inner) not in self._counted:
@@ -195,8 +203,8 @@ class _Walker(ScopedWalker):
             )
 
     # name tests -----------------------------------------------------------------------------------
-    def _name_tests(self, node: ast.AST) -> list[tuple[str, ast.AST]]:
-        found = []
+    def _name_tests(self, node: ast.AST) -> list[tuple[str, ast.Compare | ast.Call]]:
+        found: list[tuple[str, ast.Compare | ast.Call]] = []
         if isinstance(node, ast.Compare):
             left = node.left
             for op, right in zip(node.ops, node.comparators, strict=True):
@@ -249,7 +257,7 @@ class _Walker(ScopedWalker):
             if len(arguments) == 1 and _hot(arguments[0]):
                 self._add("hot_token_use", node)
 
-    def _indexes(self, node: ast.Subscript) -> list[ast.AST]:
+    def _indexes(self, node: ast.Subscript) -> list[ast.expr]:
         """The index expressions of `x[a]`, `x[a, b]` (not slices; `x[(a, b)]` is one tuple index)."""
         index = node.slice
         if isinstance(index, ast.Tuple) and not self.r.source.segment(index).startswith("("):
@@ -264,7 +272,7 @@ class _Walker(ScopedWalker):
         self._index_use(node.value, f"assigned to {self.r.text(target)}")
         self._map_write(node, self.r.text(target), node.value)
 
-    def _map_write(self, node: ast.AST, target: str, value: ast.AST) -> None:
+    def _map_write(self, node: ast.Assign | ast.Call, target: str, value: ast.expr) -> None:
         """`target = value` or `target.copy_(value)`: an offset conversion, a direct map, or neither."""
         to_map = bool(_MAP_TARGET.search(target))
         chain = self.chain(value)

@@ -18,8 +18,10 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import replace
+from typing import Callable, cast
 
 from sgl_scan.analyzer.extractors._ast import (
+    Located,
     Resolver,
     ScopedWalker,
     Source,
@@ -88,11 +90,12 @@ class _Walker(ScopedWalker):
         self.aliases: list[set[str]] = [set()]
         self.option_aliases: list[set[str]] = [set()]  # locals holding the option string, which is None when unset
         self.predicate_defs: list[bool] = []
-        self.defs: list[ast.AST] = []  # enclosing function nodes
+        self.defs: list[ast.FunctionDef | ast.AsyncFunctionDef] = []  # enclosing function nodes
         self.local_values: dict[int, LocalConstants] = {}  # id(function) -> its constants, read once
         self.walrus = True  # whether the source may hold `:=`
-        self.flows: dict[int, tuple[ast.AST | None, str, str | None]] = {}  # functions holding terms
-        self.term_nodes: dict[int, ast.AST] = {}
+        # functions holding terms (None: the module)
+        self.flows: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef | None, str, str | None]] = {}
+        self.term_nodes: dict[int, ast.expr | ast.pattern] = {}
 
     def _in_algo_class(self) -> str | None:
         name = self.class_name
@@ -100,55 +103,62 @@ class _Walker(ScopedWalker):
 
     def enter(self, node: ast.AST) -> None:
         t = type(node)
+        # the branches read the fields of the type `t` names (mypy does not narrow through `t`)
         if t in _FUNCTIONS:
-            self.defs.append(node)
+            fn = cast("ast.FunctionDef | ast.AsyncFunctionDef", node)
+            self.defs.append(fn)
             self.aliases.append(set())
             self.option_aliases.append(set())
-            local_values = self.local_values[id(node)] = LocalConstants(node.body, self.walrus)
+            local_values = self.local_values[id(fn)] = LocalConstants(fn.body, self.walrus)
             self.b.push(local_values)
             self.b.in_algo_class = bool(self._in_algo_class())
-            lines = statement_lines(_strip_docstring(node.body))
+            lines = statement_lines(_strip_docstring(fn.body))
             single_return = len(lines) == 1 and any(isinstance(s, ast.Return) for s in lines[0])
             # a predicate's own body (read by the algorithm-class extractor), however many statements
             self.predicate_defs.append(
                 bool(self._in_algo_class())
-                and len(node.args.args) == 1
-                and (single_return or bool(PREDICATE_NAME.match(node.name)))
+                and len(fn.args.args) == 1
+                and (single_return or bool(PREDICATE_NAME.match(fn.name)))
             )
         elif t is ast.Assign:
-            value = node.value
+            assign = cast(ast.Assign, node)
+            value = assign.value
             if isinstance(value, ast.IfExp) and (self._spec_subject(value.body) or self._spec_subject(value.orelse)):
                 value = value.body if self._spec_subject(value.body) else value.orelse  # `x.upper() if x else None`
-            if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and self._spec_subject(value):
-                self.aliases[-1].add(node.targets[0].id)
+            if len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name) and self._spec_subject(value):
+                self.aliases[-1].add(assign.targets[0].id)
                 if self._option_string(value):
-                    self.option_aliases[-1].add(node.targets[0].id)
+                    self.option_aliases[-1].add(assign.targets[0].id)
         elif t is ast.NamedExpr:
-            if isinstance(node.target, ast.Name) and self._spec_subject(node.value):
-                self.aliases[-1].add(node.target.id)  # `(algo := server_args.speculative_algorithm) == "X"`
-                if self._option_string(node.value):
-                    self.option_aliases[-1].add(node.target.id)
+            named = cast(ast.NamedExpr, node)
+            if isinstance(named.target, ast.Name) and self._spec_subject(named.value):
+                self.aliases[-1].add(named.target.id)  # `(algo := server_args.speculative_algorithm) == "X"`
+                if self._option_string(named.value):
+                    self.option_aliases[-1].add(named.target.id)
         elif t is ast.UnaryOp:
-            if isinstance(node.op, ast.Not):
-                self.negated.add(id(node.operand))
+            unary = cast(ast.UnaryOp, node)
+            if isinstance(unary.op, ast.Not):
+                self.negated.add(id(unary.operand))
         elif t is ast.Call:
-            self._call(node)
+            self._call(cast(ast.Call, node))
         elif t is ast.Compare:
-            flipped = bool_compare(node)
+            compare = cast(ast.Compare, node)
+            flipped = bool_compare(compare)
             if flipped is not None:  # `x.is_y() is False`, `== True`: the operand's test, maybe negated
                 operand, positive = flipped
-                if (id(node) in self.negated) != (not positive):
+                if (id(compare) in self.negated) != (not positive):
                     self.negated.add(id(operand))
                 return
-            left = node.left
-            for op, right in zip(node.ops, node.comparators, strict=True):
-                self._comparison(node, left, right, op)
+            left = compare.left
+            for op, right in zip(compare.ops, compare.comparators, strict=True):
+                self._comparison(compare, left, right, op)
                 left = right
         elif t is ast.Match:
-            self._match(node)
+            self._match(cast(ast.Match, node))
 
     def leave(self, node: ast.AST) -> None:
         t = type(node)
+        # the branches read the fields of the type `t` names (mypy does not narrow through `t`)
         if t in _FUNCTIONS:
             self.defs.pop()
             self.aliases.pop()
@@ -157,9 +167,9 @@ class _Walker(ScopedWalker):
             self.b.pop()
             self.b.in_algo_class = bool(self._in_algo_class())
         elif t is ast.If:
-            self._branch(node)
+            self._branch(cast(ast.If, node))
         elif t is ast.Match:
-            self._case_branches(node)
+            self._case_branches(cast(ast.Match, node))
 
     # -- what counts as "the algorithm" ---------------------------------------------------------
     def _spec_subject(self, node: ast.AST) -> bool:
@@ -344,9 +354,10 @@ class _Walker(ScopedWalker):
             return self._pattern(pattern.pattern)
         if isinstance(pattern, ast.MatchOr):
             parts = [self._pattern(p) for p in pattern.patterns]
-            if not parts or None in parts or len({via for via, _ in parts}) != 1:
+            read = cast("list[tuple[str, tuple[str, ...]]]", parts)  # used past `None in parts`: no None
+            if not parts or None in parts or len({via for via, _ in read}) != 1:
                 return None
-            return parts[0][0], tuple(v for _, values in parts for v in values)
+            return read[0][0], tuple(v for _, values in read for v in values)
         return None
 
     def _is_predicate_self(self, subject: ast.AST) -> bool:
@@ -607,8 +618,8 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
         flow = FunctionFlow(
             body,
             lambda n: keys.get(id(n)),
-            resolver.text,
-            lambda n: resolver.at(n).column,
+            cast("Callable[[ast.AST], str]", resolver.text),  # FunctionFlow hands it located nodes
+            lambda n: resolver.at(cast(Located, n)).column,
             lambda n: resolver.worker_ref(n) is not None,
             _is_delegate,
             term_lines,
@@ -616,24 +627,30 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
         )
         decisions.update(flow.decisions)
         for use in flow.workers:
+            used = cast(ast.expr, use.node)  # a worker use is an expression (FunctionFlow types it ast.AST)
             if use.kind == "delegate":
+                call = cast(ast.Call, used)  # `_is_delegate`: a call of an attribute
                 sites.append(
                     WorkerDelegate(
-                        **vars(resolver.at(use.node)), function=function, context=use.context, method=use.node.func.attr
+                        **vars(resolver.at(call)),
+                        function=function,
+                        context=use.context,
+                        method=cast(ast.Attribute, call.func).attr,
                     )
                 )
             elif use.kind == "unread":
                 when = flags_text(use.context, lambda c: term_text.get(c, "?")) if use.context != TRUE else None
                 sites.append(
                     UnreadRecord(
-                        **vars(resolver.at(use.node)),
+                        **vars(resolver.at(used)),
                         what="worker",
-                        name=_short(resolver.text(use.node)),
+                        name=_short(resolver.text(used)),
                         reason=f"the worker chosen here is {use.reason}" + (f" (when {when})" if when else ""),
                     )
                 )
             else:
-                ref = resolver.worker_ref(use.node)
+                ref = resolver.worker_ref(used)
+                assert ref is not None  # a "class" use is a node the `worker` callback accepted
                 sites.append(
                     WorkerSite(
                         **vars(ref.at),
@@ -646,7 +663,7 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
     node_of = {id(term): key for key, term in walker.term_of.items()}
     terms = []
     for term in walker.terms:
-        decision = decisions.get(node_of.get(id(term)))
+        decision = decisions.get(node_of.get(id(term)))  # type: ignore[arg-type]  # get(None) is None: a term `term_of` no longer holds
         if decision is None:
             terms.append(term)
             continue

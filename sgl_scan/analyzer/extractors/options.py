@@ -49,7 +49,8 @@ class _Visitor(ScopedVisitor):
         names = [string_value(a.value) for a in node.args if a.keyword is None]
         if OPTION not in names:
             return None
-        choices_var, values = None, ()
+        choices_var: str | None = None
+        values: tuple[str, ...] = ()
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value == "choices":
                 literal = string_values(arg.value)
@@ -80,7 +81,8 @@ class _Visitor(ScopedVisitor):
         base = self.r.resolve(annotation.value) or ""
         if base.rpartition(".")[2] not in ("A", "Annotated"):
             return None
-        choices_var, values = None, ()
+        choices_var: str | None = None
+        values: tuple[str, ...] = ()
         for sub in walk_no_defs(annotation):
             if isinstance(sub, cst.Arg) and sub.keyword is not None and sub.keyword.value == "choices":
                 literal = string_values(sub.value)

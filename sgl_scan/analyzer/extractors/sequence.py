@@ -21,6 +21,7 @@ from sgl_scan.analyzer.extractors._text import OnOneLine, Trigger
 from sgl_scan.analyzer.extractors.records import At
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
 _LEAVES = (
     ast.Name,
     ast.Constant,
@@ -59,7 +60,8 @@ class _Refs:
     around it (a registrar's append may sit in an inner function: a decorator factory)."""
 
     def __init__(self, resolver: Resolver) -> None:
-        self.r, self.out = resolver, []
+        self.r = resolver
+        self.out: list[FunctionRefs] = []
 
     def module(self, tree: ast.Module) -> None:
         owners = self._owners(tree)
@@ -98,10 +100,10 @@ class _Refs:
                     )
                 )
 
-    def _owners(self, tree: ast.Module) -> dict[int, tuple[ast.AST, str, str | None]]:
+    def _owners(self, tree: ast.Module) -> dict[int, tuple[_Function, str, str | None]]:
         """id(def) -> (def, qualified name, enclosing class prefix) of the functions that get a record:
         those in the module, class and function bodies, through `if` and `try` (not loops or `with`)."""
-        out: dict[int, tuple[ast.AST, str, str | None]] = {}
+        out: dict[int, tuple[_Function, str, str | None]] = {}
         prefix = self.r.module_name + "."
         stack: list[tuple[ast.AST, str, str | None]] = [(node, prefix, None) for node in tree.body]
         while stack:
@@ -158,7 +160,7 @@ class _Refs:
                         outer.appends.append(container)
 
 
-def _positional(node: ast.AST) -> frozenset:
+def _positional(node: _Function) -> frozenset:
     return frozenset(a.arg for a in (*node.args.posonlyargs, *node.args.args))
 
 
@@ -167,7 +169,7 @@ class _Record:
 
     __slots__ = ("node", "params", "positional", "refs", "appends", "iterates")
 
-    def __init__(self, node: ast.AST) -> None:
+    def __init__(self, node: _Function) -> None:
         args = node.args
         self.node = node
         self.params = frozenset(a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
