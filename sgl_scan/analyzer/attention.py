@@ -118,7 +118,8 @@ def _mha_class(reg: BackendRegistration) -> str | None:
 
 
 def _mla_side(guard: str) -> bool | None:
-    """Whether a registration guard holds for MLA models (True), for MHA models only (False), or says nothing of MLA (None)."""
+    """Whether a registration guard holds for MLA models (True), for MHA models only (False), or says
+    nothing of MLA (None)."""
     if "use_mla_backend" not in guard:
         return None
     text, negated = guard.strip(), False
@@ -231,7 +232,8 @@ _SINKS = re.compile(r"\b(\w+)\.(has_attention_sinks)\b")
 def _probes(
     analysis, modules, chain, calls
 ) -> tuple[tuple[str, Location] | None, tuple[str, Location] | None, str | None]:
-    """(MLA probe, config probe, sinks attribute): what the release passes the chain's parameters, read from its calls."""
+    """(MLA probe, config probe, sinks attribute): what the release passes the chain's parameters, read
+    from its calls."""
     if chain is None:
         return None, None, None
     (path, function), records = chain
@@ -288,7 +290,8 @@ def _verify(analysis, modules, cls: str | None, kind: str, registered: Location,
         return Verify(
             cls,
             "guarded",
-            f"reads custom_mask only under a topk test ({at(r)}), the layout of EAGLE's topk > 1; otherwise a causal verify",
+            f"reads custom_mask only under a topk test ({at(r)}), the layout of EAGLE's topk > 1; otherwise "
+            "a causal verify",
             at(r),
         )
     dropped = [r for r in found if r.use == "dropped"]
@@ -319,7 +322,8 @@ def _sinks(analysis, modules, cls: str | None) -> tuple[bool | None, str]:
         return True, f"{cls.rpartition('.')[2]}.forward_extend ({where}) takes {SINKS_PARAMETER}"
     return (
         False,
-        f"{cls.rpartition('.')[2]}.forward_extend ({where}) takes no {SINKS_PARAMETER} (a TypeError on a sinks model's first forward)",
+        f"{cls.rpartition('.')[2]}.forward_extend ({where}) takes no {SINKS_PARAMETER} (a TypeError on a "
+        "sinks model's first forward)",
     )
 
 

@@ -767,7 +767,9 @@ class CensusExtractor:
     the inventory builder reads only `spec_*` extras, so the extractors never see them)."""
 
     name = NAME
-    version = 6  # 6: a member's `.name` is its string (`x == SA.DFLASH.name`), `x.spec_algorithm.name` spells x.spec_algorithm; `is None` on an algorithm object is no reference
+    # 6: a member's `.name` is its string (`x == SA.DFLASH.name`), `x.spec_algorithm.name` spells
+    # x.spec_algorithm; `is None` on an algorithm object is no reference
+    version = 6
     parser = "ast"
     trigger = TRIGGER
     metadata = ()

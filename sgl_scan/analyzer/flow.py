@@ -122,7 +122,9 @@ def bool_compare(node: ast.AST | None) -> tuple[ast.AST, bool] | None:
 class Decision:
     """The boolean test a dispatch term sits in."""
 
-    kind: str  # "if" | "exit" (an `if` that only returns/continues) | "while" | "assert" | "ifexp" | "message" | "filter" | "value"
+    # "if" | "exit" (an `if` that only returns/continues) | "while" | "assert" | "ifexp" | "message" | "filter"
+    # | "value"
+    kind: str
     line: int
     column: int  # 1-based, in characters, of the whole test
     test: Cond

@@ -143,7 +143,9 @@ def format_dispatch(listing: DispatchListing, scope_note: str | None = None) -> 
     for site in listing.sites:
         creates = f" -> creates {site.worker}" if site.worker else ""
         side = ", negated: reaches it as one of all-but-these" if site.negated else ""
-        yield f"  {site.location.path}:{site.location.line}  {site.function}  [{site.via}: {site.detail}{side}]{creates}"
+        yield (
+            f"  {site.location.path}:{site.location.line}  {site.function}  [{site.via}: {site.detail}{side}]{creates}"
+        )
 
 
 # -- a new algorithm like an existing one --------------------------------------------------------------

@@ -547,7 +547,8 @@ def _unread_alias_returns(recs, algo, path) -> list[Unread]:
                     "alias",
                     short,
                     _loc(path, algo),
-                    f"`if x in {short}: return ...` returns a form the analyzer does not read: its spellings' targets are unknown",
+                    f"`if x in {short}: return ...` returns a form the analyzer does not read: its "
+                    "spellings' targets are unknown",
                 )
             )
         elif member == "" and (const is None or not const.targets):

@@ -40,7 +40,10 @@ log = logging.getLogger(__name__)
 @click.option(
     "--include-new",
     is_flag=True,
-    help="Also report findings the change creates on unchanged lines (e.g. SGL205 after adding a member); analyses REV too.",
+    help=(
+        "Also report findings the change creates on unchanged lines (e.g. SGL205 after adding a member); "
+        "analyses REV too."
+    ),
 )
 @click.option(
     "--scope",
@@ -74,7 +77,8 @@ def command(
     log.info("check: %d changed files since %s (%s)", len(changes.wanted), diff_base, changes.base[:12])
     if changes.changed and not changes.wanted:
         click.echo(
-            f"sgl-scan: {len(changes.changed)} changed file(s) since {diff_base}, none under {changes.prefix or './'}sglang",
+            f"sgl-scan: {len(changes.changed)} changed file(s) since {diff_base}, none under "
+            f"{changes.prefix or './'}sglang",
             err=True,
         )
     # a symlinked scope root is followed anywhere inside the checkout, never out of it

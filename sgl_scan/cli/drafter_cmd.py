@@ -51,7 +51,8 @@ def _engine(report, source: dict, no_snapshot: bool):
         if not Store().list():
             return (
                 None,
-                "no snapshot stored and no source given: engine compatibility not checked (add --pip sglang==X, --path DIR, ...)",
+                "no snapshot stored and no source given: engine compatibility not checked (add --pip "
+                "sglang==X, --path DIR, ...)",
                 None,
             )
         source = {**source, "snapshot_ref": "latest"}

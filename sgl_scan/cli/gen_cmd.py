@@ -36,7 +36,10 @@ def command() -> None:
     "--topk",
     type=click.IntRange(1, 4096),
     default=None,
-    help="Cap on candidates per draft position (default: none; at run time min(budget, vocabulary), as in the DDTree reference).",
+    help=(
+        "Cap on candidates per draft position (default: none; at run time min(budget, vocabulary), as in the "
+        "DDTree reference)."
+    ),
 )
 @click.option(
     "--mode",
@@ -106,6 +109,6 @@ def ddtree(out: Path | None, force: bool, budget: int, topk: int | None, mode: s
     assert out is not None  # required unless --dry-run (refused above)
     target = write_tree(generated.files, out, force=force, protected=protected)
     click.echo(
-        f"wrote {len(generated.files)} files to {target} ({generated.plan.mode} mode, base {generated.plan.base.qualname}) "
-        f"for {tree}"
+        f"wrote {len(generated.files)} files to {target} ({generated.plan.mode} mode, base "
+        f"{generated.plan.base.qualname}) for {tree}"
     )

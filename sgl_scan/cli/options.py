@@ -74,7 +74,10 @@ SOURCE_OPTIONS = (
         "--timeout",
         type=float,
         default=None,
-        help="Total deadline in seconds for an SSH pull (connect to last byte), a pip download, or each --git clone or fetch (default 900).",
+        help=(
+            "Total deadline in seconds for an SSH pull (connect to last byte), a pip download, or each --git "
+            "clone or fetch (default 900)."
+        ),
     ),
     click.option(
         "--max-bytes",

@@ -84,7 +84,8 @@ def check_destination(out: Path, *, force: bool, protected: Protected) -> None:
     foreign = _foreign_entry(target, written)
     if foreign is not None:
         raise OutputFolderError(
-            f"refusing --out {out}: it holds {foreign}, which sgl-scan did not write; move it away or choose a new folder"
+            f"refusing --out {out}: it holds {foreign}, which sgl-scan did not write; move it away or choose "
+            "a new folder"
         )
     if not force:
         raise OutputFolderError(f"{out} exists and is not empty; pass --force to replace it")

@@ -173,7 +173,10 @@ def _check_mapping_tensors(ckpt: Checkpoint, draft_vocab: int | None, target: Ta
             f"so the draft only ever proposes the first {_n(draft_vocab)} target ids and acceptance collapses"
         )
     else:
-        consequence = "the checkpoint is incomplete: engines that build the draft vocabulary from t2d fall back to identity, and d2t cannot be cross-checked"
+        consequence = (
+            "the checkpoint is incomplete: engines that build the draft vocabulary from t2d fall back to "
+            "identity, and d2t cannot be cross-checked"
+        )
     return CheckResult(name, "fail", f"{' and '.join(missing)} missing ({sizes}): {consequence}", details)
 
 
@@ -248,7 +251,8 @@ def _check_d2t_values(facts: D2tFacts | None, target: Target, draft_vocab: int |
             CheckResult(
                 names[0],
                 "fail",
-                f"{off.out_of_range:,} of {facts.length:,} ids i + d2t[i] fall outside [0, {vocab}) (first: draft {draft:,} -> {tid:,})",
+                f"{off.out_of_range:,} of {facts.length:,} ids i + d2t[i] fall outside [0, {vocab}) (first: "
+                f"draft {draft:,} -> {tid:,})",
                 {"count": off.out_of_range, "first": list(off.first_out_of_range)},
             )
         )
@@ -262,7 +266,9 @@ def _check_d2t_values(facts: D2tFacts | None, target: Target, draft_vocab: int |
             CheckResult(
                 names[1],
                 "fail",
-                f"{_count(off.collisions, 'draft id')} {'shares' if off.collisions == 1 else 'share'} an earlier draft id's target under i + d2t[i] (first: draft {earlier:,} and {draft:,} -> {tid:,})",
+                f"{_count(off.collisions, 'draft id')} {'shares' if off.collisions == 1 else 'share'} an "
+                f"earlier draft id's target under i + d2t[i] (first: draft {earlier:,} and {draft:,} -> "
+                f"{tid:,})",
                 {"count": off.collisions, "first": list(off.first_collision)},
             )
         )
@@ -293,8 +299,9 @@ def _reading_result(name: str, facts: D2tFacts, vocab: str) -> CheckResult:
         return CheckResult(
             name,
             "fail",
-            f"written as a direct map: d2t[i] are themselves {facts.unique_targets:,} distinct target ids in [0, {vocab}){t2d_note}, "
-            f"but EAGLE-3 stores offsets (target = i + d2t[i]: {_describe(facts.offset)}); store d2t[i] - i instead",
+            f"written as a direct map: d2t[i] are themselves {facts.unique_targets:,} distinct target ids in "
+            f"[0, {vocab}){t2d_note}, but EAGLE-3 stores offsets (target = i + d2t[i]: {_describe(facts.offset)}); "
+            "store d2t[i] - i instead",
             details,
         )
     if facts.fits == "both":
@@ -353,7 +360,8 @@ def _check_t2d_format(ckpt: Checkpoint, target: Target) -> CheckResult:
         return CheckResult(
             name,
             "fail",
-            f"{info.name} has {_n(info.shape[0])} entries but the target vocab is {_n(target.vocab_size)} ({target.vocab_source})",
+            f"{info.name} has {_n(info.shape[0])} entries but the target vocab is {_n(target.vocab_size)} "
+            f"({target.vocab_source})",
             details,
         )
     basis = (
@@ -456,7 +464,8 @@ def _check_config_vocab(ckpt: Checkpoint, target: Target, draft_vocab: int | Non
         return CheckResult(
             name,
             "warn",
-            f"draft_vocab_size missing while the draft vocabulary ({_n(draft_vocab)}) is reduced: engines size the draft head from it",
+            f"draft_vocab_size missing while the draft vocabulary ({_n(draft_vocab)}) is reduced: engines "
+            "size the draft head from it",
             details,
         )
     return CheckResult(

@@ -89,7 +89,8 @@ def judge(report: CheckReport, inventory: SpecInventory, snapshot_id: str, sglan
         return verdict(
             "fail",
             "incompatible",
-            "the checkpoint has no d2t: this release would leave the draft->target map unset and take draft id i as target id i",
+            "the checkpoint has no d2t: this release would leave the draft->target map unset and take draft "
+            "id i as target id i",
         )
     if name_tests and not any(_accepts(s, d2t.info.name) for s in name_tests):
         return verdict(
@@ -101,7 +102,8 @@ def judge(report: CheckReport, inventory: SpecInventory, snapshot_id: str, sglan
         return verdict(
             "fail",
             "incompatible",
-            "no site in this snapshot turns d2t into target ids: the release (or the snapshot's scope) has no reduced-vocabulary EAGLE-3 support",
+            "no site in this snapshot turns d2t into target ids: the release (or the snapshot's scope) has "
+            "no reduced-vocabulary EAGLE-3 support",
         )
     if reading == "mixed":
         offsets = [s for s in readers if s.kind == "offset_conversion"]

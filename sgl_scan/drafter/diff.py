@@ -41,7 +41,8 @@ def _target_ids(ckpt: Checkpoint, label: str):
         raise CheckpointError(f"{label} {ckpt.path}: {why}")
     if tensor.values is None or tensor.info.dtype not in INTEGER_DTYPES or tensor.values.ndim != 1:
         raise CheckpointError(
-            f"{label} {ckpt.path}: d2t ({tensor.info.dtype}, shape {list(tensor.info.shape)}) is not a 1-D integer tensor"
+            f"{label} {ckpt.path}: d2t ({tensor.info.dtype}, shape {list(tensor.info.shape)}) is not a 1-D "
+            "integer tensor"
         )
     t2d = (
         ckpt.t2d.values if ckpt.t2d is not None and ckpt.t2d.values is not None and ckpt.t2d.values.ndim == 1 else None

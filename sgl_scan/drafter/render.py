@@ -171,7 +171,8 @@ def render_diff(diff: MappingDiff, fmt: str = "text") -> str:
         f"A {diff.a}: {diff.length_a:,} draft ids, d2t read as {diff.reading_a}",
         f"B {diff.b}: {diff.length_b:,} draft ids, d2t read as {diff.reading_b}",
         f"{diff.differing:,} of {diff.compared:,} draft positions map to different target ids",
-        f"{diff.shared_targets:,} target ids in both draft vocabularies ({diff.only_a:,} only in A, {diff.only_b:,} only in B)",
+        f"{diff.shared_targets:,} target ids in both draft vocabularies ({diff.only_a:,} only in A, "
+        f"{diff.only_b:,} only in B)",
     ]
     if diff.first_differences:
         lines.append("first differing positions (draft id: A -> B):")

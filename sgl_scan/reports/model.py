@@ -28,7 +28,8 @@ class ArtifactRoot:
 
         if manifest.source_kind != "local":
             raise ConfigError(
-                f"--sarif-root needs a local source (--path); snapshot {manifest.id} was read from {manifest.source_kind}"
+                f"--sarif-root needs a local source (--path); snapshot {manifest.id} was read from "
+                f"{manifest.source_kind}"
             )
         package = Path(manifest.root).resolve()
         folder = base.expanduser().resolve()

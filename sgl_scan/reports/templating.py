@@ -25,9 +25,9 @@ _AUTOLINK = re.compile(r"(?i)(://|www\.)")
 def md_text(value) -> MdSafe:
     """Any text as inert Markdown: one line, no control characters, no HTML, links, emphasis or tables.
 
-    `&` and `<` become entities (`>` alone opens nothing in the middle of a line); Markdown punctuation (backslash, backtick, `*`, brackets,
-    pipe, `~`, `#`, and `_` at a word's edge) is backslash-escaped; `://` and `www.` are broken
-    with an entity so GitHub's autolinker makes no link.
+    `&` and `<` become entities (`>` alone opens nothing in the middle of a line); Markdown punctuation
+    (backslash, backtick, `*`, brackets, pipe, `~`, `#`, and `_` at a word's edge) is backslash-escaped;
+    `://` and `www.` are broken with an entity so GitHub's autolinker makes no link.
     """
     if isinstance(value, MdSafe):
         return value

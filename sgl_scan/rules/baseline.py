@@ -2,7 +2,8 @@
 
 Format (`baseline_version` 1):
     {"baseline_version": 1, "tool": "sgl-scan", "findings": [
-        {"fingerprint": "...", "group": "...", "rule_id": "SGL302", "path": "sglang/srt/...", "line": 350, "message": "..."}]}
+        {"fingerprint": "...", "group": "...", "rule_id": "SGL302", "path": "sglang/srt/...", "line": 350,
+         "message": "..."}]}
 `fingerprint` (the statement with its neighbours, `rules/identity.py`) and `group` (the statement
 alone) are used for matching; the other fields are there for people reading the file. Matching is
 one assignment over all findings (`KnownFindings.match`): first by fingerprint, each entry taken

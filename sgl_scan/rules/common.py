@@ -47,8 +47,9 @@ def known_names(inventory: SpecInventory) -> frozenset[str]:
 def literals_of(site: DispatchSite) -> tuple[str, ...]:
     """The string literals a string-dispatch site compares against, in order, without duplicates.
 
-    `literals` holds them exactly when the analyzer recorded them; otherwise `detail` holds them quoted (`"EAGLE", "EAGLE3"`) or bare and separated (`EAGLE, EAGLE3`);
-    `None` in a tuple such as `(None, "DSPARK")` is not a literal and is left out.
+    `literals` holds them exactly when the analyzer recorded them; otherwise `detail` holds them quoted
+    (`"EAGLE", "EAGLE3"`) or bare and separated (`EAGLE, EAGLE3`); `None` in a tuple such as
+    `(None, "DSPARK")` is not a literal and is left out.
     """
     if site.literals:  # exact values: a literal holding quotes or commas is never split
         return tuple(dict.fromkeys(v for v in site.literals if v != "None"))

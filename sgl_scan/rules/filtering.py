@@ -1,7 +1,9 @@
 """The one place that decides which findings are reported: after the rules, before the reporters.
 
 Order: selection (`--select/--ignore`), changed lines (`check --diff-base`, optionally keeping
-findings the change created elsewhere; a finding whose hazard the diff base had is no change), suppression comments, baseline. Every finding that is dropped is counted by reason, so reports can say what was hidden.
+findings the change created elsewhere; a finding whose hazard the diff base had is no change),
+suppression comments, baseline. Every finding that is dropped is counted by reason, so reports can
+say what was hidden.
 """
 
 from __future__ import annotations

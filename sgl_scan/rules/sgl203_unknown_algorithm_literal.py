@@ -19,7 +19,8 @@ class UnknownAlgorithmLiteral(Rule):
 
     ## Why it matters
     A misspelt literal (`"EAGEL"`, `"EAGLE_3"`) makes the branch dead code: the condition is never
-    true, and nothing fails. (Case is ignored: names are upper-cased by `from_string`.) Renamed or removed algorithms leave the same trace.
+    true, and nothing fails. (Case is ignored: names are upper-cased by `from_string`.) Renamed or
+    removed algorithms leave the same trace.
 
     ## Example
     ```python

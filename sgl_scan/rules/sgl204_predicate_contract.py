@@ -156,5 +156,7 @@ class SpeculativeAlgorithm(IntEnum):
                 + ("none is true for it" if not own else f"{', '.join(own)} are true for every algorithm"),
                 symbol=f"unselectable:{algorithm.name}",
                 data={"problem": "member_not_selectable", "member": algorithm.name, "predicates": own},
-                hint=f"add `def is_{algorithm.name.lower()}(self): return self == SpeculativeAlgorithm.{algorithm.name}`",
+                hint=(
+                    f"add `def is_{algorithm.name.lower()}(self): return self == SpeculativeAlgorithm.{algorithm.name}`"
+                ),
             )

@@ -193,7 +193,8 @@ def changed_lines(repo, base: str, pathspecs: list[str]) -> dict[str, set[int]]:
     missed = sorted(path for path, n in counts.items() if n and not changed.get(path))
     if missed:
         raise SnapshotError(
-            f"git reports changes in {len(missed)} file(s) that were not read from its diff (first: {missed[0]}); refusing to pass the review"
+            f"git reports changes in {len(missed)} file(s) that were not read from its diff (first: "
+            f"{missed[0]}); refusing to pass the review"
         )
     root = Path(repo.work_tree)
     for path in filter(None, untracked):

@@ -65,7 +65,8 @@ SETTLE_FINE = 0.05  # s: a few coarse-clock ticks (the kernel stamps files from 
 SETTLE_COARSE = 2.0  # s: filesystems with 1 s or 2 s stamps
 DEFAULT_TIMEOUT = 900.0  # s: one SSH pull, connect to last byte (--timeout)
 
-REMOTE_SCRIPT = r"""
+REMOTE_SCRIPT = (  # one string, split only to keep its lines short
+    r"""
 set -u
 unset CDPATH
 LC_ALL=C; export LC_ALL
@@ -92,7 +93,8 @@ if [ -z "$root" ]; then
     if [ -d "$cand/srt" ]; then root=$cand; how=fallback; break; fi
   done
 fi
-[ -n "$root" ] || fail "could not find the sglang package (the remote python cannot locate it and no fallback path exists); pass --remote-root"
+[ -n "$root" ] || fail "could not find the sglang package (the remote python cannot locate it and no fallback """
+    r"""path exists); pass --remote-root"
 cd -P -- "$root" 2>/dev/null || fail "cannot enter the remote root $root (no such folder, or no permission)"
 [ -d srt ] || fail "the remote root has no srt/ folder; give the sglang package folder (.../python/sglang)"
 here=$(pwd -P)
@@ -128,7 +130,8 @@ find -H srt $follow \( -type f -name '*.py' -printf "$FMT" \) \
   -o \( -type l \( -name '*.py' -o -xtype d -o -xtype l \) -printf 'l%p\0' \) \
   -o \( -name '*.py' ! -type d -printf 'o%p\0' \) 2>/dev/null ||
   [ -n "$(find srt -maxdepth 0 -printf x 2>/dev/null)" ] ||
-  fail "the remote find cannot list the files with their stamps (GNU find's -printf; busybox and BSD find lack it), so nothing is pulled; install GNU findutils on the remote host"
+  fail "the remote find cannot list the files with their stamps (GNU find's -printf; busybox and BSD find """
+    r"""lack it), so nothing is pulled; install GNU findutils on the remote host"
 if [ "$scope" != full ]; then
   sec grep; find -H srt $follow -type f -name '*.py' -exec grep -lZE -e "$pattern" -- {} + 2>/dev/null
 fi
@@ -136,7 +139,8 @@ sec loops; for d in $loop; do printf '%s\0' "$d"; done
 sec version; find version.py _version.py -maxdepth 0 -type f -printf "$FMT" 2>/dev/null
 sec tar
 exec tar -cf - --null --no-recursion --hard-dereference -T -
-""".replace('"$FMT"', "'" + FIND_FMT + "'")
+"""
+).replace('"$FMT"', "'" + FIND_FMT + "'")
 
 
 class Listed(NamedTuple):  # a tuple: thousands are made per pull
@@ -608,7 +612,8 @@ def _transfer(
         if status != 0:
             detail = _stderr_tail(channel)
             raise RemoteError(
-                f"remote tar failed (exit {status}){': ' + detail if detail else ''}; did the tree change during the pull? retry"
+                f"remote tar failed (exit {status}){': ' + detail if detail else ''}; did the tree change "
+                "during the pull? retry"
             )
         snapshot = stage.commit(
             source_kind="ssh", source=source, root=root, scope=scope, git=git, patch=patch, skipped=tuple(skipped)

@@ -405,7 +405,8 @@ class Connector:
                 ) from exc
             except (socket.timeout, TimeoutError) as exc:
                 raise RemoteError(
-                    f"connection to {target.hostname}:{target.port} timed out after {self.timeout:g} s (--connect-timeout)"
+                    f"connection to {target.hostname}:{target.port} timed out after {self.timeout:g} s "
+                    "(--connect-timeout)"
                 ) from exc
             except OSError as exc:
                 raise RemoteError(f"cannot connect to {target.hostname}:{target.port}: {exc.strerror or exc}") from exc

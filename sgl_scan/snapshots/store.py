@@ -16,9 +16,9 @@ Every file's sha256 is in the manifest and checked by `open`; `manifest.sha256` 
 
 Content reuse: each snapshot folder holds `content.key`, the digest of what it is (source identity,
 root, scope, git state and patch, skipped files, every file's path, size and sha256; for SSH also the
-remote mtimes, ctimes and inodes its incremental re-pulls compare). `commit` gives back the stored snapshot with the same
-key (its files re-verified) instead of storing a copy, and so does `find_same` for callers that can
-compute the key before copying anything.
+remote mtimes, ctimes and inodes its incremental re-pulls compare). `commit` gives back the stored
+snapshot with the same key (its files re-verified) instead of storing a copy, and so does `find_same`
+for callers that can compute the key before copying anything.
 
 `latest` is what `.latest` names: the snapshot most recently pulled, reused or scanned (callers record
 it with `mark_latest`, written atomically under the lock); with no such pointer, or when it names a

@@ -54,9 +54,15 @@ def tree_line(manifest: Manifest, latest: str | None = None) -> str:
     """The one line that names the tree an answer is about: version, snapshot, source, git state,
     and (`latest`) how an implicit `latest` was chosen.
 
-        SGLang 0.5.23, snapshot 20261202T140200-local-sglang-1a2b3c, from path /home/me/sglang/python/sglang at git 1a2b3c4d5e6f (main, dirty)
+        SGLang 0.5.23, snapshot 20261202T140200-local-sglang-1a2b3c,
+        from path /home/me/sglang/python/sglang at git 1a2b3c4d5e6f (main, dirty)
+
+    (shown here on two lines; the answer is one)
     """
-    text = f"SGLang {manifest.sglang_version or 'unknown version'}, snapshot {manifest.id}, from {describe_source(manifest)}"
+    text = (
+        f"SGLang {manifest.sglang_version or 'unknown version'}, snapshot {manifest.id}, from "
+        f"{describe_source(manifest)}"
+    )
     git = git_label(manifest)
     if git:
         text += f" at git {git}"

@@ -123,7 +123,8 @@ def extract_stream(
                 raise RemoteError(f"refusing repeated tar member: {name!r}")
             if member.size > limits.max_file_size:
                 raise RemoteError(
-                    f"tar member {name!r} claims {human(member.size)}, over --max-file-size {human(limits.max_file_size)}"
+                    f"tar member {name!r} claims {human(member.size)}, over --max-file-size "
+                    f"{human(limits.max_file_size)}"
                 )
             total += member.size
             if total > limits.max_bytes:

@@ -1,7 +1,8 @@
 """Sites that handle the drafter vocabulary mapping: d2t/t2d name tests, the offset conversion
 `hot_token_id = d2t + torch.arange(n)`, maps taken straight from d2t, `load_token_map(...)`, and uses
-of `hot_token_id` (indexing, indexing with it, `.to(...)`, `len(...)`, `.shape[0]`, `is None` tests). Matching is on the syntax tree, so `Dropout2d`, `hist2d`, `rpd2tracing`, comments
-and docstrings never count. It reads the stdlib `ast` of the whole file (`parser = "ast"`), skipping
+of `hot_token_id` (indexing, indexing with it, `.to(...)`, `len(...)`, `.shape[0]`, `is None` tests).
+Matching is on the syntax tree, so `Dropout2d`, `hist2d`, `rpd2tracing`, comments and docstrings
+never count. It reads the stdlib `ast` of the whole file (`parser = "ast"`), skipping
 statements whose lines hold none of the trigger's words.
 """
 
@@ -312,7 +313,11 @@ class _Walker(ScopedWalker):
 
 class D2tExtractor:
     name = "spec_d2t"
-    version = 6  # 6: a local bound to `torch.arange(n)` is the arange term (`offset = torch.arange(n)`; `d2t + offset`); 5: values' chains through casts, torch.add and the function's assignments; d2t[...] reads and their use; 2: read from the stdlib ast; 3: `.copy_(x)` writes, `or` tests with one d2t arm; 4: hot_token_id.shape[0] and `hot_token_id is None` are uses
+    # 6: a local bound to `torch.arange(n)` is the arange term (`offset = torch.arange(n)`; `d2t + offset`);
+    # 5: values' chains through casts, torch.add and the function's assignments; d2t[...] reads and their use;
+    # 2: read from the stdlib ast; 3: `.copy_(x)` writes, `or` tests with one d2t arm;
+    # 4: hot_token_id.shape[0] and `hot_token_id is None` are uses
+    version = 6
     parser = "ast"
     trigger = Trigger(*(rf"{word}\b(?<!\w{word})" for word in ("d2t", "t2d", "hot_token_id", "load_token_map")))
     metadata = ()

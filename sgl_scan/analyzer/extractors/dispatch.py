@@ -515,14 +515,25 @@ def _strip_docstring(body: list[ast.stmt]) -> list[ast.stmt]:
 
 class DispatchExtractor:
     name = "spec_dispatch"
-    version = 10  # 10: `is None` is the member NONE only on the option string, never on an algorithm object; files whose only reference is `x.speculative_algorithm is None` or `(x or "").upper()` trigger; `args.get("speculative_algorithm")` is the option; `match x.speculative_algorithm:` triggers; 9: resolution through the module's bindings (aliases, constants, named collections, from_string), None, `is None`, `is False`, match/case, `self.name`, walrus; 8: problems collected into a table or list that is raised refuse; 7: worker delegates and unread worker expressions; 6: only `return False, reason` rejects; 5: exits, messages, asserting branches; 2: read from the stdlib ast; 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
+    # 10: `is None` is the member NONE only on the option string, never on an algorithm object; files whose
+    #     only reference is `x.speculative_algorithm is None` or `(x or "").upper()` trigger;
+    #     `args.get("speculative_algorithm")` is the option; `match x.speculative_algorithm:` triggers;
+    # 9: resolution through the module's bindings (aliases, constants, named collections, from_string), None,
+    #    `is None`, `is False`, match/case, `self.name`, walrus;
+    # 8: problems collected into a table or list that is raised refuse;
+    # 7: worker delegates and unread worker expressions; 6: only `return False, reason` rejects;
+    # 5: exits, messages, asserting branches; 2: read from the stdlib ast;
+    # 3: control flow (decisions, path conditions, worker sites); 4: refusing returns
+    version = 10
     parser = "ast"
     trigger = Trigger(
         *(prefix + _CALL for prefix in ("spec", "Spec", "SPEC", "algo", "Algo")),
-        r"spec(?:ulative)?_algorithm\w*[\"']?\]?(?:,[ \t]*None)?\)?(?:\.(?:upper|lower)\(\))?\s*(?:[=!]=|in\b|not\s+in\b|is\b)",
+        r"spec(?:ulative)?_algorithm\w*[\"']?\]?(?:,[ \t]*None)?\)?(?:\.(?:upper|lower)\(\))?"
+        r"\s*(?:[=!]=|in\b|not\s+in\b|is\b)",
         r"==\s*[\w.]*spec(?:ulative)?_algorithm",
         r"!=\s*[\w.]*spec(?:ulative)?_algorithm",
-        r"(?m:=[ \t]*\(?[\w.()]*spec(?:ulative)?_algorithm\w*(?:[ \t]+or[ \t]+(?:\"\"|'')\))?(?:\.(?:upper|lower)\(\))?[ \t]*$)",
+        r"(?m:=[ \t]*\(?[\w.()]*spec(?:ulative)?_algorithm\w*(?:[ \t]+or[ \t]+(?:\"\"|'')\))?"
+        r"(?:\.(?:upper|lower)\(\))?[ \t]*$)",
         r"Spec\w*Algo\w*\.[A-Z]",
         r"spec\w*algo\w*\.[A-Z]",
         r"class\s+\w*[Ss]pec\w*[Aa]lgo",

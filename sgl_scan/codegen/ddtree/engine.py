@@ -54,7 +54,10 @@ APPEND_VALUES = ("target_hidden", "cache_loc", "cache_loc_2d", "positions", "com
 KV_MOVER = "move_accept_tokens_to_target_kvcache"
 KV_MOVER_PARAMS = ("batch", "accept_index", "num_correct_drafts", "token_to_kv_pool_allocator")
 WINDOW_KEYWORDS = ("req_pool_indices", "req_to_token", "start_offset", "end_offset", "batch_size", "draft_token_num")
-WINDOW_ASSUMED = "the scheduler reserves at least budget + 1 KV slots per request beyond the committed length (spec v2 reads the window from req_to_token)"
+WINDOW_ASSUMED = (
+    "the scheduler reserves at least budget + 1 KV slots per request beyond the committed length (spec v2 reads "
+    "the window from req_to_token)"
+)
 ROOT_FIELD = re.compile(r"(^|_)(id|ids|tokens?)$")
 # The setting spec v1's accept takes for the KV page size (the keyword the base passes it as).
 PAGE_KEYWORD = "page_size"
@@ -69,7 +72,9 @@ KV_PLAN_VALUES = ("req_pool_indices", "seq_lens", "seq_lens_cpu", "write_virtual
 
 @dataclass(frozen=True)
 class Decision:
-    key: str  # draft | root | handoff | accept | append | next_input | window | mover | publish | result | pages | reservation | guard
+    # draft | root | handoff | accept | append | next_input | window | mover | publish | result | pages
+    # | reservation | guard
+    key: str
     what: str
     location: Location | None
 
@@ -139,7 +144,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         decisions.append(
             Decision(
                 "draft",
-                f"draft block: {base.name}.{draft_fn.name}() runs self.{runner}.forward(forward_batch); DDTree stops it there",
+                f"draft block: {base.name}.{draft_fn.name}() runs self.{runner}.forward(forward_batch); "
+                "DDTree stops it there",
                 at(runner_call.line),
             )
         )
@@ -153,7 +159,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
                 draft_args.append("draft_input")
         if len(draft_args) > 2 or not draft_args:
             missing.append(
-                f"{base.name}.{draft_fn.name} ({facts.location(draft_fn)}) takes parameters the draft step cannot supply"
+                f"{base.name}.{draft_fn.name} ({facts.location(draft_fn)}) takes parameters the draft step "
+                "cannot supply"
             )
 
     # -- the draft input class: a sibling of the verify input class (same base) the decode path uses
@@ -182,7 +189,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             ctx_fact = next((a for a in fields if a.target.endswith("_lens") and "draft" not in a.target), None)
             if hidden_fact is None or ctx_fact is None:
                 missing.append(
-                    f"{draft_input_name} ({dfacts.location(dcls)}) has no hidden-state and context-length fields to hand to the drafter"
+                    f"{draft_input_name} ({dfacts.location(dcls)}) has no hidden-state and context-length "
+                    "fields to hand to the drafter"
                 )
             else:
                 hidden, ctx = hidden_fact.target, ctx_fact.target
@@ -213,7 +221,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             )
         if call is None:
             missing.append(
-                f"{base.qualname}.{base.entry.name} ({base.entry.location}) calls no method of the verify input after the target verify"
+                f"{base.qualname}.{base.entry.name} ({base.entry.location}) calls no method of the verify "
+                "input after the target verify"
             )
         else:
             assert hit is not None  # call is to one of its methods
@@ -224,7 +233,9 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             decisions.append(
                 Decision(
                     "accept",
-                    f"commit: {verify.verify_name}.{accept_method}({', '.join(k + '=' for k in call.keywords)}) frees the uncommitted window slots, maps the kept ones and gathers their hidden states",
+                    "commit: "
+                    f"{verify.verify_name}.{accept_method}({', '.join(k + '=' for k in call.keywords)}) "
+                    "frees the uncommitted window slots, maps the kept ones and gathers their hidden states",
                     hit[0].location(fn),
                 )
             )
@@ -234,24 +245,29 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             ]
             if unknown or call.args:
                 missing.append(
-                    f"{verify.verify_name}.{accept_method} ({hit[0].location(fn)}) is called with {', '.join(unknown) or 'positional arguments'}, which the tree commit cannot supply"
+                    f"{verify.verify_name}.{accept_method} ({hit[0].location(fn)}) is called with "
+                    f"{', '.join(unknown) or 'positional arguments'}, which the tree commit cannot supply"
                 )
             arity = (fn.returns or "").count(",") + 1 if fn.returns else 0
             if arity != 4:
                 missing.append(
-                    f"{verify.verify_name}.{accept_method} ({hit[0].location(fn)}) does not return (tokens, commit lengths, hidden states, accepted per request)"
+                    f"{verify.verify_name}.{accept_method} ({hit[0].location(fn)}) does not return (tokens, "
+                    "commit lengths, hidden states, accepted per request)"
                 )
             else:
                 unverified.append(
                     (
-                        f"{verify.verify_name}.{accept_method} frees exactly the window slots past the accepted path and keeps the path's "
-                        f"slots in the order the tree commit laid them out ({hit[0].location(fn)})",
+                        f"{verify.verify_name}.{accept_method} frees exactly the window slots past the "
+                        "accepted path and keeps the path's slots in the order the tree commit laid them out "
+                        f"({hit[0].location(fn)})",
                         checks.KV_POOL,
                     )
                 )
                 unverified.append(
                     (
-                        f"{verify.verify_name}.{accept_method}'s four results are (next root tokens, commit lengths, committed hidden states, accepted drafts per request) in that order ({hit[0].location(fn)}; its annotation gives only the types)",
+                        f"{verify.verify_name}.{accept_method}'s four results are (next root tokens, commit "
+                        "lengths, committed hidden states, accepted drafts per request) in that order "
+                        f"({hit[0].location(fn)}; its annotation gives only the types)",
                         checks.LOSSLESS,
                     )
                 )
@@ -266,7 +282,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
     append_method = append_keywords = None
     if append_call is None:
         missing.append(
-            f"{base.qualname}.{base.entry.name} ({base.entry.location}) hands no target hidden states to the drafter after the verify (no self.<...hidden...>() call)"
+            f"{base.qualname}.{base.entry.name} ({base.entry.location}) hands no target hidden states to the "
+            "drafter after the verify (no self.<...hidden...>() call)"
         )
     else:
         append_method = append_call.callee.split(".")[1]
@@ -274,7 +291,9 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         decisions.append(
             Decision(
                 "append",
-                f"draft KV: self.{append_method}({', '.join(append_keywords) if append_keywords else 'batch, draft_input'}) after the commit, as the base does",
+                f"draft KV: self.{append_method}("
+                f"{', '.join(append_keywords) if append_keywords else 'batch, draft_input'}"
+                ") after the commit, as the base does",
                 at(append_call.line),
             )
         )
@@ -286,7 +305,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             ]
             if extra:
                 missing.append(
-                    f"{base.name}.{append_method} ({facts.location(fn)}) is called with {', '.join(dict.fromkeys(extra))}, which the tree commit cannot supply"
+                    f"{base.name}.{append_method} ({facts.location(fn)}) is called with "
+                    f"{', '.join(dict.fromkeys(extra))}, which the tree commit cannot supply"
                 )
             slot_ids = (
                 f"the draft KV pool indexes the target's window slot ids ({facts.location(fn)})",
@@ -335,7 +355,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         )
         if window is None:
             missing.append(
-                f"{base.qualname}.{base.entry.name} ({base.entry.location}) reads no verify window from req_to_token (no call with {', '.join(WINDOW_KEYWORDS)})"
+                f"{base.qualname}.{base.entry.name} ({base.entry.location}) reads no verify window from "
+                f"req_to_token (no call with {', '.join(WINDOW_KEYWORDS)})"
             )
         else:
             assert window.resolved is not None  # chosen for having one
@@ -343,7 +364,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             decisions.append(
                 Decision(
                     "window",
-                    f"verify window: {window.callee}({', '.join(k + '=' for k in window.keywords)}) over committed length + [0, budget + 1)",
+                    f"verify window: {window.callee}({', '.join(k + '=' for k in window.keywords)}) over "
+                    "committed length + [0, budget + 1)",
                     at(window.line),
                 )
             )
@@ -362,14 +384,16 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
             names = tuple(p.name for p in mfn.params)
             if names[: len(KV_MOVER_PARAMS)] != KV_MOVER_PARAMS:
                 missing.append(
-                    f"{mfacts.module}.{KV_MOVER} ({mfacts.location(mfn)}) takes ({', '.join(names)}), not ({', '.join(KV_MOVER_PARAMS)})"
+                    f"{mfacts.module}.{KV_MOVER} ({mfacts.location(mfn)}) takes ({', '.join(names)}), not "
+                    f"({', '.join(KV_MOVER_PARAMS)})"
                 )
             else:
                 kv_mover = f"{mfacts.module}.{KV_MOVER}"
                 decisions.append(
                     Decision(
                         "mover",
-                        f"KV compaction: {kv_mover}(batch, accept_index, num_correct_drafts, batch.token_to_kv_pool_allocator)",
+                        f"KV compaction: {kv_mover}(batch, accept_index, num_correct_drafts, "
+                        "batch.token_to_kv_pool_allocator)",
                         mfacts.location(mfn),
                     )
                 )
@@ -429,12 +453,14 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         unknown = [k for k in result.keywords if k not in RESULT_VALUES]
         if unknown:
             missing.append(
-                f"{result.callee} ({at(result.line)}) is built with {', '.join(unknown)}, which the tree commit cannot fill"
+                f"{result.callee} ({at(result.line)}) is built with {', '.join(unknown)}, which the tree "
+                "commit cannot fill"
             )
     unverified.append(
         (
-            "the target model's lm_head (read as self.<target>.model_runner.model.lm_head, its first model_config.vocab_size rows: "
-            "the rest are padding) projects the draft hidden states to the full vocabulary on one rank (no tensor-parallel gather)",
+            "the target model's lm_head (read as self.<target>.model_runner.model.lm_head, its first "
+            "model_config.vocab_size rows: the rest are padding) projects the draft hidden states to the full "
+            "vocabulary on one rank (no tensor-parallel gather)",
             checks.LOSSLESS,
         )
     )
@@ -448,8 +474,9 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         assert accept_fn is not None
         page_setting, field = _settings_field(analysis, facts, own.get("__init__"), PAGE_KEYWORD)
         what = (
-            f"pages: the path-first window needs {page_setting or 'self.' + PAGE_KEYWORD} == 1; DDTreeWorker() refuses any other value "
-            f"(the release's accept frees and maps whole pages, which a reordered window breaks)"
+            f"pages: the path-first window needs {page_setting or 'self.' + PAGE_KEYWORD} == 1; "
+            "DDTreeWorker() refuses any other value (the release's accept frees and maps whole pages, which a "
+            "reordered window breaks)"
         )
         decisions.append(
             Decision(
@@ -466,7 +493,9 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
         decisions.append(
             Decision(
                 "reservation",
-                f"window bound: the base reports its verify width as {RESERVATION_KEYWORD}; DDTreeWorker() refuses a budget + 1 above self.{RESERVATION_KEYWORD} (the scheduler reserves no more per step)",
+                f"window bound: the base reports its verify width as {RESERVATION_KEYWORD}; DDTreeWorker() "
+                f"refuses a budget + 1 above self.{RESERVATION_KEYWORD} (the scheduler reserves no more per "
+                "step)",
                 at(result.line),
             )
         )
@@ -483,7 +512,8 @@ def engine_glue(analysis: Analysis, base, verify) -> EngineGlue:
                 decisions.append(
                     Decision(
                         "guard",
-                        f"skipped base step: self.{name}() runs when the target's attention backend has {parts[-1]}(); the tree commit does not, so DDTree refuses such a backend",
+                        f"skipped base step: self.{name}() runs when the target's attention backend has "
+                        f"{parts[-1]}(); the tree commit does not, so DDTree refuses such a backend",
                         facts.location(own[name]),
                     )
                 )
@@ -547,7 +577,9 @@ def _kv_plan(
     unknown = [k for k in call.keywords if k not in KV_PLAN_VALUES]
     if unknown or call.args:
         missing.append(
-            f"the base plans its KV locations with {call.callee}({', '.join(unknown) or 'positional arguments'}) ({at}), which the tree verify cannot supply"
+            "the base plans its KV locations with "
+            f"{call.callee}({', '.join(unknown) or 'positional arguments'}) ({at}), which the tree verify "
+            "cannot supply"
         )
     write_ids = field = None
     hit = find_class(analysis, verify.verify_class) if verify.verify_class else None
@@ -573,14 +605,17 @@ def _kv_plan(
             decisions.append(
                 Decision(
                     "kv_plan",
-                    f"KV plan: {call.callee}({', '.join(k + '=' for k in call.keywords)}) over the tree window, passed as {verify.verify_name}({field}=) and to self.{name}() for the draft KV write ids, as the base does",
+                    f"KV plan: {call.callee}({', '.join(k + '=' for k in call.keywords)}) over the tree "
+                    f"window, passed as {verify.verify_name}({field}=) and to self.{name}() for the draft KV "
+                    "write ids, as the base does",
                     at,
                 )
             )
             break
     if write_ids is None:
         missing.append(
-            f"the base plans its KV locations ({at}) but the tree verify finds no verify-input field and write-ids method taking that plan"
+            f"the base plans its KV locations ({at}) but the tree verify finds no verify-input field and "
+            "write-ids method taking that plan"
         )
     return call.callee, tuple(call.keywords), field, write_ids
 

@@ -123,7 +123,8 @@ class _PatchBuilder:
         member = next((m for m in cls.enum_members if m.name == BASE_ALGORITHM), None)
         if member is None:
             raise CodegenError(
-                f"{self.plan.enum_qualname} ({self.plan.enum_location}) has no {BASE_ALGORITHM} member to place {self.plan.algorithm_name} beside"
+                f"{self.plan.enum_qualname} ({self.plan.enum_location}) has no {BASE_ALGORITHM} member to "
+                f"place {self.plan.algorithm_name} beside"
             )
         if member.value.replace(" ", "") == "auto()":
             value = "auto()"
@@ -132,7 +133,8 @@ class _PatchBuilder:
                 value = str(max(int(m.value, 0) for m in cls.enum_members) + 1)
             except ValueError:
                 raise CodegenError(
-                    f"cannot choose a value for {self.plan.algorithm_name}: {BASE_ALGORITHM} = {member.value} at {facts.path}:{member.line}"
+                    f"cannot choose a value for {self.plan.algorithm_name}: {BASE_ALGORITHM} = "
+                    f"{member.value} at {facts.path}:{member.line}"
                 ) from None
         edits = self.file(facts.path)
         edits.inserts.append(
@@ -185,7 +187,8 @@ class _PatchBuilder:
             self.skipped.append(
                 PatchEdit(
                     loc,
-                    f"{hook.name} is a {hook.kind}; no choices list to extend (the worker reads {BUDGET_FIELD} if present, else $SGLANG_DDTREE_BUDGET)",
+                    f"{hook.name} is a {hook.kind}; no choices list to extend (the worker reads "
+                    f"{BUDGET_FIELD} if present, else $SGLANG_DDTREE_BUDGET)",
                 )
             )
             self._budget_field(loc.path)
@@ -222,7 +225,8 @@ class _PatchBuilder:
                 f'{ind}    "{BUDGET_OPTION}",\n'
                 f"{ind}    type=int,\n"
                 f"{ind}    default={self.plan.budget},\n"
-                f'{ind}    help="{self.plan.algorithm_name} only. Node budget of the draft tree (the verify width is budget + 1).",\n'
+                f'{ind}    help="{self.plan.algorithm_name} only. Node budget of the draft tree (the verify '
+                'width is budget + 1).",\n'
                 f"{ind})\n"
             )
             edits.inserts.append(_Insert(end + 1, text))
@@ -353,7 +357,8 @@ class _PatchBuilder:
             self.skipped.append(
                 PatchEdit(
                     loc,
-                    f"compares against {detail} in a form the patch does not rewrite; add {self.plan.algorithm_name} by hand",
+                    f"compares against {detail} in a form the patch does not rewrite; add "
+                    f"{self.plan.algorithm_name} by hand",
                 )
             )
             return
@@ -380,7 +385,8 @@ class _PatchBuilder:
         ind = edits.indent(first)
         left = ast.unparse(compare.left)
         text = (
-            f'{ind}if {left} == "{self.plan.algorithm_name}":  # the attention backend the tree verify needs, per model kind\n'
+            f'{ind}if {left} == "{self.plan.algorithm_name}":  # the attention backend the tree verify '
+            "needs, per model kind\n"
             f"{ind}    from {self.package}.worker import ddtree_server_args\n"
             f"\n"
             f"{ind}    ddtree_server_args(self)\n"
@@ -389,7 +395,8 @@ class _PatchBuilder:
         self.edits.append(
             PatchEdit(
                 Location(loc.path, first),
-                f"route or refuse the attention backend for {self.plan.algorithm_name} at server-args time (the {BASE_ALGORITHM} branch at {loc})",
+                f"route or refuse the attention backend for {self.plan.algorithm_name} at server-args time "
+                f"(the {BASE_ALGORITHM} branch at {loc})",
             )
         )
         self.hooked = True

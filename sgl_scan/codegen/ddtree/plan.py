@@ -208,7 +208,8 @@ def plan_ddtree(analysis: Analysis, *, budget: int, topk: int | None = None, mod
     algorithm_class = inventory.algorithm_class
     if algorithm_class is None:
         raise CodegenError(
-            f"SGLang {version} has no SpeculativeAlgorithm class; DDTree needs the DFlash worker of sglang>={FIRST_DFLASH_RELEASE}"
+            f"SGLang {version} has no SpeculativeAlgorithm class; DDTree needs the DFlash worker of "
+            f"sglang>={FIRST_DFLASH_RELEASE}"
         )
     if any(a.name == NEW_ALGORITHM for a in inventory.algorithms):
         existing = next(a for a in inventory.algorithms if a.name == NEW_ALGORITHM)
@@ -346,7 +347,8 @@ def _choose_mode(mode: str, plugin: PluginApi | None, version: str, enum: str) -
     if plugin is not None:
         return (
             "plugin",
-            f"{plugin.enum_qualname}.register ({plugin.register.location}) takes spec_class= a {plugin.base_qualname} subclass",
+            f"{plugin.enum_qualname}.register ({plugin.register.location}) takes spec_class= a "
+            f"{plugin.base_qualname} subclass",
         )
     return "patch", f"{enum} has no register(..., spec_class=...) plugin API"
 
@@ -422,7 +424,8 @@ SETTINGS_VIEW = "resolving_view"  # releases that resolve server arguments lazil
 
 
 def _settings_view(analysis: Analysis, base: BaseWorker) -> tuple[str, Location] | None:
-    """The function the release reads resolved server arguments through, as the base worker's module or the enum's imports it."""
+    """The function the release reads resolved server arguments through, as the base worker's module or
+    the enum's imports it."""
     modules = files_by_module(analysis)
     enum = analysis.inventory.algorithm_class
     for module in (base.module, enum.qualname.rpartition(".")[0] if enum else None):
@@ -656,7 +659,8 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
                 prepare_args.append((p.name, "false"))  # the tree mask is ours: never rebuild a causal one
             elif p.default is None:
                 missing.append(
-                    f"{verify[0]}.{PREPARE_METHOD} ({prepare.location}) requires {p.name!r}, which the tree verify cannot supply"
+                    f"{verify[0]}.{PREPARE_METHOD} ({prepare.location}) requires {p.name!r}, which the tree "
+                    "verify cannot supply"
                 )
         if not any(role == "batch" for _, role in prepare_args):
             missing.append(f"{verify[0]}.{PREPARE_METHOD} ({prepare.location}) takes no batch as its first parameter")
@@ -679,7 +683,8 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
             if result is None:
                 unverified.append(
                     (
-                        f"{returns or 'the result'}.{RESULT_FIELD} (the class of {target_forward.location}'s result is outside the scanned files)",
+                        f"{returns or 'the result'}.{RESULT_FIELD} (the class of {target_forward.location}'s "
+                        "result is outside the scanned files)",
                         checks.LOSSLESS,
                     )
                 )
@@ -687,7 +692,8 @@ def verify_glue(analysis: Analysis, base: BaseWorker) -> VerifyGlue:
                 result_location = result[0].location(result[1])
             else:
                 missing.append(
-                    f"the result of {base.entry.name} ({target_forward.location}) has no {RESULT_FIELD!r} field ({result[0].location(result[1])})"
+                    f"the result of {base.entry.name} ({target_forward.location}) has no {RESULT_FIELD!r} "
+                    f"field ({result[0].location(result[1])})"
                 )
             names = {p.name for p in target_forward.params}
             need = ["is_verify"] + (["forward_batch"] if returns_forward_batch else [])

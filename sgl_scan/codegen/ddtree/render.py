@@ -63,7 +63,8 @@ def environment() -> jinja2.Environment:
 def render_ddtree(
     plan: DDTreePlan, package: str, patch: PatchResult | None, regenerate: str, runtime: RuntimeFacts = NO_RUNTIME_FACTS
 ) -> dict[str, str]:
-    """Every generated file, by path relative to the output folder; `runtime`: the release's runtime facts (runtime.py)."""
+    """Every generated file, by path relative to the output folder; `runtime`: the release's runtime
+    facts (runtime.py)."""
     if not package.isidentifier():
         raise CodegenError(
             f"the output folder name {package!r} is not a Python identifier (it becomes the package name)"
@@ -435,8 +436,8 @@ def _assumed(plan: DDTreePlan) -> dict[str, list[tuple[str, str]]]:
     ]
     pairs.append(
         (
-            "the target's attention backend (flashinfer or triton) applies the tree's custom mask in verify, for a tree "
-            "wider than the DFlash block",
+            "the target's attention backend (flashinfer or triton) applies the tree's custom mask in verify, "
+            "for a tree wider than the DFlash block",
             checks.LOSSLESS,
         )
     )

@@ -155,7 +155,8 @@ def check_sglang_names(path: str, module: ast.Module, analysis: Analysis) -> Non
             if is_instance_method(found[1]):
                 if not call.args:
                     raise CodegenError(
-                        f"generated {path} calls the instance method {func.value.id}.{func.attr}() on the class without an object"
+                        f"generated {path} calls the instance method {func.value.id}.{func.attr}() on the "
+                        "class without an object"
                     )
                 call = ast.Call(
                     func=call.func, args=call.args[1:], keywords=call.keywords
@@ -211,7 +212,8 @@ def _check_fields(path: str, call: ast.Call, facts, cls, qualname: str) -> None:
     unknown = explicit - names
     if unknown:
         raise CodegenError(
-            f"generated {path} passes {sorted(unknown)} to {qualname} ({facts.location(cls)}), whose fields are {sorted(names)}"
+            f"generated {path} passes {sorted(unknown)} to {qualname} ({facts.location(cls)}), whose fields "
+            f"are {sorted(names)}"
         )
     missing = [a.target for a in fields if a.value is None and a.target not in explicit]
     if missing and not any(kw.arg is None for kw in call.keywords):
@@ -270,7 +272,8 @@ def _check_call(path: str, call: ast.Call, sig: Signature, what: str) -> None:
     starred = any(isinstance(a, ast.Starred) for a in call.args)
     if positional > len(ordered) and not starred and not any(p.kind == "vararg" for p in sig.params):
         raise CodegenError(
-            f"generated {path} passes {positional} positional arguments to {what} ({sig.location}), which takes {len(ordered)}"
+            f"generated {path} passes {positional} positional arguments to {what} ({sig.location}), which "
+            f"takes {len(ordered)}"
         )
     doubled = {p.name for p in ordered[:positional]} & explicit
     if doubled and not starred:
@@ -288,7 +291,8 @@ def _check_call(path: str, call: ast.Call, sig: Signature, what: str) -> None:
 
 
 def check_plugin_predicates(module: ast.Module, plan: DDTreePlan, analysis: Analysis) -> None:
-    """The plugin class answers every predicate of the enum, and with its base has every method of an algorithm object."""
+    """The plugin class answers every predicate of the enum, and with its base has every method of an
+    algorithm object."""
     required = {p.name for p in analysis.inventory.predicates if p.owner == plan.enum_qualname}
     base = find_class(analysis, plan.plugin.base_qualname) if plan.plugin else None
     for name in algorithm_methods(analysis):

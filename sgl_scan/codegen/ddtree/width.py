@@ -96,7 +96,8 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
                 decisions.append(
                     (
                         "loader",
-                        f"drafter config: {LOADER}(draft model path, {', '.join(k + '=' for k in call.keywords)}), as the release infers the block",
+                        f"drafter config: {LOADER}(draft model path, "
+                        f"{', '.join(k + '=' for k in call.keywords)}), as the release infers the block",
                         other.location(call),
                     )
                 )
@@ -105,7 +106,8 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
             break
     if loader is None:
         missing.append(
-            f"no {LOADER}(path, ...) beside a .{BLOCK_METHOD}(default=...) in the snapshot: cannot read the drafter's config before the base loads it"
+            f"no {LOADER}(path, ...) beside a .{BLOCK_METHOD}(default=...) in the snapshot: cannot read the "
+            "drafter's config before the base loads it"
         )
     else:
         unknown = [k for k in loader_keywords if k not in LOADER_VALUES]
@@ -142,7 +144,8 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
             decisions.append(
                 (
                     "scope",
-                    f"width scope: {call.callee}().{OVERRIDE}({SETTING}=drafter block) around the base's draft-side construction",
+                    f"width scope: {call.callee}().{OVERRIDE}({SETTING}=drafter block) around the base's "
+                    "draft-side construction",
                     found[0].location(override),  # the class's file: the getter may import it
                 )
             )
@@ -151,7 +154,8 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
         decisions.append(
             (
                 "scope",
-                f"width scope: server_args.{SETTING} set to the drafter block around the base's draft-side construction, then restored",
+                f"width scope: server_args.{SETTING} set to the drafter block around the base's draft-side "
+                "construction, then restored",
                 base.init.location,
             )
         )
@@ -167,7 +171,8 @@ def draft_width(analysis: Analysis, base) -> DraftWidth:
                 decisions.append(
                     (
                         name,
-                        f"draft-side phase: {base.name}.{name}() builds self.{parts[1]}; it runs under the same width scope",
+                        f"draft-side phase: {base.name}.{name}() builds self.{parts[1]}; it runs under the "
+                        "same width scope",
                         facts.location(fn),
                     )
                 )
