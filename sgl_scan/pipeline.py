@@ -139,6 +139,21 @@ def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
     return list(apply_filters(findings, FilterOptions(selection=prepared.selection, suppressions=suppressions)).kept)
 
 
+def compared_side(ref: str, params: dict, prepared: Prepared, *, progress, say: Callable[[str], None]) -> tuple:
+    """(snapshot, analysis, kept findings) of one side of `diff`: obtained (never made the store's
+    `latest`), analysed, and checked as `kept_findings` does. `progress` (`snapshots.progress.Progress`)
+    is told each step; `say` gets the line saying what the pull did."""
+    from sgl_scan.analyzer.pipeline import analyze
+    from sgl_scan.snapshots.resolve import obtain_snapshot
+
+    progress.update(f"obtaining {ref}", force=True)
+    snapshot = obtain_snapshot(params, mark_latest=False, say=say)
+    progress.update(f"parsing snapshot {snapshot.id}", force=True)
+    analysis = analyze(snapshot, progress=lambda done, total: progress.update(f"parsing {done}/{total} files"))
+    progress.update("running the rules", force=True)
+    return snapshot, analysis, kept_findings(snapshot, analysis, prepared)
+
+
 @dataclass(frozen=True)
 class AtBase:
     """What a review's diff base already had (`check`): its findings' hazards and the findings."""

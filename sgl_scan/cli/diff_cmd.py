@@ -84,27 +84,17 @@ def side_params(refs: tuple[str, ...], shared: dict) -> list[dict]:
 
 
 def _scan(ref: str, params: dict, prepared, name: str):
-    """Obtain, analyse and check one side; findings after selection and suppression comments.
-
-    A side never becomes the store's `latest`. On a terminal one progress line on stderr tells what
-    is happening; piped, stderr only gets one line per side saying what its pull did.
-    """
-    from sgl_scan.analyzer.pipeline import analyze
-    from sgl_scan.pipeline import kept_findings
+    """One side, obtained, analysed and checked (`pipeline.compared_side`); on a terminal one
+    progress line on stderr tells what is happening, piped only one line per side saying what its
+    pull did."""
+    from sgl_scan.pipeline import compared_side
     from sgl_scan.snapshots.progress import Progress
-    from sgl_scan.snapshots.resolve import obtain_snapshot
 
     progress = Progress(f"sgl-scan diff: {name}")
     try:
-        progress.update(f"obtaining {ref}", force=True)
-        snapshot = obtain_snapshot(params, mark_latest=False, say=lambda line: _say_done(progress, name, line))
-        progress.update(f"parsing snapshot {snapshot.id}", force=True)
-        analysis = analyze(snapshot, progress=lambda done, total: progress.update(f"parsing {done}/{total} files"))
-        progress.update("running the rules", force=True)
-        kept = kept_findings(snapshot, analysis, prepared)
+        return compared_side(ref, params, prepared, progress=progress, say=lambda line: _say_done(progress, name, line))
     finally:
         progress.done()
-    return snapshot, analysis, kept
 
 
 def _say_done(progress, name: str, line: str) -> None:
