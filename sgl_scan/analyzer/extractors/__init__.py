@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from sgl_scan.analyzer.extractors._text import ALGORITHM_CLASS_TRIGGER, OPTIONS_TRIGGER, REGISTRATION_TRIGGER, Trigger
+from sgl_scan.analyzer.extractors._text import ALGORITHM_CLASS_TRIGGER, Trigger
 
 
 class Deferred:
@@ -59,13 +59,15 @@ def _build() -> tuple[Any, ...]:
     from sgl_scan.analyzer.extractors.branches import BranchExtractor
     from sgl_scan.analyzer.extractors.d2t import D2tExtractor
     from sgl_scan.analyzer.extractors.dispatch import DispatchExtractor
+    from sgl_scan.analyzer.extractors.options import OptionsExtractor
+    from sgl_scan.analyzer.extractors.registrations import RegistrationExtractor
     from sgl_scan.analyzer.extractors.sequence import SequenceExtractor
 
     return (
         Deferred("spec_algo_class", ALGORITHM_CLASS_TRIGGER, f"{_PACKAGE}.algorithm_class", "AlgorithmClassExtractor"),
-        Deferred("spec_registrations", REGISTRATION_TRIGGER, f"{_PACKAGE}.registrations", "RegistrationExtractor"),
+        RegistrationExtractor(),
         DispatchExtractor(),
-        Deferred("spec_options", OPTIONS_TRIGGER, f"{_PACKAGE}.options", "OptionsExtractor"),
+        OptionsExtractor(),
         D2tExtractor(),
         AliasResolverExtractor(),
         AttentionExtractor(),

@@ -298,6 +298,45 @@ class ScopedWalker:
         pass
 
 
+def written_text(resolver: Resolver, node: ast.expr, before: ast.expr | ast.keyword) -> str:
+    """The normalised text of `node` as written, with the parentheses around it (`ast` leaves them out
+    of a node, libcst's `code_for_node` keeps them). `before` is the node whose text leads up to it
+    with nothing but those parentheses: the keyword of `k=(x)`, the call of `(f)(x)`."""
+    source = resolver.source
+    text = source.text
+
+    def offset(line: int, col: int) -> int:
+        return source.starts[line - 1] + source.column(line, col)
+
+    start = offset(node.lineno, node.col_offset)
+    end = offset(node.end_lineno or node.lineno, node.end_col_offset or 0)
+    opened, first, at = 0, start, offset(before.lineno, before.col_offset)
+    while at < start:  # `k = (  # note` / `((`: count the parentheses, not what a comment says
+        char = text[at]
+        if char == "#":
+            at = text.find("\n", at)
+            if at < 0:
+                break
+        elif char == "(":
+            opened, first = opened + 1, min(first, at)
+        at += 1
+    at = end
+    while opened and at < len(text):
+        char = text[at]
+        if char == "#":
+            at = text.find("\n", at)
+            if at < 0:
+                break
+            continue
+        if char == ")":
+            opened -= 1
+            end = at + 1
+        elif not (char.isspace() or char == "\\"):
+            break
+        at += 1
+    return normalize_text(text[first:end])
+
+
 def _statements(owner: ast.AST) -> Iterator[ast.stmt]:
     """Every statement below a module or compound statement (expressions are not entered)."""
     for statement in getattr(owner, "body", ()) if isinstance(getattr(owner, "body", None), list) else ():
@@ -362,4 +401,5 @@ __all__ = [
     "string_values",
     "suite_workers",
     "walk_no_defs",
+    "written_text",
 ]

@@ -139,7 +139,8 @@ def any_hit(hits: list[int], first: int, last: int) -> bool:
     return index < len(hits) and hits[index] <= last
 
 
-# The triggers of the libcst extractors: a process learns which files need libcst without loading it.
+# The triggers of the spec extractors that began as libcst ones (algorithm_class still is: a process learns
+# which files need libcst without loading it).
 ALGORITHM_CLASS_TRIGGER = Trigger(
     r"class\s+\w*[Ss]pec\w*[Aa]lgo",
     r"ALIAS\w*\s*(?::[^=\n]*)?=",

@@ -3,61 +3,76 @@
 Older SGLang: argparse `parser.add_argument("--speculative-algorithm", choices=[...])`; newer: an
 annotated config field `speculative_algorithm: A[Optional[str], "..."] = None` in a class body.
 Hooks: `def add_x_choices(choices): X_CHOICES.extend(choices)` or `add_x_choices = X_CHOICES.extend`.
+It reads the stdlib `ast` of the whole file (`parser = "ast"`), skipping statements whose lines hold
+none of the trigger's words.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 
-import libcst as cst
-import libcst.metadata as meta
-
-from sgl_scan.analyzer.extractors._cst import (
+from sgl_scan.analyzer.extractors._ast import (
     Resolver,
+    ScopedWalker,
+    Source,
     dotted,
-    small_statements,
+    statement_lines,
     string_value,
     string_values,
-    source_text,
     walk_no_defs,
+    written_text,
 )
-from sgl_scan.analyzer.extractors._scoped import ScopedVisitor, hit_lines
-from sgl_scan.analyzer.extractors._text import OPTIONS_TRIGGER
-from sgl_scan.analyzer.extractors.records import HookRecord, OptionRecord
+from sgl_scan.analyzer.extractors._text import OPTIONS_TRIGGER, any_hit, hit_lines
+from sgl_scan.analyzer.extractors.records import At, HookRecord, OptionRecord
 
 OPTION = "--speculative-algorithm"
 FIELD = "speculative_algorithm"
 HOOK_NAME = re.compile(r"^add_\w+_choices$")
 _EXTENDERS = ("extend", "append", "__iadd__")
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-def _extended_list(node: cst.CSTNode) -> str | None:
+def _extended_list(node: ast.AST) -> str | None:
     """`X.extend` / `(X.extend)` → "X"."""
-    if isinstance(node, cst.Attribute) and node.attr.value in _EXTENDERS:
+    if isinstance(node, ast.Attribute) and node.attr in _EXTENDERS:
         return dotted(node.value)
     return None
 
 
-class _Visitor(ScopedVisitor):
-    def __init__(self, resolver: Resolver, hits: list[int] | None = None) -> None:
+class _Walker(ScopedWalker):
+    def __init__(self, resolver: Resolver, hits: list[int] | None) -> None:
         super().__init__(resolver, hits)
-        self.out: list = []
+        self.out: list[OptionRecord] = []
 
-    def visit_Call(self, node: cst.Call) -> bool | None:
-        if not isinstance(node.func, cst.Attribute) or node.func.attr.value != "add_argument":
-            return None
-        names = [string_value(a.value) for a in node.args if a.keyword is None]
-        if OPTION not in names:
-            return None
+    def enter(self, node: ast.AST) -> None:
+        t = type(node)
+        if t is ast.Call:
+            self._argument(node)  # type: ignore[arg-type]
+        elif t is ast.AnnAssign:
+            self._field(node)  # type: ignore[arg-type]
+
+    def _choices(self, keywords: list[ast.keyword]) -> tuple[str | None, tuple[str, ...]]:
+        """(the expression a `choices=` names, the literal strings a `choices=` lists); the last of each wins."""
         choices_var: str | None = None
         values: tuple[str, ...] = ()
-        for arg in node.args:
-            if arg.keyword is not None and arg.keyword.value == "choices":
-                literal = string_values(arg.value)
+        for keyword in keywords:
+            if keyword.arg == "choices":
+                literal = string_values(keyword.value)
                 if literal is not None:
                     values = literal
                 else:
-                    choices_var = dotted(arg.value) or self.r.text(arg.value)
+                    choices_var = dotted(keyword.value) or written_text(self.r, keyword.value, keyword)
+        return choices_var, values
+
+    def _argument(self, node: ast.Call) -> None:
+        if not isinstance(node.func, ast.Attribute) or node.func.attr != "add_argument":
+            return
+        positional = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
+        positional += [k.value for k in node.keywords if k.arg is None]
+        if OPTION not in [string_value(value) for value in positional]:
+            return
+        choices_var, values = self._choices(node.keywords)
         self.out.append(
             OptionRecord(
                 **vars(self.r.at(node)),
@@ -68,28 +83,21 @@ class _Visitor(ScopedVisitor):
                 function=self.function,
             )
         )
-        return None
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool | None:
-        if self.current_def is not None or self.class_name is None:
-            return None
-        if not isinstance(node.target, cst.Name) or node.target.value != FIELD:
-            return None
-        annotation = node.annotation.annotation
-        if not isinstance(annotation, cst.Subscript):
-            return None
+    def _field(self, node: ast.AnnAssign) -> None:
+        class_name = self.class_name
+        if class_name is None or self.scopes[-1][0] != "class":  # directly in a class body
+            return
+        if not isinstance(node.target, ast.Name) or node.target.id != FIELD:
+            return
+        annotation = node.annotation
+        if not isinstance(annotation, ast.Subscript):
+            return
         base = self.r.resolve(annotation.value) or ""
         if base.rpartition(".")[2] not in ("A", "Annotated"):
-            return None
-        choices_var: str | None = None
-        values: tuple[str, ...] = ()
-        for sub in walk_no_defs(annotation):
-            if isinstance(sub, cst.Arg) and sub.keyword is not None and sub.keyword.value == "choices":
-                literal = string_values(sub.value)
-                if literal is not None:
-                    values = literal
-                else:
-                    choices_var = dotted(sub.value) or self.r.text(sub.value)
+            return
+        keywords = [sub for sub in walk_no_defs(annotation) if isinstance(sub, ast.keyword)]
+        choices_var, values = self._choices(keywords)
         self.out.append(
             OptionRecord(
                 **vars(self.r.at(node)),
@@ -97,45 +105,54 @@ class _Visitor(ScopedVisitor):
                 kind="config_field",
                 choices=choices_var,
                 values=tuple(values),
-                function=self.class_name,
+                function=class_name,
             )
         )
-        return None
+
+    def _relevant(self, node: ast.stmt) -> bool:
+        decorators = getattr(node, "decorator_list", None)
+        if self.hits is None or not decorators:
+            return super()._relevant(node)
+        return any_hit(self.hits, decorators[0].lineno, node.end_lineno or node.lineno)  # from the first `@`
+
+
+def _hooks(r: Resolver, tree: ast.Module) -> list[HookRecord]:
+    hooks = []
+    for line in statement_lines(tree.body):
+        first = line[0]
+        if isinstance(first, _FUNCTIONS):
+            if HOOK_NAME.match(first.name):
+                extended = None
+                for node in walk_no_defs(first):
+                    if isinstance(node, ast.Call):
+                        extended = extended or _extended_list(node.func)
+                    elif isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add):
+                        extended = extended or dotted(node.target)
+                hooks.append(HookRecord(**vars(r.at(first)), name=first.name, kind="function", choices=extended))
+            continue
+        if hasattr(first, "body"):  # another compound statement
+            continue
+        at = At(r.at(first).line, r.at(first).column, line[-1].end_lineno or line[-1].lineno)
+        for small in line:
+            if isinstance(small, ast.Assign) and len(small.targets) == 1:
+                target = small.targets[0]
+                if isinstance(target, ast.Name) and HOOK_NAME.match(target.id):
+                    extended = _extended_list(small.value)
+                    if extended is not None:
+                        hooks.append(HookRecord(**vars(at), name=target.id, kind="alias", choices=extended))
+    return hooks
 
 
 class OptionsExtractor:
     name = "spec_options"
-    version = 1
+    version = 2
+    parser = "ast"
     trigger = OPTIONS_TRIGGER
-    metadata = (meta.PositionProvider,)
+    metadata = ()
 
-    def extract(self, wrapper: meta.MetadataWrapper, context) -> tuple:
-        r = Resolver.for_context(wrapper, context)
-        visitor = _Visitor(r, hit_lines(source_text(wrapper, context), self.trigger))
-        wrapper.visit(visitor)
-        return tuple(visitor.out) + tuple(self._hooks(r, wrapper.module))
-
-    def _hooks(self, r: Resolver, module: cst.Module) -> list[HookRecord]:
-        hooks = []
-        for statement in module.body:
-            if isinstance(statement, cst.FunctionDef) and HOOK_NAME.match(statement.name.value):
-                extended = None
-                for node in walk_no_defs(statement):
-                    if isinstance(node, cst.Call):
-                        extended = extended or _extended_list(node.func)
-                    elif isinstance(node, cst.AugAssign) and isinstance(node.operator, cst.AddAssign):
-                        extended = extended or dotted(node.target)
-                hooks.append(
-                    HookRecord(**vars(r.at(statement)), name=statement.name.value, kind="function", choices=extended)
-                )
-                continue
-            for small in small_statements(statement):
-                if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                    target = small.targets[0].target
-                    if isinstance(target, cst.Name) and HOOK_NAME.match(target.value):
-                        extended = _extended_list(small.value)
-                        if extended is not None:
-                            hooks.append(
-                                HookRecord(**vars(r.at(statement)), name=target.value, kind="alias", choices=extended)
-                            )
-        return hooks
+    def extract(self, tree: ast.Module, context) -> tuple:
+        r = Resolver(tree, Source.of(context), context.module)
+        walker = _Walker(r, hit_lines(context.text, self.trigger))
+        for statement in tree.body:
+            walker.walk(statement)
+        return tuple(walker.out) + tuple(_hooks(r, tree))
