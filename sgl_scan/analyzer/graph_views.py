@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 from dataclasses import dataclass
@@ -386,9 +387,13 @@ def plugin_file_predicates(source: str, name: str, inventory: SpecInventory, pat
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         raise PluginFileError(f"{path}: cannot be read: {str(exc).splitlines()[0]}") from None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError) as exc:
+        raise PluginFileError(f"{path}: cannot be read: {exc}") from None
     wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
     wrapper.resolve(meta.PositionProvider)
-    records = [*AlgorithmClassExtractor().extract(wrapper, context), *RegistrationExtractor().extract(wrapper, context)]
+    records = [*AlgorithmClassExtractor().extract(tree, context), *RegistrationExtractor().extract(wrapper, context)]
     registrations = [r for r in records if isinstance(r, Registration)]
     reg = next((r for r in registrations if r.name.upper() == name.upper()), None)
     if reg is None:

@@ -309,7 +309,7 @@ def test_pool_workers_hand_libcst_files_to_the_parent(tree, tmp_path, monkeypatc
         _write(tree, f"sglang/srt/many/m{i}.py", f"def f{i}(server_args):\n    return server_args.speculative_algorithm == 'E{i}'\n")
     _write(tree, "sglang/srt/speculative/spec_info.py",
            "from enum import IntEnum\n\nclass SpeculativeAlgorithm(IntEnum):\n    EAGLE = 1\n\n    def is_eagle(self):\n"
-           "        return self == SpeculativeAlgorithm.EAGLE\n")
+           "        return self == SpeculativeAlgorithm.EAGLE\n\n\nSpeculativeAlgorithm.register(\"NGRAM\")\n")
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
     monkeypatch.setattr(pipeline, "POOL_MIN_BYTES", 0)
     from sgl_scan.analyzer import parse

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from sgl_scan.analyzer.extractors._text import ALGORITHM_CLASS_TRIGGER, OPTIONS_TRIGGER, REGISTRATION_TRIGGER, Trigger
+from sgl_scan.analyzer.extractors._text import OPTIONS_TRIGGER, REGISTRATION_TRIGGER, Trigger
 
 
 class Deferred:
@@ -54,6 +54,7 @@ _BUILT: list[tuple[Any, ...]] = []
 
 def _build() -> tuple[Any, ...]:
     from sgl_scan.analyzer.census import CensusExtractor
+    from sgl_scan.analyzer.extractors.algorithm_class import AlgorithmClassExtractor
     from sgl_scan.analyzer.extractors.aliases import AliasResolverExtractor
     from sgl_scan.analyzer.extractors.attention import AttentionExtractor
     from sgl_scan.analyzer.extractors.branches import BranchExtractor
@@ -62,7 +63,7 @@ def _build() -> tuple[Any, ...]:
     from sgl_scan.analyzer.extractors.sequence import SequenceExtractor
 
     return (
-        Deferred("spec_algo_class", ALGORITHM_CLASS_TRIGGER, f"{_PACKAGE}.algorithm_class", "AlgorithmClassExtractor"),
+        AlgorithmClassExtractor(),
         Deferred("spec_registrations", REGISTRATION_TRIGGER, f"{_PACKAGE}.registrations", "RegistrationExtractor"),
         DispatchExtractor(),
         Deferred("spec_options", OPTIONS_TRIGGER, f"{_PACKAGE}.options", "OptionsExtractor"),
