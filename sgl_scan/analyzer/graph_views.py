@@ -370,9 +370,6 @@ def plugin_file_predicates(source: str, name: str, inventory: SpecInventory, pat
     (its overrides, over the plugin base's answers), read by the same extractors and the same
     evaluation (`inventory.plugin_truth`) `scan` uses for a plugin inside the tree. Only that
     registration counts: other classes and registrations of the file are ignored."""
-    import libcst as cst
-    import libcst.metadata as meta
-
     from sgl_scan.analyzer.extractors.algorithm_class import AlgorithmClassExtractor
     from sgl_scan.analyzer.extractors.records import AlgoClassRecord, Registration
 
@@ -386,16 +383,10 @@ def plugin_file_predicates(source: str, name: str, inventory: SpecInventory, pat
 
     context = _Context(path, "plugin", source)
     try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        raise PluginFileError(f"{path}: cannot be read: {str(exc).splitlines()[0]}") from None
-    wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
-    wrapper.resolve(meta.PositionProvider)
-    try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError) as exc:
         raise PluginFileError(f"{path}: cannot be read: {exc}") from None
-    records = [*AlgorithmClassExtractor().extract(wrapper, context), *RegistrationExtractor().extract(tree, context)]
+    records = [*AlgorithmClassExtractor().extract(tree, context), *RegistrationExtractor().extract(tree, context)]
     registrations = [r for r in records if isinstance(r, Registration)]
     reg = next((r for r in registrations if r.name.upper() == name.upper()), None)
     if reg is None:

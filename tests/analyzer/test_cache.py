@@ -302,14 +302,19 @@ def test_get_files_takes_the_newest_pack_that_holds_a_file(tmp_path):
     assert cache.get_files({"a.py": "s1"})["a.py"][0].module == "newer"
 
 
-def test_pool_workers_hand_libcst_files_to_the_parent(tree, tmp_path, monkeypatch):
-    """Files a libcst extractor needs are parsed by the parent (the workers never load libcst); the
-    facts are those of a serial run."""
+def test_pool_workers_parse_every_file_and_nothing_loads_libcst(tree, tmp_path, monkeypatch):
+    """Every extractor reads the stdlib ast: the workers parse every file (the parent none), the
+    facts are those of a serial run, and a scan never imports libcst."""
+    import subprocess
+    import sys
+
     for i in range(20):
         _write(tree, f"sglang/srt/many/m{i}.py", f"def f{i}(server_args):\n    return server_args.speculative_algorithm == 'E{i}'\n")
     _write(tree, "sglang/srt/speculative/spec_info.py",
            "from enum import IntEnum\n\nclass SpeculativeAlgorithm(IntEnum):\n    EAGLE = 1\n\n    def is_eagle(self):\n"
-           "        return self == SpeculativeAlgorithm.EAGLE\n")
+           "        return self == SpeculativeAlgorithm.EAGLE\n\n\nSpeculativeAlgorithm.register(\"NGRAM\")\n")
+    _write(tree, "sglang/srt/server_args.py",
+           "def add_cli_args(parser):\n    parser.add_argument('--speculative-algorithm', choices=['EAGLE'])\n")
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
     monkeypatch.setattr(pipeline, "POOL_MIN_BYTES", 0)
     from sgl_scan.analyzer import parse
@@ -325,15 +330,19 @@ def test_pool_workers_hand_libcst_files_to_the_parent(tree, tmp_path, monkeypatc
     monkeypatch.setattr(parse, "parse_file", logged)
     pooled = collect_facts(tree, cache_dir=tmp_path / "c1", jobs=2)
     by_pid = [line.split() for line in log.read_text().splitlines()]
-    assert [path for pid, path in by_pid if pid == str(os.getpid())] == ["sglang/srt/speculative/spec_info.py"]
-    # every file parsed once, the others in the workers; the four with no extractor's trigger only
-    # checked to parse there (their facts are walked when read)
+    assert [path for pid, path in by_pid if pid == str(os.getpid())] == []
     assert sorted(pooled.files.deferred) == ["sglang/srt/a.py", "sglang/srt/b.py", "sglang/srt/pkg/__init__.py",
                                              "sglang/srt/pkg/c.py"]
-    assert len(by_pid) == len(pooled.files) - 4 == 21
+    assert len(by_pid) == len(pooled.files) - 4 == 22
     serial = collect_facts(tree, use_cache=False, jobs=1)
     assert dict(pooled.files) == dict(serial.files)
     assert pooled.files["sglang/srt/speculative/spec_info.py"].extras["spec_algo_class"]
+    assert pooled.files["sglang/srt/speculative/spec_info.py"].extras["spec_registrations"]
+    assert pooled.files["sglang/srt/server_args.py"].extras["spec_options"]
+    code = ("import sys; from sgl_scan.analyzer.pipeline import analyze_tree; "
+            f"analyze_tree({str(tree)!r}, use_cache=False, jobs=1); print('libcst' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.stdout.strip() == "False", out.stdout + out.stderr
 
 
 def test_pack_search_finds_what_a_search_per_file_finds():

@@ -7,13 +7,11 @@ import ast
 import textwrap
 
 import libcst as cst
-import pytest
 
-from sgl_scan.analyzer.parse import decode_source, parse_file, run_ast_extractors, split_lines, uses_ast
+from sgl_scan.analyzer.parse import parse_file, run_ast_extractors, split_lines, uses_ast
 from sgl_scan.analyzer.parse_cst import run_extractors, wrap
-from sgl_scan.analyzer.pipeline import discover, load_extractors, matching_extractors
-from sgl_scan.analyzer.reduce import compact, hit_lines, reduce_source
-from tests.support.releases import release_tree
+from sgl_scan.analyzer.pipeline import load_extractors, matching_extractors
+from sgl_scan.analyzer.reduce import hit_lines, reduce_source
 
 
 def _reduce(source: str, extractors=None) -> str:
@@ -112,27 +110,3 @@ def test_parse_file_gives_the_same_facts_as_full_libcst():
     full.update(run_ast_extractors("sglang/srt/x.py", ast.parse(text), [ex for ex in extractors if uses_ast(ex)], text))
     assert reduced.extras == full
     assert any(reduced.extras.values())
-
-
-# -- real releases ---------------------------------------------------------------------------------
-@pytest.mark.slow
-@pytest.mark.parametrize("version", ["0.4.6", "0.5.11", "0.5.23"])
-def test_reduced_source_gives_identical_records_on_real_release(version):
-    tree = release_tree(version)
-    extractors = load_extractors()
-    checked = 0
-    for rel in discover(tree):
-        data = (tree / rel).read_bytes()
-        matched = [ex for ex in matching_extractors(data, extractors) if not uses_ast(ex)]
-        if not matched:
-            continue
-        text = decode_source(data)
-        module = ast.parse(text)
-        reduced = reduce_source(split_lines(text), module, [ex.name for ex in matched])
-        assert len(split_lines(reduced)) == len(split_lines(text)), rel
-        compacted, line_map = compact(reduced)  # as the pipeline hands it to libcst
-        full = run_extractors(rel, wrap(cst.parse_module(text), matched), matched)
-        small = run_extractors(rel, wrap(cst.parse_module(compacted), matched), matched, compacted, line_map)
-        assert small == full, rel
-        checked += 1
-    assert checked >= 1  # every file a libcst extractor reads (0.4.6: spec_info.py)
