@@ -3,8 +3,7 @@
 import re
 
 from sgl_scan.analyzer.extractors import EXTRACTORS
-from sgl_scan.analyzer.extractors._cst import Trigger
-from sgl_scan.analyzer.extractors._scoped import hit_lines
+from sgl_scan.analyzer.extractors._text import Trigger, hit_lines
 
 
 def test_trigger_matches_like_the_alternation():
