@@ -1,5 +1,5 @@
-"""The warm path on a real release: the same report, byte for byte, no libcst where none is needed, and no
-per-file facts read when the rules' findings are kept."""
+"""The warm path on a real release: the same report, byte for byte, no libcst (every extractor reads the
+stdlib ast), and no per-file facts read when the rules' findings are kept."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_warm_report_is_the_cold_report_and_loads_no_libcst(sglang_0_5_23, tmp_p
     home = tmp_path / "home"
     args = ["scan", "--path", str(sglang_0_5_23 / "sglang"), "--format", "json"]
     cold, cold_modules = _run(args, home, tmp_path)
-    assert "libcst" in cold_modules  # a few default-scope files need the libcst extractors
+    assert "libcst" not in cold_modules  # every extractor reads the stdlib ast
     warm, warm_modules = _run(args, home, tmp_path)
     again, _ = _run(args, home, tmp_path)
     assert warm == cold and again == cold  # byte for byte
@@ -74,11 +74,13 @@ def test_an_ast_only_scan_never_imports_libcst(tmp_path):
     assert "libcst" not in cold_modules and "libcst" not in warm_modules
 
 
-def test_a_file_needing_libcst_loads_it(tmp_path):
-    """The control for the test above: an algorithm class (a libcst extractor's trigger) does load it."""
+def test_a_file_the_stdlib_parser_cannot_read_loads_libcst(tmp_path):
+    """The control for the tests above: libcst is loaded where the stdlib parser fails (its general
+    facts, or the reason it cannot be read, come from libcst), so its absence above means something."""
     package = tmp_path / "src" / "sglang"
     (package / "srt/speculative").mkdir(parents=True)
     (package / "srt/speculative/spec_info.py").write_text("from enum import IntEnum\n\nclass SpeculativeAlgorithm(IntEnum):\n    EAGLE = 1\n")
+    (package / "srt/speculative/broken.py").write_text("def f(:\n    return 1\n")
     _, modules = _run(["scan", "--path", str(package), "--format", "json"], tmp_path / "home", tmp_path)
     assert "libcst" in modules
 
