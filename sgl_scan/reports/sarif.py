@@ -227,29 +227,10 @@ def _notifications(
     if census:  # the census's counts (analyzer/census.py): every reference read or listed below
         out.append({"level": "note", "message": {"text": census}, "descriptor": {"id": "census"}})
     for item in unread:  # already in location order
-        loc: Location = item.location
-        out.append(
-            {
-                "level": "warning",
-                "message": {"text": f"could not read {item.what} {item.name}: {item.reason}"},
-                "descriptor": {"id": "could-not-read"},
-                "locations": [
-                    {"physicalLocation": _placed(_physical(loc.path, loc.line, loc.column, None, None), anchor)}
-                ],
-            }
-        )
+        text = f"could not read {item.what} {item.name}: {item.reason}"
+        out.append(_located_note("warning", text, "could-not-read", item.location, anchor))
     for err in sorted(parse_errors, key=lambda e: loc_key(e.location)):
-        loc = err.location
-        out.append(
-            {
-                "level": "error",
-                "message": {"text": f"not analysed: {err.message}"},
-                "descriptor": {"id": "parse-error"},
-                "locations": [
-                    {"physicalLocation": _placed(_physical(loc.path, loc.line, loc.column, None, None), anchor)}
-                ],
-            }
-        )
+        out.append(_located_note("error", f"not analysed: {err.message}", "parse-error", err.location, anchor))
     for skipped in sorted(manifest.skipped, key=lambda s: s.path):
         out.append(
             {
@@ -266,6 +247,16 @@ def _notifications(
             }
         )
     return out
+
+
+def _located_note(level: str, text: str, descriptor: str, loc: Location, anchor: "_Anchor") -> dict:
+    """A tool notification about one place in the tree (a file not analysed, a reference not read)."""
+    return {
+        "level": level,
+        "message": {"text": text},
+        "descriptor": {"id": descriptor},
+        "locations": [{"physicalLocation": _placed(_physical(loc.path, loc.line, loc.column, None, None), anchor)}],
+    }
 
 
 def _placed(physical: dict, anchor: "_Anchor") -> dict:

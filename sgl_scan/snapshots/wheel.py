@@ -51,6 +51,16 @@ _PIN = re.compile(r"^\s*sglang\s*===?\s*([A-Za-z0-9._+!-]+)\s*$", re.IGNORECASE)
 ARCHIVE_SUFFIXES = (".whl", ".tar.gz", ".zip")
 DOWNLOAD_TIMEOUT = 900.0  # s: `pip download` (--timeout), as an SSH pull
 MEMBER_CHUNK = 1 << 20  # bytes: an archive member is read this much at a time
+# what opening or reading one member of a damaged or hostile archive raises
+DAMAGED_MEMBER = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    tarfile.TarError,
+    OSError,
+    NotImplementedError,
+    RuntimeError,
+)
 
 
 def downloads_folder() -> Path:
@@ -252,15 +262,7 @@ class MemberStream:
         size = MEMBER_CHUNK if size is None or size < 0 else min(size, MEMBER_CHUNK)
         try:
             data = self.stream.read(min(size, self.left + 1))
-        except (
-            zipfile.BadZipFile,
-            zlib.error,
-            EOFError,
-            tarfile.TarError,
-            OSError,
-            NotImplementedError,
-            RuntimeError,
-        ) as exc:
+        except DAMAGED_MEMBER as exc:
             raise SnapshotError(
                 f"{self.archive}: member {self.name!r} is damaged or hostile ({exc}); refusing the archive"
             ) from exc
@@ -338,15 +340,7 @@ class Archive:
         """The member as a bounded stream (at most its declared size)."""
         try:
             stream = self.members[rel]()
-        except (
-            zipfile.BadZipFile,
-            zlib.error,
-            EOFError,
-            tarfile.TarError,
-            OSError,
-            NotImplementedError,
-            RuntimeError,
-        ) as exc:
+        except DAMAGED_MEMBER as exc:
             raise SnapshotError(
                 f"{self.path.name}: member {rel!r} cannot be opened ({exc}); refusing the archive"
             ) from exc

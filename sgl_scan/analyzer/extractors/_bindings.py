@@ -35,6 +35,19 @@ NONE = "None"  # how `None` (no speculative algorithm: the NONE member) reads am
 _DEPTH = 8
 
 
+def _wrapped(node: ast.AST) -> ast.expr | None:
+    """`x` of `frozenset(x)`, `set(x)`, `tuple(x)`, `list(x)` (the same members or strings as `x`)."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _WRAPPERS
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return node.args[0]
+    return None
+
+
 def module_constants(tree: ast.Module) -> dict[str, ast.AST]:
     """Module-level `NAME = value` / `NAME: T = value` (also inside module-level if/try), the names
     bound exactly once; a name bound twice is not a constant."""
@@ -174,14 +187,9 @@ class Bindings:
         if isinstance(node, ast.Name):
             value = self.value_of(node.id)
             return self.members(value, depth + 1) if value is not None else None
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in _WRAPPERS
-            and len(node.args) == 1
-            and not node.keywords
-        ):
-            return self.members(node.args[0], depth + 1)
+        wrapped = _wrapped(node)
+        if wrapped is not None:
+            return self.members(wrapped, depth + 1)
         if isinstance(node, ast.Dict) and node.keys and None not in node.keys:
             return self._all(node.keys, depth)  # `x in {SA.EAGLE: ..., ...}` tests the keys
         if isinstance(node, _COLLECTIONS):
@@ -216,14 +224,9 @@ class Bindings:
         if isinstance(node, ast.Name):
             value = self.value_of(node.id)
             return self.strings(value, depth + 1) if value is not None else None
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in _WRAPPERS
-            and len(node.args) == 1
-            and not node.keywords
-        ):
-            return self.strings(node.args[0], depth + 1)
+        wrapped = _wrapped(node)
+        if wrapped is not None:
+            return self.strings(wrapped, depth + 1)
         if isinstance(node, ast.Dict) and node.keys and None not in node.keys:
             return self._strings_of(node.keys, depth)
         if isinstance(node, _COLLECTIONS):
