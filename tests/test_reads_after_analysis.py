@@ -60,13 +60,12 @@ def watch():
 
 @pytest.fixture(scope="module")
 def scanned(sglang_0_4_6, tmp_path_factory):
-    import os
-
-    os.environ["SGLSCAN_HOME"] = str(tmp_path_factory.mktemp("home"))
-    params = {name: None for name in SOURCE_PARAM_NAMES}
-    params["local_path"] = str(sglang_0_4_6)
-    snapshot = obtain_snapshot(params)
-    return snapshot, analyze(snapshot)
+    with pytest.MonkeyPatch.context() as patch:  # the store of this module's tests, restored after them
+        patch.setenv("SGLSCAN_HOME", str(tmp_path_factory.mktemp("home")))
+        params = {name: None for name in SOURCE_PARAM_NAMES}
+        params["local_path"] = str(sglang_0_4_6)
+        snapshot = obtain_snapshot(params)
+        yield snapshot, analyze(snapshot)
 
 
 def _folders(tree) -> tuple[str, ...]:
