@@ -22,7 +22,15 @@ from sgl_scan.analyzer.extractors.attention import (
     VerifyGraphCapture,
 )
 from sgl_scan.analyzer.model import Analysis, Location
-from sgl_scan.analyzer.query import files_by_module, files_mentioning, find_class, find_method, signature
+from sgl_scan.analyzer.builder import module_name
+from sgl_scan.analyzer.query import (
+    files_by_module,
+    files_mentioning,
+    find_class,
+    find_method,
+    records_in_passing,
+    signature,
+)
 
 _WORDS = (
     "custom_mask",
@@ -160,8 +168,7 @@ def attention_facts(analysis: Analysis) -> AttentionFacts:
     calls: list[tuple[DefaultCall, str]] = []
     overrides: list[Override] = []
     for path in files_mentioning(analysis, _WORDS):
-        facts = analysis.files[path]
-        for record in (facts.extras or {}).get("spec_attention", ()):
+        for record in records_in_passing(analysis, path).get("spec_attention", ()):
             if isinstance(record, DefaultArm) and record.family == "mha":
                 arms.setdefault((path, record.function), []).append((record, path))
             elif isinstance(record, DefaultArm):
@@ -179,7 +186,7 @@ def attention_facts(analysis: Analysis) -> AttentionFacts:
                     )
                 )
             elif isinstance(record, MaskRead):
-                reads.setdefault(facts.module, []).append(record)
+                reads.setdefault(module_name(path), []).append(record)
             elif isinstance(record, BackendRegistration):
                 registrations.setdefault(record.name, (record, path))
             elif isinstance(record, VerifyGraphCapture):

@@ -191,6 +191,20 @@ def tree_key(items: Iterable[tuple[str, str]]) -> str:
     return h.hexdigest()
 
 
+RECORDS_ONLY = b"R"  # leads the pickled records (`FileFacts.extras`) of a file whose general facts are not walked yet
+
+
+def unwalked(blob: bytes | memoryview) -> bool:
+    """Whether a stored blob leaves the file's general facts to be walked when read: empty
+    (`pipeline.DEFERRED`), or `RECORDS_ONLY` and the file's records (a pickle never starts so)."""
+    return not blob or blob[:1] == RECORDS_ONLY
+
+
+def stored_records(blob: bytes | memoryview) -> dict:
+    """The records a `RECORDS_ONLY` blob holds."""
+    return pickle.loads(blob[1:])
+
+
 def dumps(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -253,7 +267,7 @@ class FactsCache:
 
     def get_files(self, wanted: Mapping[str, str]) -> dict[str, tuple[Any, bytes]]:
         """path -> (facts, their pickle) of the files `wanted` names (path -> sha256) that a stored
-        pack holds with that content; (None, b"") for a file the pack holds unwalked (`pipeline.DEFERRED`).
+        pack holds with that content; (None, blob) for a file the pack holds unwalked (`unwalked`).
         Packs are tried newest first; one is read whole only when its index (read alone) holds files
         still wanted that make up at least 1/`PACK_READ_SHARE` of its files (reading and checking a
         pack costs ~100x less per file than parsing the files again), and each file's facts must name
@@ -277,7 +291,7 @@ class FactsCache:
                 if pack.sha(path) != sha:
                     continue
                 blob = bytes(pack.blob(path))
-                if not blob:  # parsed cleanly, carries no extractor records: walked when read
+                if unwalked(blob):  # parsed cleanly: its general facts are walked when read
                     out[path] = (None, blob)
                     del remaining[path]
                     continue

@@ -24,7 +24,7 @@ from typing import Iterable
 
 from sgl_scan.analyzer.extractors.sequence import FunctionRefs
 from sgl_scan.analyzer.model import Analysis, Location
-from sgl_scan.analyzer.query import facts_in_passing, files_mentioning, files_with_records
+from sgl_scan.analyzer.query import facts_in_passing, facts_mentioning, files_with_records, records_in_passing
 
 SEQUENCE = "spec_call_sequence"
 MAX_DEPTH = 8
@@ -37,7 +37,7 @@ def _short(name: str) -> str:
 def _records(analysis: Analysis) -> list[tuple[str, FunctionRefs]]:
     out: list[tuple[str, FunctionRefs]] = []
     for path in files_with_records(analysis, ["FunctionRefs"]):
-        extras = getattr(facts_in_passing(analysis, path), "extras", None) or {}
+        extras = records_in_passing(analysis, path)
         out.extend((path, r) for r in extras.get(SEQUENCE, ()) if isinstance(r, FunctionRefs))
     return out
 
@@ -47,7 +47,7 @@ def _resolver_functions(analysis: Analysis) -> set[str]:
 
     found: set[str] = set()
     for path in files_with_records(analysis, ["AliasResolver"]):
-        for records in (getattr(facts_in_passing(analysis, path), "extras", None) or {}).values():
+        for records in records_in_passing(analysis, path).values():
             found.update(r.function for r in records if isinstance(r, AliasResolver))
     return found
 
@@ -190,8 +190,7 @@ def _registries(analysis: Analysis, records: list[tuple[str, FunctionRefs]]) -> 
     if not registrars:
         return out
     shorts = {_short(n): n for n in registrars}
-    for path in files_mentioning(analysis, sorted(shorts)):
-        facts = facts_in_passing(analysis, path)
+    for _path, facts in facts_mentioning(analysis, sorted(shorts)):
         for function in facts.functions:
             for decorator in function.decorators:
                 registrar = decorator if decorator in registrars else shorts.get(_short(decorator))

@@ -338,6 +338,22 @@ def run_ast_extractors(
     return {ex.name: run_extractor(ex, tree, context) for ex in extractors}
 
 
+def records_only(path: str, data: bytes, extractors: Sequence[Any]) -> dict | None:
+    """`parse_file(path, data, sha, extractors).extras` without the general facts, for a file whose
+    general facts can be walked later from the same bytes; None where `parse_file` must run now: the
+    bytes do not decode or parse with stdlib `ast`, an extractor needs libcst, or one fails (its
+    failure is the file's `parse_error`). The walk of a tree `ast` accepted raises nothing
+    (`parses_cleanly`), so the facts walked later are the ones `parse_file` would give."""
+    if not all(uses_ast(ex) for ex in extractors):
+        return None
+    try:
+        text = decode_source(data)
+        tree = ast.parse(text)
+        return run_ast_extractors(path, tree, extractors, text, split_lines(text))
+    except (SourceError, SyntaxError, ValueError, MemoryError, RecursionError, ExtractorFailed):
+        return None
+
+
 def parse_file(
     path: str, data: bytes, sha256: str, extractors: Sequence[Any] = (), *, force_cst: bool = False
 ) -> FileFacts:

@@ -2,9 +2,10 @@
 
 `analyze_tree` reads a folder (paths relative to it, `sglang/srt/...`); `analyze` reads a stored
 snapshot. Files whose facts are cached (same path, same content hash, same analyzer signature) are
-not parsed again; the rest are parsed in a process pool when there are enough of them. There, a file
-no extractor's trigger matches is only checked to parse: its facts (which no inventory record and
-most answers never read) are walked when first read (`LazyFiles`), from the same bytes.
+not parsed again; the rest are parsed in a process pool when there are enough of them. There, only
+the records of the extractors whose trigger matches are made for a file that parses cleanly: its
+general facts (which no inventory record and most answers never read) are walked when first read
+(`LazyFiles`), from the same bytes.
 """
 
 from __future__ import annotations
@@ -16,11 +17,21 @@ import os
 import pickle
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from sgl_scan.analyzer.cache import FactsCache, Pack, TreeValues, dumps, signature, tree_key
+from sgl_scan.analyzer.cache import (
+    RECORDS_ONLY,
+    FactsCache,
+    Pack,
+    TreeValues,
+    dumps,
+    signature,
+    stored_records,
+    tree_key,
+    unwalked,
+)
 from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
 from sgl_scan.analyzer.sources import SourceText
 from sgl_scan.errors import AnalysisError
@@ -131,7 +142,8 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tup
 
     In a pool worker (`_WORKER["defer_cst"]`) a file that a libcst extractor needs is not parsed:
     (None, absolute, rel) sends it back to the parent, the one process that loads libcst. With
-    `_WORKER["defer_walk"]`, a file no extractor matched that parses cleanly comes back as `DEFERRED`.
+    `_WORKER["defer_walk"]`, a file that parses cleanly comes back without its general facts: as
+    `DEFERRED` when no extractor matched, else as `RECORDS_ONLY` and the extractors' records.
     """
     absolute, rel = job
     extractors = _WORKER.get("extractors", ())
@@ -143,11 +155,16 @@ def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tup
     if _WORKER.get("defer_cst") and _needs_libcst(matched):
         return None, absolute, rel
     sha = hashlib.sha256(data).hexdigest()
-    if not matched and _WORKER.get("defer_walk") and b"__all__" not in data:  # (`paths_mentioning`)
-        from sgl_scan.analyzer.parse import parses_cleanly
+    if _WORKER.get("defer_walk") and b"__all__" not in data:  # (`paths_mentioning`)
+        from sgl_scan.analyzer.parse import parses_cleanly, records_only
 
-        if parses_cleanly(data):
-            return rel, sha, DEFERRED, DEFERRED_NOTE
+        if not matched:
+            if parses_cleanly(data):
+                return rel, sha, DEFERRED, DEFERRED_NOTE
+        else:
+            records = records_only(rel, data, matched)
+            if records is not None:
+                return rel, sha, RECORDS_ONLY + dumps(records), FileNote(any(records.values()), None)
     from sgl_scan.analyzer.parse import parse_file  # stdlib ast; libcst only for files that need it
 
     facts = parse_file(rel, data, sha, matched)
@@ -198,16 +215,32 @@ class LazyFiles(_KnownPaths):
         self._paths = self._pack.index if self._pack is not None else self._blobs
         self._ready: dict[str, FileFacts] = dict(ready or {})
         if self._pack is not None:
-            self._deferred = {path for path, (_, _, length) in self._pack.index.items() if not length}
+            pack = self._pack
+            self._deferred = {path for path in pack.index if unwalked(pack.blob(path))}
         else:
-            self._deferred = {path for path, blob in self._blobs.items() if not blob}
+            self._deferred = {path for path, blob in self._blobs.items() if unwalked(blob)}
         self._tree, self._shas, self._jobs, self._on_walked = tree, shas, jobs, walked
         self._walked: dict[str, bytes] = {}
 
     @property
     def deferred(self) -> frozenset[str]:
-        """Paths whose facts are not walked yet (they parse cleanly and carry no extractor records)."""
+        """Paths whose general facts are not walked yet (they parse cleanly; their extractor records,
+        if any, are stored apart: `records`)."""
         return frozenset(self._deferred)
+
+    def records(self, path: str) -> Mapping[str, tuple[Any, ...]]:
+        """The file's extractor records (`FileFacts.extras`), read without walking its general facts."""
+        facts = self._ready.get(path)
+        if facts is not None:
+            return facts.extras or {}
+        if path in self._deferred:
+            raw = self._raw(path)
+            return stored_records(raw) if raw else {}
+        return pickle.loads(self._raw(path)).extras or {}
+
+    def with_records(self) -> list[str]:
+        """Paths that may hold extractor records: all but the files deferred without any."""
+        return [path for path in self._paths if path not in self._deferred or self._raw(path)]
 
     def __getitem__(self, path: str) -> FileFacts:
         facts = self._ready.get(path)
@@ -255,6 +288,9 @@ class LazyFiles(_KnownPaths):
             for rel, sha, blob, _note in _run_jobs(todo, (), self._jobs):
                 if sha != self._sha(rel):  # not the bytes the rest of these facts were made from
                     raise AnalysisError(f"files under {self._tree} changed while they were analysed; run again")
+                stored = self._raw(rel)
+                if stored:  # the records made with the rest of the file's facts, put back in their place
+                    blob = dumps(replace(pickle.loads(blob), extras=stored_records(stored)))
                 self._walked[rel] = blob  # unpickled when read (a prefetched file may never be)
                 self._deferred.discard(rel)
         if not self._deferred and self._on_walked is not None:
@@ -262,7 +298,8 @@ class LazyFiles(_KnownPaths):
             report({path: (self._sha(path) or "", self._blob(path)) for path in self._paths})
 
     def _raw(self, path: str) -> "bytes | memoryview":
-        """The pickled facts of a file that is not deferred (not copied out of a pack)."""
+        """The stored blob of a file (not copied out of a pack): its pickled facts, or for a deferred
+        file `DEFERRED` or its `RECORDS_ONLY` records."""
         walked = self._walked.get(path)
         if walked is not None:
             return walked
@@ -319,8 +356,9 @@ class LazyFiles(_KnownPaths):
     def _may_mention(self, path: str, words: Sequence[str]) -> bool:
         """Whether the facts of deferred file `path` may hold one of `words`. Every string in such facts
         is a slice of the source (names, expression texts), a name made from the path (module, package),
-        or "builtins." and ".<locals>." joining such names: an identifier not in the source, the path or
-        those is in none of them (`__all__`'s evaluated strings would be: such files are never deferred)."""
+        "builtins." and ".<locals>." joining such names, or a kind the builder names (`_MADE_UP`): an
+        identifier not in the source, the path or those is in none of them (`__all__`'s evaluated
+        strings would be: such files are never deferred). Its records, if any, are searched apart."""
         if any(not word.isidentifier() or word in path or word in _MADE_UP for word in words):
             return True
         try:
@@ -340,7 +378,9 @@ class LazyFiles(_KnownPaths):
         return any(word in text for word in words)
 
 
-_MADE_UP = "builtins.<locals>"  # the text the facts builder adds to names read from the source
+# the text the facts builder makes up: what it adds to names read from the source, and the kinds of
+# parameters and assignments and the parser's name (`facts.Param.kind`, `AssignFact.kind`, `FileFacts.source`)
+_MADE_UP = "builtins.<locals> posonly positional vararg kwonly varkw assign annassign augassign ast cst"
 
 
 @dataclass(frozen=True)
@@ -353,6 +393,11 @@ class FileNote:
     @classmethod
     def of(cls, facts: FileFacts) -> "FileNote":
         return cls(any(facts.extras.values()) if facts.extras else False, facts.parse_error)
+
+    @classmethod
+    def of_unwalked(cls, blob: bytes) -> "FileNote":
+        """The note of a file stored unwalked (`cache.unwalked`): it parsed cleanly."""
+        return cls(any(stored_records(blob).values()), None) if blob else DEFERRED_NOTE
 
 
 DEFERRED_NOTE = FileNote(False, None)  # a `DEFERRED` file: no extractor matched, and it parses cleanly
@@ -381,13 +426,15 @@ class FactsRun:
         From `LazyFiles`, only each file's records: its facts are unpickled once, in passing (the
         inventory and the census read nothing else, and holding every such file's facts at once would
         set the scan's peak memory)."""
+        files = self.files
         if self.notes is None:
-            deferred: frozenset[str] = getattr(self.files, "deferred", frozenset())
-            return {p: self.files[p] for p in self.files if p not in deferred} if deferred else self.files
-        paths = [p for p in self.files if self.notes[p].has_records]
-        if isinstance(self.files, LazyFiles):
-            return {p: _RecordsOnly(self.files.peek(p).extras or {}) for p in paths}
-        return {p: self.files[p] for p in paths}
+            if isinstance(files, LazyFiles):
+                return {p: _RecordsOnly(files.records(p)) for p in files.with_records()}
+            return files
+        paths = [p for p in files if self.notes[p].has_records]
+        if isinstance(files, LazyFiles):
+            return {p: _RecordsOnly(files.records(p)) for p in paths}
+        return {p: files[p] for p in paths}
 
 
 def discover(tree: Path) -> list[str]:
@@ -496,7 +543,7 @@ def collect_facts(
         if hit is not None:
             if hit[0] is not None:
                 ready[rel] = hit[0]
-            notes[rel] = FileNote.of(hit[0]) if hit[0] is not None else DEFERRED_NOTE
+            notes[rel] = FileNote.of(hit[0]) if hit[0] is not None else FileNote.of_unwalked(hit[1])
             blobs[rel] = (sha, hit[1])
         else:
             todo.append((str(tree / rel), rel))
@@ -793,6 +840,14 @@ class DeferredFiles(_KnownPaths):
         files = self._facts()
         peek = getattr(files, "peek", None)
         return peek(path) if peek is not None else files[path]
+
+    def records(self, path: str) -> Mapping[str, tuple[Any, ...]]:
+        """`LazyFiles.records` of the facts."""
+        if path not in self._paths:
+            raise KeyError(path)
+        files = self._facts()
+        records = getattr(files, "records", None)
+        return records(path) if records is not None else (files[path].extras or {})
 
     def paths_with_records(self, kinds: Sequence[str]) -> list[str]:
         """`LazyFiles.paths_with_records` of the facts."""

@@ -10,7 +10,7 @@ unpickles only that file's facts (a warm scan keeps facts lazy).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Sequence, cast
 
 from sgl_scan.analyzer.builder import module_name
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact, Param
@@ -88,6 +88,26 @@ def facts_in_passing(analysis: Analysis, path: str) -> FileFacts:
     files = analysis.files
     peek = getattr(files, "peek", None)
     return peek(path) if peek is not None else files[path]
+
+
+def facts_mentioning(analysis: Analysis, words: Sequence[str]) -> Iterator[tuple[str, FileFacts]]:
+    """(path, facts) of the files that may mention one of `words` (`files_mentioning`), read in passing;
+    files whose facts are still to be walked are walked together first (a pool when they are many)."""
+    paths = files_mentioning(analysis, words)
+    prefetch = getattr(analysis.files, "prefetch", None)
+    if prefetch is not None:
+        prefetch(paths)
+    for path in paths:
+        yield path, facts_in_passing(analysis, path)
+
+
+def records_in_passing(analysis: Analysis, path: str) -> Mapping[str, tuple]:
+    """The extractor records of `path` (`FileFacts.extras`), read without walking or keeping the rest
+    of its facts where the facts allow (`LazyFiles.records`)."""
+    records = getattr(analysis.files, "records", None)
+    if records is not None:
+        return cast("Mapping[str, tuple]", records(path))
+    return facts_in_passing(analysis, path).extras or {}
 
 
 def find_class(

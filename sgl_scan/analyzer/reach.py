@@ -25,6 +25,7 @@ from sgl_scan.analyzer.extractors.records import BranchShape
 from sgl_scan.analyzer.flow import FALSE, TRUE, evaluate
 from sgl_scan.analyzer.inventory import NEW
 from sgl_scan.analyzer.model import Analysis, DispatchSite
+from sgl_scan.analyzer.query import records_in_passing
 
 SHAPES = "spec_branch_shapes"  # the extractor's name in FileFacts.extras
 
@@ -59,10 +60,9 @@ def truth(site: DispatchSite, algorithm: str, predicates: Mapping[str, frozenset
 def shapes(analysis: Analysis, path: str) -> dict[tuple[int, int], BranchShape]:
     """The branch shapes of one file, by the position of their test."""
     try:
-        facts = analysis.files[path]
+        records = records_in_passing(analysis, path).get(SHAPES, ())
     except KeyError:
         return {}
-    records = (getattr(facts, "extras", None) or {}).get(SHAPES, ())
     return {(r.test_line, r.test_column): r for r in records if isinstance(r, BranchShape)}
 
 

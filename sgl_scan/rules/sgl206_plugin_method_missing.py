@@ -188,7 +188,7 @@ class Scheduler:
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:
         # here: the query API loads the per-file fact classes, and a warm scan runs no rule (rules/memo.py)
-        from sgl_scan.analyzer.query import class_methods, files_mentioning
+        from sgl_scan.analyzer.query import class_methods, facts_mentioning
 
         inventory = analysis.inventory
         if not inventory.plugin_base or inventory.algorithm_class is None:
@@ -213,8 +213,7 @@ class Scheduler:
         base_name = inventory.plugin_base.rsplit(".", 1)[-1]
         algo_name = algo_class.rpartition(".")[2]
         guards = _allow_list_guards(inventory)
-        for path in files_mentioning(analysis, sorted(missing)):
-            facts = analysis.files[path]
+        for path, facts in facts_mentioning(analysis, sorted(missing)):
             for fn in getattr(facts, "functions", ()):
                 function = f"{facts.module}.{fn.qualname}"
                 if fn.owner is not None and f"{facts.module}.{fn.owner}" == algo_class:

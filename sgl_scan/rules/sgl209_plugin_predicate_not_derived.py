@@ -130,14 +130,14 @@ class CustomSpecAlgo:
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:
         from sgl_scan.analyzer.extractors.records import AlgoClassRecord
-        from sgl_scan.analyzer.query import files_with_records
+        from sgl_scan.analyzer.query import files_with_records, records_in_passing
 
         inventory = analysis.inventory
         if inventory.algorithm_class is None or not inventory.plugin_base:
             return
         records: dict[str, tuple[str, AlgoClassRecord]] = {}
         for path in files_with_records(analysis, ["AlgoClassRecord"]):
-            for values in (getattr(analysis.files[path], "extras", None) or {}).values():
+            for values in records_in_passing(analysis, path).values():
                 for record in values:
                     if isinstance(record, AlgoClassRecord):
                         records.setdefault(record.qualname, (path, record))

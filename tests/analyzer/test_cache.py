@@ -255,11 +255,13 @@ def test_cold_analysis_unpickles_only_files_with_records(tree, tmp_path, monkeyp
     monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 8)
     monkeypatch.setattr(pipeline, "POOL_MIN_BYTES", 0)
     read: list[str] = []
-    peek, get = pipeline.LazyFiles.peek, pipeline.LazyFiles.__getitem__
+    peek, get, records = pipeline.LazyFiles.peek, pipeline.LazyFiles.__getitem__, pipeline.LazyFiles.records
     monkeypatch.setattr(pipeline.LazyFiles, "peek", lambda self, path: read.append(path) or peek(self, path))
     monkeypatch.setattr(pipeline.LazyFiles, "__getitem__", lambda self, path: read.append(path) or get(self, path))
+    monkeypatch.setattr(pipeline.LazyFiles, "records", lambda self, path: read.append(path) or records(self, path))
     analysis = analyze_tree(tree, cache_dir=tmp_path / "cache", jobs=2)
     assert set(read) == {"sglang/srt/speculative/spec_info.py"}
+    assert "sglang/srt/speculative/spec_info.py" in analysis.files.deferred  # its records only: nothing walked
     assert analysis.files._ready == {}  # read in passing: the inventory keeps no file's facts in memory
     assert [s.function for s in analysis.inventory.dispatch_sites] == ["sglang.srt.speculative.spec_info.f"]
     assert analysis.parse_errors == ()
@@ -320,19 +322,22 @@ def test_pool_workers_parse_every_file_and_nothing_loads_libcst(tree, tmp_path, 
     from sgl_scan.analyzer import parse
 
     log = tmp_path / "parsed-by"
-    real = parse.parse_file
+    def logged(real):
+        def parse(path, *args, **kw):  # the workers fork with it too: each process appends its pid
+            with open(log, "a") as handle:
+                handle.write(f"{os.getpid()} {path}\n")
+            return real(path, *args, **kw)
 
-    def logged(path, *args, **kw):  # the workers fork with it too: each process appends its pid
-        with open(log, "a") as handle:
-            handle.write(f"{os.getpid()} {path}\n")
-        return real(path, *args, **kw)
+        return parse
 
-    monkeypatch.setattr(parse, "parse_file", logged)
+    monkeypatch.setattr(parse, "parse_file", logged(parse.parse_file))
+    monkeypatch.setattr(parse, "records_only", logged(parse.records_only))  # the extractors, not the general facts
     pooled = collect_facts(tree, cache_dir=tmp_path / "c1", jobs=2)
     by_pid = [line.split() for line in log.read_text().splitlines()]
     assert [path for pid, path in by_pid if pid == str(os.getpid())] == []
-    assert sorted(pooled.files.deferred) == ["sglang/srt/a.py", "sglang/srt/b.py", "sglang/srt/pkg/__init__.py",
-                                             "sglang/srt/pkg/c.py"]
+    plain = ["sglang/srt/a.py", "sglang/srt/b.py", "sglang/srt/pkg/__init__.py", "sglang/srt/pkg/c.py"]
+    assert sorted(pooled.files.deferred) == sorted(pooled.files)  # all parse cleanly
+    assert sorted(path for path in pooled.files if not pooled.files.records(path)) == plain
     assert len(by_pid) == len(pooled.files) - 4 == 22
     serial = collect_facts(tree, use_cache=False, jobs=1)
     assert dict(pooled.files) == dict(serial.files)

@@ -1,6 +1,8 @@
-"""Pool workers leave the facts walk of files no extractor matches to the first read (`DEFERRED`):
-the facts read later are the facts an eager walk gives, from the same bytes, and nothing that the
-whole-tree steps ask (records, parse errors, which files mention a word) needs the walk."""
+"""Pool workers leave the walk of a cleanly parsing file's general facts to the first read: a file no
+extractor matches is stored `DEFERRED`, one with records as `RECORDS_ONLY` and its records. The facts
+read later are the facts an eager walk gives, from the same bytes (records put back in their place),
+and nothing that the whole-tree steps ask (records, parse errors, which files mention a word) needs
+the walk."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sgl_scan.analyzer import pipeline
-from sgl_scan.analyzer.cache import FactsCache, Pack, signature
+from sgl_scan.analyzer.cache import FactsCache, Pack, signature, unwalked
 from sgl_scan.analyzer.pipeline import analyze_tree, collect_facts
 from sgl_scan.errors import AnalysisError
 
@@ -41,15 +43,33 @@ def _plain(i: int) -> str:
     return f"sglang/srt/plain/p{i}.py"
 
 
-def test_files_no_extractor_matches_are_walked_when_read_and_equal_an_eager_walk(tree, tmp_path):
+def _spec(i: int) -> str:
+    return f"sglang/srt/spec/d{i}.py"
+
+
+PLAIN_FILES = frozenset(_plain(i) for i in range(30))  # no extractor matches them: DEFERRED
+SPEC_FILES = frozenset(_spec(i) for i in range(30))  # the dispatch extractor's records: RECORDS_ONLY
+
+
+def test_files_are_walked_when_read_and_equal_an_eager_walk(tree, tmp_path):
     pooled = collect_facts(tree, cache_dir=tmp_path / "cache", jobs=2)
-    assert pooled.files.deferred == frozenset(_plain(i) for i in range(30))
+    assert pooled.files.deferred == PLAIN_FILES | SPEC_FILES  # not `__all__` (exports.py), not broken.py
     assert len(pooled.parsed) == 62  # parsed (checked) in this run, walked or not
     serial = collect_facts(tree, use_cache=False, jobs=1)  # this process never defers
     assert serial.files.deferred == frozenset()
     one = pooled.files[_plain(3)]  # one read walks one file
-    assert one == serial.files[_plain(3)] and pooled.files.deferred == frozenset(_plain(i) for i in range(30) if i != 3)
+    assert one == serial.files[_plain(3)] and pooled.files.deferred == PLAIN_FILES - {_plain(3)} | SPEC_FILES
+    spec = pooled.files[_spec(3)]  # walked, and its records put back: the facts an eager parse gives
+    assert spec == serial.files[_spec(3)] and spec.extras["spec_dispatch"] and spec.functions
     assert dict(pooled.files.items()) == dict(serial.files.items()) and pooled.files.deferred == frozenset()
+
+
+def test_records_are_read_without_walking_the_general_facts(tree, tmp_path):
+    pooled = collect_facts(tree, cache_dir=tmp_path / "cache", jobs=2)
+    serial = collect_facts(tree, use_cache=False, jobs=1)
+    for path in sorted(SPEC_FILES | PLAIN_FILES):
+        assert pooled.files.records(path) == serial.files[path].extras, path
+    assert pooled.files.deferred == PLAIN_FILES | SPEC_FILES  # none walked
 
 
 def test_whole_tree_answers_do_not_walk_deferred_files(tree, tmp_path):
@@ -59,22 +79,27 @@ def test_whole_tree_answers_do_not_walk_deferred_files(tree, tmp_path):
     serial = collect_facts(tree, use_cache=False, jobs=1)
     assert [e.location.path for e in cold.errors()] == [e.location.path for e in serial.errors()] == [
         "sglang/srt/plain/broken.py"]
-    assert sorted(cold.with_records()) == sorted(serial.with_records())
+    records = {path: found.extras for path, found in serial.with_records().items()}
+    assert {path: found.extras for path, found in cold.with_records().items()} == records
     assert "sglang/srt/plain/exports.py" not in cold.files.deferred  # its __all__ strings are evaluated
     from_pack = collect_facts(tree, cache_dir=cache, jobs=2)
     assert from_pack.from_pack and from_pack.files.deferred == cold.files.deferred
     assert from_pack.errors() == serial.errors()
-    # from a pack, which files carry records is not known without unpickling: all but the deferred ones
-    assert set(serial.with_records()) <= set(from_pack.with_records()) == set(serial.files) - cold.files.deferred
+    # from a pack, which files carry records is not known without unpickling: all but the DEFERRED ones
+    assert set(records) <= set(from_pack.with_records()) == set(serial.files) - PLAIN_FILES
+    assert {path: found.extras for path, found in from_pack.with_records().items() if path in records} == records
     assert from_pack.files.deferred == cold.files.deferred  # none of that walked a file
 
 
 def test_a_deferred_file_changed_since_it_was_checked_is_refused(tree, tmp_path):
     run = collect_facts(tree, cache_dir=tmp_path / "cache", jobs=2)
     _write(tree, _plain(5), "def other():\n    pass\n")
-    with pytest.raises(AnalysisError, match="changed while they were analysed"):
-        run.files[_plain(5)]
+    _write(tree, _spec(5), "def other():\n    pass\n")
+    for changed in (_plain(5), _spec(5)):  # DEFERRED and RECORDS_ONLY alike
+        with pytest.raises(AnalysisError, match="changed while they were analysed"):
+            run.files[changed]
     assert run.files[_plain(6)].functions[0].name == "helper_6"
+    assert run.files[_spec(6)].functions[0].name == "pick_6"
 
 
 def test_the_pack_is_completed_once_every_deferred_file_is_walked(tree, tmp_path):
@@ -82,15 +107,22 @@ def test_the_pack_is_completed_once_every_deferred_file_is_walked(tree, tmp_path
     collect_facts(tree, cache_dir=cache_dir, jobs=2)
     cache = FactsCache(cache_dir, signature(None, cache_dir))
     (pack_file,) = (cache.folder / "packs").iterdir()
-    assert sum(1 for _, _, length in Pack.read_index(pack_file).values() if not length) == 30
+    pack = Pack.decode(pack_file.read_bytes())
+    assert sorted(path for path in pack.index if not pack.blob(path)) == sorted(PLAIN_FILES)
+    assert sorted(path for path in pack.index if unwalked(pack.blob(path))) == sorted(PLAIN_FILES | SPEC_FILES)
     warm = collect_facts(tree, cache_dir=cache_dir, jobs=2)
-    assert warm.from_pack and len(warm.files.deferred) == 30
+    assert warm.from_pack and warm.files.deferred == PLAIN_FILES | SPEC_FILES
     warm.files.materialize()
-    index = Pack.read_index(pack_file)
-    assert all(length for _, _, length in index.values())
+    pack = Pack.decode(pack_file.read_bytes())
+    assert not any(unwalked(pack.blob(path)) for path in pack.index)
     again = collect_facts(tree, cache_dir=cache_dir, jobs=2)
     assert again.from_pack and again.files.deferred == frozenset()
     assert pickle.loads(again.files._pack.blob(_plain(1))) == warm.files[_plain(1)]
+    assert pickle.loads(again.files._pack.blob(_spec(1))) == warm.files[_spec(1)] == eager(tree)[_spec(1)]
+
+
+def eager(tree: Path):
+    return collect_facts(tree, use_cache=False, jobs=1).files
 
 
 def test_another_tree_takes_deferred_files_from_a_pack_as_deferred(tree, tmp_path, monkeypatch):
@@ -99,8 +131,9 @@ def test_another_tree_takes_deferred_files_from_a_pack_as_deferred(tree, tmp_pat
     _write(tree, "sglang/srt/spec/d0.py", DISPATCH.format(i=99))
     parsed = collect_facts(tree, cache_dir=cache, jobs=1)
     assert parsed.parsed == ("sglang/srt/spec/d0.py",)
-    assert parsed.files.deferred == frozenset(_plain(i) for i in range(30))
+    assert parsed.files.deferred == PLAIN_FILES | SPEC_FILES - {_spec(0)}  # d0 parsed here, in one process
     assert parsed.files[_plain(2)].functions[0].name == "helper_2"
+    assert parsed.files[_spec(2)] == eager(tree)[_spec(2)]
 
 
 def test_paths_mentioning_reads_the_source_of_deferred_files(tree, tmp_path):
@@ -114,7 +147,8 @@ def test_paths_mentioning_reads_the_source_of_deferred_files(tree, tmp_path):
     assert run.files.paths_mentioning(["p9"]) == [_plain(9)]  # the module name comes from the path
     assert len(run.files.paths_mentioning(["builtins"])) >= 30
     assert len(run.files.paths_mentioning(["sglang.srt.plain"])) >= 30  # not an identifier: cannot tell
-    assert run.files.deferred == frozenset(_plain(i) for i in range(30))  # decided without walking
+    assert run.files.deferred == PLAIN_FILES | SPEC_FILES  # decided without walking
+    assert run.files.paths_mentioning(["pick_4"]) == [_spec(4)]  # in the source of a RECORDS_ONLY file
     eager = collect_facts(tree, use_cache=False, jobs=1)
     for word in ("rare_method_name", "helper_4", "join", "os"):
         assert set(eager.files.paths_mentioning([word])) <= set(run.files.paths_mentioning([word])), word
