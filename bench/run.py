@@ -28,12 +28,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # `python bench/run.py` puts bench/ first, not the repository
     sys.path.insert(0, str(REPO))
 
-from bench import analysis_bench, fleet_bench, gen_bench, pull_bench, semgrep_tool  # noqa: E402
+from bench import analysis_bench, fleet_bench, gen_bench, pull_bench, semgrep_tool, upgrade_bench  # noqa: E402
 from bench.measure import Stats, interleave, unavailable  # noqa: E402
 
-SECTIONS = ("analysis", "pull", "memory", "gen", "fleet")
+SECTIONS = ("analysis", "pull", "memory", "gen", "fleet", "upgrade")
 OPTIONAL_SECTIONS = ("analyzer",)  # in-process analyze_tree (bench/analyzer_bench.py); only with --only
 RELEASE = "0.5.23"
+PREVIOUS = "0.5.22"  # the release an upgrade starts from (`--only upgrade`)
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ def targets(results: dict[str, Stats], rss: tuple[float | None, str | None] | No
     ]
     out += issue17_targets(g)
     out += floor_targets(g)
+    out += issue33_targets(g)
     if rev is not None:
         out += [Target(f"{t.name} [{rev}]", t.limit, t.value, t.unit, t.basis)
                 for t in issue17_targets(lambda key: g(f"rev_{key}") if key.startswith("sgl_") else g(key))]
@@ -147,6 +149,22 @@ def floor_targets(g) -> list[Target]:
                       g("ssh_true"), g("rsync_full_nochange")),
         _ratio_target("floor: Python + paramiko connect, exec true ≤ 0.8 × rsync's no-change re-pull", 0.8,
                       g("paramiko_true"), g("rsync_full_nochange")),
+    ]
+
+
+def issue33_targets(g) -> list[Target]:
+    """Issue 33: cold scans against their read + parse floor, upgrades against a cold and a warm scan
+    of the same tree, the re-pull against the paramiko floor (the cold pull's 1.0 × rsync is above)."""
+    return [
+        _ratio_target("issue 33: default-scope cold scan ≤ 1.5 × its read + parse floor", 1.5,
+                      g("sgl_speculative_cold"), g("floor_speculative")),
+        _ratio_target("issue 33: full-tree cold scan ≤ 1.5 × its read + parse floor", 1.5,
+                      g("sgl_full_cold"), g("floor_full")),
+        _ratio_target(f"issue 33: {RELEASE} after {PREVIOUS} (store holding it) ≤ 0.35 × a cold {RELEASE} scan", 0.35,
+                      g("upgrade_after_old"), g("upgrade_cold")),
+        _ratio_target("issue 33: one-file change ≤ 2 × a warm scan", 2.0, g("upgrade_one_file"), g("upgrade_warm")),
+        _ratio_target("issue 33: no-change re-pull ≤ 1.1 × Python + paramiko connect, exec true", 1.1,
+                      g("pull_sgl_full_nochange"), g("paramiko_true")),
     ]
 
 
@@ -245,6 +263,12 @@ def run_pull(tree: Path, work: Path, runs: int, results: dict, extra: dict) -> N
         reason = f"loopback sshd unavailable: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
         for key in ("rsync_full_cold", "scp_full_cold", "rsync_full_nochange", "pull_sgl_full_nochange"):
             results.setdefault(key, unavailable(key, reason))
+
+
+def run_upgrade(tree: Path, old: Path | None, old_label: str, work: Path, runs: int, results: dict) -> None:
+    steps, missing = upgrade_bench.upgrade_steps(tree, old, work, old_label)
+    results.update(missing)
+    results.update(interleave(steps, runs))
 
 
 def run_fleet(tree: Path, work: Path, runs: int, results: dict) -> None:
@@ -408,6 +432,9 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated sections: {','.join(SECTIONS + OPTIONAL_SECTIONS)} (default: {','.join(SECTIONS)})")
     parser.add_argument("--runs", type=int, default=None, help="runs per measurement (default 3, --quick 1)")
     parser.add_argument("--tree", type=Path, help=f"folder holding sglang/srt (default: sglang=={RELEASE} from PyPI)")
+    parser.add_argument("--old-tree", type=Path,
+                        help=f"folder holding the sglang/srt an upgrade starts from (default: sglang=={PREVIOUS} "
+                             "from PyPI, or none with --tree)")
     parser.add_argument("--out", type=Path, default=REPO / "bench", help="where results.json and results.md go")
     parser.add_argument("--no-install", action="store_true", help="do not pip-install Semgrep into bench/.venv-semgrep")
     parser.add_argument("--semgrep-venv", type=Path, default=semgrep_tool.DEFAULT_VENV, help="the venv holding Semgrep")
@@ -488,6 +515,9 @@ def main(argv: list[str] | None = None) -> int:
                 run_gen(tree, section_dir, runs, results)
             elif section == "fleet":
                 run_fleet(tree, section_dir, runs, results)
+            elif section == "upgrade":
+                old_tree, old_label = _old_tree(args.old_tree, args.tree is None)
+                run_upgrade(tree, old_tree, old_label, section_dir, runs, results)
             elif section == "analyzer":
                 run_analyzer(tree, runs, extra)
     extra["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
@@ -511,9 +541,28 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _old_tree(given: Path | None, from_pypi: bool) -> tuple[Path | None, str]:
+    """The tree an upgrade starts from, and its name: `--old-tree`, else sglang==PREVIOUS when the new
+    tree is the PyPI release too (None when it cannot be had)."""
+    if given is not None:
+        marker = given / ".complete"
+        return given.resolve(), marker.read_text().strip() if marker.exists() else f"tree {given.name}"
+    if not from_pypi:
+        return None, "--old-tree"
+    from tests.support.releases import release_tree
+
+    try:
+        return release_tree(PREVIOUS), PREVIOUS
+    except Exception as exc:  # no package index: the section reports it
+        print(f"[bench] upgrade: no sglang=={PREVIOUS}: {exc}", file=sys.stderr)
+        return None, PREVIOUS
+
+
 def _section_of(target_name: str) -> str:
     if target_name.startswith("fleet"):
         return "fleet"
+    if "after" in target_name or "one-file" in target_name:
+        return "upgrade"
     if "pull" in target_name:
         return "pull"
     if "RSS" in target_name:

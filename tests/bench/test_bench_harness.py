@@ -97,7 +97,7 @@ def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(no_pytest), env.get("PYTHONPATH")]))
     result = subprocess.run(
         [sys.executable, str(REPO / "bench" / "run.py"), "--quick", "--tree", str(tiny_tree), "--out", str(out),
-         "--semgrep-venv", str(tmp_path / "no-semgrep")],
+         "--semgrep-venv", str(tmp_path / "no-semgrep"), "--old-tree", str(tiny_tree)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-2000:]
@@ -114,7 +114,11 @@ def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
 
     # Every target is listed with a verdict, and the Markdown table says the same.
     verdicts = {t["name"]: t["verdict"] for t in document["targets"]}
-    assert len(verdicts) == 20 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}  # 12 + issue 17's 4 + 4 floors
+    # 12 + issue 17's 4 + 4 floors + issue 33's 5
+    assert len(verdicts) == 25 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}
+    # the upgrade section: the new tree cold, after the old one (here the same tree), warm, one file edited
+    for key in ("upgrade_cold", "upgrade_after_old", "upgrade_warm", "upgrade_one_file"):
+        assert results[key]["runs"] == 1, (key, results[key])
     # the fleet section ran over its loopback daemons: one host, eight, and 64 host entries
     for key in ("fleet_1_cold", "fleet_8_cold", "fleet_1_nochange", "fleet_8_nochange", "fleet_64_nochange"):
         assert results[key]["runs"] == 1, (key, results[key])
@@ -176,6 +180,27 @@ def test_floor_targets_compare_the_floors_with_the_same_limits():
     assert goals["floor: default-scope read + ast.parse ≤ 0.25 × Semgrep on srt/speculative"].verdict == "MISS"  # 1.2 / 4
     assert goals["floor: OpenSSH `ssh HOST true` ≤ 0.8 × rsync's no-change re-pull"].value == pytest.approx(0.9)
     assert goals["floor: Python + paramiko connect, exec true ≤ 0.8 × rsync's no-change re-pull"].verdict == "PASS"
+
+
+def test_issue_33_targets_are_ratios_to_floors_and_to_scans_of_the_same_run():
+    from bench.run import targets
+
+    results = {
+        "sgl_speculative_cold": _stats("spec cold", 3.0), "floor_speculative": _stats("floor spec", 1.0),
+        "sgl_full_cold": _stats("cold", 6.0), "floor_full": _stats("floor", 4.5),
+        "upgrade_cold": _stats("cold", 3.0), "upgrade_after_old": _stats("after", 0.9),
+        "upgrade_warm": _stats("warm", 0.2), "upgrade_one_file": _stats("one", 0.5),
+        "pull_sgl_full_nochange": _stats("re-pull", 0.5), "paramiko_true": _stats("py", 0.44),
+    }
+    goals = {t.name: t for t in targets(results, None)}
+    spec = goals["issue 33: default-scope cold scan ≤ 1.5 × its read + parse floor"]
+    assert (spec.value, spec.verdict) == (3.0, "MISS")
+    assert goals["issue 33: full-tree cold scan ≤ 1.5 × its read + parse floor"].verdict == "PASS"  # 6 / 4.5
+    upgrade = goals["issue 33: 0.5.23 after 0.5.22 (store holding it) ≤ 0.35 × a cold 0.5.23 scan"]
+    assert (upgrade.value, upgrade.verdict) == (0.3, "PASS")
+    assert goals["issue 33: one-file change ≤ 2 × a warm scan"].verdict == "MISS"  # 0.5 / 0.2
+    assert goals["issue 33: no-change re-pull ≤ 1.1 × Python + paramiko connect, exec true"].value == pytest.approx(
+        0.5 / 0.44, abs=1e-3)
 
 
 def test_parse_floor_parses_every_listed_file(tmp_path):

@@ -1,0 +1,63 @@
+"""Upgrades: a scan of a new release or a new commit when the store already holds the previous one.
+
+Issue 33's cases, each in the same rounds as a cold scan of the new tree (its baseline), default scope:
+- `upgrade_cold`: the new tree into an empty `$SGLSCAN_HOME`;
+- `upgrade_after_old`: the new tree into a home that scanned the old release first (untimed): only
+  files whose content changed are parsed again, the rest come from the old tree's facts;
+- `upgrade_warm`: the new tree again, right after (nothing changed);
+- `upgrade_one_file`: a copy of the new tree with one file edited (a PR-sized change) after the
+  unedited copy was scanned (untimed): one file is parsed, the inventory and the rules run again.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from bench.analysis_bench import SCAN_OK, _fresh, env_for, sgl_scan_command
+from bench.measure import Stats, Step, run_checked, unavailable
+
+EDITED = "sglang/srt/speculative/spec_info.py"  # the algorithm's own module: every release has it
+EDIT = "\n\ndef _bench_added_helper(value):\n    return value\n"
+KEYS = ("upgrade_cold", "upgrade_after_old", "upgrade_warm", "upgrade_one_file")
+
+
+def upgrade_steps(new: Path, old: Path | None, work: Path, old_label: str) -> tuple[list[Step], dict[str, Stats]]:
+    """The upgrade measurements as steps for `measure.interleave`, and those that cannot run."""
+    missing: dict[str, Stats] = {}
+    if old is None or not (old / "sglang" / "srt").is_dir():
+        for key in KEYS:
+            missing[key] = unavailable(key, f"no {old_label} tree to upgrade from")
+        return [], missing
+    scan_new, scan_old = sgl_scan_command(new, "speculative"), sgl_scan_command(old, "speculative")
+    cold_home, home, edit_home = work / "home-cold", work / "home-upgrade", work / "home-edit"
+    copy = work / "edited"
+    shutil.copytree(new / "sglang", copy / "sglang")
+    edited = copy / EDITED
+    original = edited.read_bytes() if edited.exists() else None
+    scan_copy = sgl_scan_command(copy, "speculative")
+
+    def scan(command: list[str], where: Path):
+        return lambda: run_checked(command, env=env_for(where), ok_codes=SCAN_OK)
+
+    def after_old() -> None:
+        _fresh(home)
+        run_checked(scan_old, env=env_for(home), ok_codes=SCAN_OK)
+
+    def unedited_then_edit() -> None:
+        if original is None:
+            raise RuntimeError(f"{EDITED} is not in the tree")
+        edited.write_bytes(original)
+        run_checked(scan_copy, env=env_for(edit_home), ok_codes=SCAN_OK)  # warm after the first round
+        edited.write_bytes(original + EDIT.encode())
+
+    steps = [
+        Step("upgrade_cold", "upgrade baseline: new tree, default scope, cold", scan(scan_new, cold_home),
+             before=lambda: _fresh(cold_home)),
+        Step("upgrade_after_old", f"new tree after {old_label} (store holding it), default scope",
+             scan(scan_new, home), before=after_old),
+        Step("upgrade_warm", "new tree again, warm, default scope", scan(scan_new, home), requires="upgrade_after_old"),
+        Step("upgrade_one_file", f"one file edited ({EDITED}), default scope", scan(scan_copy, edit_home),
+             before=unedited_then_edit),
+    ]
+    return steps, missing
