@@ -124,7 +124,17 @@ def fingerprinted_findings(analysis, rules) -> tuple:
     """The rules' findings with fingerprints that include each statement's neighbour lines."""
     from sgl_scan.rules.engine import run_rules
 
-    return run_rules(analysis, rules, source_lines=source_text(analysis).lines)
+    findings = run_rules(analysis, rules, source_lines=source_text(analysis).lines)
+    _store_walked(analysis)
+    return findings
+
+
+def _store_walked(analysis) -> None:
+    """Keep the facts the rules walked in the facts cache (`LazyFiles.store_walked`): the next analysis
+    of an edited tree or the next release reads them from there."""
+    store = getattr(analysis.files, "store_walked", None)
+    if store is not None:
+        store()
 
 
 def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
@@ -135,6 +145,7 @@ def kept_findings(snapshot, analysis, prepared: Prepared) -> list:
     from sgl_scan.rules.filtering import FilterOptions, apply_filters
 
     findings = run_rules(analysis, prepared.rules)
+    _store_walked(analysis)
     suppressions = suppressions_of(source_text(analysis), (f.path for f in findings))
     return list(apply_filters(findings, FilterOptions(selection=prepared.selection, suppressions=suppressions)).kept)
 

@@ -195,10 +195,11 @@ class LazyFiles(_KnownPaths):
     """path -> FileFacts, unpickled from the cache on first access (a warm scan reads few files).
 
     `blobs` is {path: pickled facts} or a `Pack` (whose files are all of this mapping). A file stored
-    as `DEFERRED` is walked from `tree` when first read, every such file at once (a pool when they are
-    many) when all values are asked for; `shas` (path -> sha256; a pack has its own) must still be
-    the file's, else the read fails. Once nothing is deferred, `walked` receives
-    {path: (sha256, pickled facts)} of the whole mapping (to store the complete pack)."""
+    unwalked (`DEFERRED`, or `RECORDS_ONLY` and its records) is walked from `tree` when first read,
+    every such file at once (a pool when they are many) when all values are asked for; `shas`
+    (path -> sha256; a pack has its own) must still be the file's, else the read fails. `walked`
+    receives {path: (sha256, pickled facts)} of the whole mapping (to store the pack again) once
+    nothing is deferred, or when `store_walked` is asked after some files were walked."""
 
     def __init__(
         self,
@@ -221,6 +222,7 @@ class LazyFiles(_KnownPaths):
             self._deferred = {path for path, blob in self._blobs.items() if unwalked(blob)}
         self._tree, self._shas, self._jobs, self._on_walked = tree, shas, jobs, walked
         self._walked: dict[str, bytes] = {}
+        self._unstored = False  # files were walked since the pack was stored
 
     @property
     def deferred(self) -> frozenset[str]:
@@ -293,9 +295,18 @@ class LazyFiles(_KnownPaths):
                     blob = dumps(replace(pickle.loads(blob), extras=stored_records(stored)))
                 self._walked[rel] = blob  # unpickled when read (a prefetched file may never be)
                 self._deferred.discard(rel)
-        if not self._deferred and self._on_walked is not None:
-            report, self._on_walked = self._on_walked, None
-            report({path: (self._sha(path) or "", self._blob(path)) for path in self._paths})
+                self._unstored = True
+        if not self._deferred:
+            self.store_walked()
+            self._on_walked = None
+
+    def store_walked(self) -> None:
+        """Store the facts walked since the pack was stored into it (`walked`), so the next analysis
+        that takes these files from the pack (this tree again, an edited one, the next release) reads
+        them walked instead of walking them again."""
+        if self._unstored and self._on_walked is not None:
+            self._unstored = False
+            self._on_walked({path: (self._sha(path) or "", self._blob(path)) for path in self._paths})
 
     def _raw(self, path: str) -> "bytes | memoryview":
         """The stored blob of a file (not copied out of a pack): its pickled facts, or for a deferred
@@ -840,6 +851,12 @@ class DeferredFiles(_KnownPaths):
         files = self._facts()
         peek = getattr(files, "peek", None)
         return peek(path) if peek is not None else files[path]
+
+    def store_walked(self) -> None:
+        """`LazyFiles.store_walked` of the facts, once they were read."""
+        store = getattr(self._files, "store_walked", None)
+        if store is not None:
+            store()
 
     def records(self, path: str) -> Mapping[str, tuple[Any, ...]]:
         """`LazyFiles.records` of the facts."""

@@ -23,7 +23,7 @@ import logging
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from sgl_scan.errors import ConfigError, SnapshotError
 from sgl_scan.snapshots import scope as scopes
@@ -163,6 +163,34 @@ def list_files(
 
 
 GIT_STATE_TIMEOUT = 120.0  # seconds for each git command of the git state (a checkout's diff takes seconds)
+
+
+def _base_snapshot(store: Store, source: Mapping, root: str) -> Callable[[FileEntry], Snapshot | None]:
+    """For an entry known by its stamp (unread), the newest stored snapshot of this very folder
+    (source and package root) holding a copy of the same bytes that is known good: the stored file's
+    own stamp is the one recorded when it last matched its sha256 (`Store.verify`), so a stored copy
+    altered since, whatever its size, is never linked. Such a file is linked from there instead of
+    read and written again; any other is read from the folder."""
+    for manifest in reversed(store.list()):
+        if manifest.source_kind == "local" and dict(manifest.source) == dict(source) and manifest.root == root:
+            break
+    else:
+        return lambda entry: None
+    snapshot = Snapshot(manifest=manifest, folder=store.root / manifest.id)
+    held = {entry.path: entry for entry in manifest.files}
+    seen = store.verified_stamps(manifest.id)
+
+    def holding(entry: FileEntry) -> Snapshot | None:
+        stored = held.get(entry.path)
+        if stored is None or (stored.sha256, stored.size) != (entry.sha256, entry.size):
+            return None
+        try:
+            st = os.stat(os.path.join(snapshot.tree, entry.path))
+        except OSError:
+            return None
+        return snapshot if seen.get(entry.path, st) == entry.sha256 else None
+
+    return holding
 
 
 def git_state(folder: Path) -> tuple[GitState | None, str | None]:
@@ -331,10 +359,15 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
         log.info("%s holds what snapshot %s holds; using it", folder, same.id)
         progress.done()
         return replace(same, pulled=PullInfo(reused=True, unchanged=len(same.manifest.files)))
+    base = _base_snapshot(store, source, str(package)) if len(contents) < len(entries) else None
     with store.stage() as stage:
         for entry in entries:
             rel = entry.path[len("sglang/") :]
             unread = rel not in contents  # known by its stamp: read only now, so check it is what was hashed
+            holder = base(entry) if unread and base is not None else None
+            if holder is not None:
+                stage.reuse(holder, entry, mtime=entry.mtime)  # a hard link: neither read nor written
+                continue
             got = load(rel)
             if isinstance(got, OSError):
                 raise SnapshotError(f"cannot read {files[rel]}: {got.strerror or got}") from got

@@ -121,6 +121,25 @@ def test_the_pack_is_completed_once_every_deferred_file_is_walked(tree, tmp_path
     assert pickle.loads(again.files._pack.blob(_spec(1))) == warm.files[_spec(1)] == eager(tree)[_spec(1)]
 
 
+def test_files_walked_by_a_run_are_stored_for_the_next_one(tree, tmp_path):
+    """`store_walked` (the scan asks it after the rules) keeps what one run walked: the next run of this
+    tree, or of an edited one, reads those files walked; files nobody read stay deferred."""
+    cache_dir = tmp_path / "cache"
+    collect_facts(tree, cache_dir=cache_dir, jobs=2)
+    warm = collect_facts(tree, cache_dir=cache_dir, jobs=2)
+    assert warm.from_pack and warm.files.deferred == PLAIN_FILES | SPEC_FILES
+    walked = warm.files[_spec(4)], warm.files[_plain(4)]
+    again = collect_facts(tree, cache_dir=cache_dir, jobs=2)
+    assert again.files.deferred == PLAIN_FILES | SPEC_FILES  # not stored unless asked
+    warm.files.store_walked()
+    _write(tree, _plain(7), PLAIN.format(i=77))  # an edit elsewhere: a new tree, the same pack for the rest
+    edited = collect_facts(tree, cache_dir=cache_dir, jobs=2)
+    assert edited.parsed == (_plain(7),)
+    assert edited.files.deferred == (PLAIN_FILES | SPEC_FILES) - {_spec(4), _plain(4), _plain(7)}
+    expected = eager(tree)
+    assert (edited.files[_spec(4)], edited.files[_plain(4)]) == walked == (expected[_spec(4)], expected[_plain(4)])
+
+
 def eager(tree: Path):
     return collect_facts(tree, use_cache=False, jobs=1).files
 

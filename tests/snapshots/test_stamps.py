@@ -144,3 +144,46 @@ def test_a_scope_match_learned_under_another_pattern_is_not_trusted(tmp_path, mi
     recorded.save()
     second = _pull(store, mini_package)
     assert "sglang/srt/layers/linear.py" not in {f.path for f in second.manifest.files}
+
+
+def _edit_and_pull_again(tmp_path, mini_package, reads, alter_stored=None):
+    """Pull, pull again (the store checks and stamps its copy), edit one file, pull: the edited pull."""
+    store = Store(tmp_path / "store")
+    first = _pull(store, mini_package)
+    assert _pull(store, mini_package).id == first.id  # verified: its files' stamps are recorded
+    if alter_stored is not None:
+        alter_stored(first.tree)
+    edited = mini_package / "srt/speculative/spec_info.py"
+    edited.write_bytes(edited.read_bytes() + b"\nADDED = 1\n")
+    reads.clear()
+    second = _pull(store, mini_package)
+    for entry in second.manifest.files:  # whatever was linked or read, the snapshot holds the folder's bytes
+        assert (second.tree / entry.path).read_bytes() == (mini_package / entry.path[len("sglang/") :]).read_bytes()
+    return first, second
+
+
+def test_an_edited_folder_reads_only_the_edited_file(tmp_path, mini_package, reads, settle_at_once):
+    first, second = _edit_and_pull_again(tmp_path, mini_package, reads)
+    assert [path.rsplit("/sglang/", 1)[-1] for path in reads] == ["srt/speculative/spec_info.py"]
+    linked = {entry.path for entry in second.manifest.files} - {"sglang/srt/speculative/spec_info.py"}
+    assert linked and all(
+        (second.tree / path).stat().st_ino == (first.tree / path).stat().st_ino for path in linked
+    )
+
+
+def test_a_stored_copy_altered_since_it_was_checked_is_read_from_the_folder(
+    tmp_path, mini_package, reads, settle_at_once
+):
+    def alter(tree):  # same size, mtime restored: only its stamp (ctime) tells
+        stored = tree / "sglang/srt/server_args.py"
+        os.chmod(stored, 0o644)
+        _same_size_edit(stored, b"class", b"klass")
+
+    first, second = _edit_and_pull_again(tmp_path, mini_package, reads, alter_stored=alter)
+    assert sorted(path.rsplit("/sglang/", 1)[-1] for path in reads) == [
+        "srt/server_args.py",
+        "srt/speculative/spec_info.py",
+    ]
+    assert (second.tree / "sglang/srt/server_args.py").stat().st_ino != (
+        first.tree / "sglang/srt/server_args.py"
+    ).stat().st_ino
