@@ -187,3 +187,26 @@ def test_a_prefetched_file_not_yet_read_is_still_found_by_what_it_mentions(tree,
     assert _plain(4) not in files.deferred and _plain(4) not in files._ready
     assert files.paths_mentioning(["helper_4"]) == [_plain(4)]
     assert files.paths_with_records(["helper_4"]) == [_plain(4)]  # a superset, as paths_mentioning
+
+
+def test_a_scan_stores_what_its_rules_walked(tree, monkeypatch, capsys):
+    """The scan asks `store_walked` once its rules ran (the wiring of the test above into the CLI)."""
+    from sgl_scan.cli import main
+
+    asked: list[frozenset[str]] = []
+    real = pipeline.LazyFiles.store_walked
+
+    def spy(self):
+        asked.append(self.deferred)
+        real(self)
+
+    monkeypatch.setattr(pipeline.LazyFiles, "store_walked", spy)
+    algorithm = (
+        "import enum\n\n\nclass SpeculativeAlgorithm(enum.IntEnum):\n    NONE = 0\n    EAGLE = 1\n\n"
+        "    def is_eagle(self):\n        return self == SpeculativeAlgorithm.EAGLE\n"
+    )
+    _write(tree, "sglang/srt/speculative/spec_info.py", algorithm)
+    with pytest.raises(SystemExit) as exc:
+        main(["scan", "--path", str(tree / "sglang"), "--scope", "full", "--format", "json"])
+    assert exc.value.code in (0, 1), capsys.readouterr().err
+    assert asked, "the scan never stored what its rules walked"
