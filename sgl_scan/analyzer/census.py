@@ -35,6 +35,7 @@ from typing import Any, Iterable, Mapping, Sequence, TypeGuard, cast
 from sgl_scan.analyzer.astnodes import inner_nodes
 from sgl_scan.analyzer.extractors._text import Trigger
 from sgl_scan.analyzer.model import Census, DispatchSite, Location, SpecInventory, Unread
+from sgl_scan.analyzer.kinds import DecisionKind
 
 CLASS_NAME = "SpeculativeAlgorithm"
 MAP_WORDS = frozenset({"d2t", "t2d", "hot_token_id"})
@@ -923,7 +924,7 @@ def _consumer(ref: Reference, facts: Sequence[tuple[str, Location, DispatchSite 
             continue
         if _within(loc.line, loc.column, start, end):
             if kind == "dispatch" and ref.in_test and fact is not None:
-                if fact.decision == "value":
+                if fact.decision == DecisionKind.VALUE:
                     why = "read as a dispatch site, but not as the test it sits in"
                     continue
                 if fact.negated != ref.negated:

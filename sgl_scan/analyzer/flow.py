@@ -14,15 +14,13 @@ flow"). It has two halves, one per stage:
   worker (`spec_algorithm.create_worker(...)`: a *delegate*), and the worker expressions it cannot
   read (a lookup, `getattr`, a call result it cannot follow, returned or assigned to
   `draft_worker`): said out loud, never guessed.
-* **Across files** (`evaluate`, `side`, `flags_text`, used by `build_inventory`): the same
+* **Across files** (`conditions.evaluate`, `side`, `flags_text`, used by `build_inventory`): the same
   conditions evaluated for one algorithm, once every dispatch term's truth for it is known. What is
   left after the algorithm's terms are replaced is a condition on flags (`enable_overlap`); an
   algorithm reaches a statement unless its condition is false.
 
-Conditions are small frozen tuples, so they travel in the per-file facts cache:
-  ("term", line, column)   a dispatch term of the same file (its `DispatchTerm` position)
-  ("flag", text)           any other test, by its normalised source text
-  ("const", bool) ("not", C) ("and", (C, ...)) ("or", (C, ...))
+Conditions are the frozen values of `conditions.py` (`Term`, `Flag`, `Const`, `Not`, `And`, `Or`),
+so they travel in the per-file facts cache.
 
 Not a general abstract interpreter: only the shapes SGLang writes (docs/sglang-forms.md), each
 with a test taken from a real release (tests/analyzer/test_flow.py).
@@ -35,68 +33,29 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Optional, cast
 
 from sgl_scan.analyzer.astnodes import child_nodes, inner_nodes
+from sgl_scan.analyzer.conditions import (
+    FALSE,
+    TRUE,
+    Cond,
+    Const,
+    Flag,
+    Truth,
+    conjoin,
+    disjoin,
+    evaluate,
+    flags_text,
+    negate,
+    side,
+    terms_in,
+)
 from sgl_scan.analyzer.extractors._text import any_hit
-
-Cond = tuple
-TRUE: Cond = ("const", True)
-FALSE: Cond = ("const", False)
+from sgl_scan.analyzer.kinds import DecisionKind, Refusal
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 # `try` and (3.11+) `try ... except*`, whose node has the same fields
 _TRIES: tuple[type[ast.Try], ...] = (ast.Try, getattr(ast, "TryStar", ast.Try))
-
-
-# -- building conditions ----------------------------------------------------------------------------
-def negate(cond: Cond) -> Cond:
-    if cond[0] == "const":
-        return ("const", not cond[1])
-    if cond[0] == "not":
-        return cond[1]
-    return ("not", cond)
-
-
-def conjoin(parts: Iterable[Cond]) -> Cond:
-    out: list[Cond] = []
-    for part in parts:
-        if part == FALSE:
-            return FALSE
-        if part == TRUE:
-            continue
-        for piece in part[1] if part[0] == "and" else (part,):
-            if piece not in out:
-                out.append(piece)
-    if not out:
-        return TRUE
-    return out[0] if len(out) == 1 else ("and", tuple(out))
-
-
-def disjoin(parts: Iterable[Cond]) -> Cond:
-    out: list[Cond] = []
-    for part in parts:
-        if part == TRUE:
-            return TRUE
-        if part == FALSE:
-            continue
-        for piece in part[1] if part[0] == "or" else (part,):
-            if piece not in out:
-                out.append(piece)
-    if not out:
-        return FALSE
-    return out[0] if len(out) == 1 else ("or", tuple(out))
-
-
-def terms_in(cond: Cond) -> Iterator[tuple[int, int]]:
-    """(line, column) of every dispatch term a condition reads."""
-    op = cond[0]
-    if op == "term":
-        yield (cond[1], cond[2])
-    elif op == "not":
-        yield from terms_in(cond[1])
-    elif op in ("and", "or"):
-        for part in cond[1]:
-            yield from terms_in(part)
 
 
 def bool_compare(node: ast.AST | None) -> tuple[ast.AST, bool] | None:
@@ -122,17 +81,12 @@ def bool_compare(node: ast.AST | None) -> tuple[ast.AST, bool] | None:
 class Decision:
     """The boolean test a dispatch term sits in."""
 
-    # "if" | "exit" (an `if` that only returns/continues) | "while" | "assert" | "ifexp" | "message" | "filter"
-    # | "value"
-    kind: str
+    kind: DecisionKind
     line: int
     column: int  # 1-based, in characters, of the whole test
     test: Cond
     context: Cond  # path condition of the statement holding the test
-    refuses: (
-        str | None
-    )  # "raise" | "assert" | "return" (`return False, reason`) when one side of the test refuses loudly
-    # ("raise" also for a problem collected into a table or list that is raised below)
+    refuses: Refusal | None  # when one side of the test refuses loudly
 
 
 @dataclass(frozen=True)
@@ -148,7 +102,7 @@ class WorkerUse:
 class FunctionFlow:
     """Path conditions, decisions and worker uses of one function body (or a module body).
 
-    `term_key(node)` gives ("term", line, column) for an `ast` node that is a dispatch term, else
+    `term_key(node)` gives the `Term` for an `ast` node that is a dispatch term, else
     None; `text(node)` its normalised source; `worker(node)` is truthy for a reference to a
     `…Worker` class (a name, attribute or call of one); `delegate(node)` for a call that asks the
     algorithm object for its worker (`self.spec_algorithm.create_draft_worker(...)`). `term_lines`,
@@ -201,12 +155,12 @@ class FunctionFlow:
         flipped = bool_compare(node)
         if flipped is not None:
             inner = self.condition(flipped[0])
-            if inner[0] != "flag":
+            if not isinstance(inner, Flag):
                 return inner if flipped[1] else negate(inner)
         if isinstance(node, ast.NamedExpr):
             return self.condition(node.value)
         if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, type(None))):
-            return ("const", bool(node.value))
+            return Const(bool(node.value))
         if isinstance(node, ast.Name) and node.id in self._locals and node.id not in self._substituting:
             value = self._locals[node.id]
             if self._has_term(value):  # `is_eagle = algo.is_eagle()`; a flag-only local stays as written
@@ -215,7 +169,7 @@ class FunctionFlow:
                     return self.condition(value)
                 finally:
                     self._substituting.discard(node.id)
-        return ("flag", self.text(node))
+        return Flag(self.text(node))
 
     def _has_term(self, node: ast.AST) -> bool:
         return any(self.term_key(n) is not None for n in _walk_expr(node))
@@ -237,15 +191,15 @@ class FunctionFlow:
             refuses = (
                 _refusal(statement.body)
                 or _refusal(statement.orelse)
-                or ("raise" if _only_collects(statement.body, self._problem_lists) else None)
+                or (Refusal.RAISE if _only_collects(statement.body, self._problem_lists) else None)
             )
-            if refuses == "raise" and any(
+            if refuses is Refusal.RAISE and any(
                 self._caught(arm[-1])
                 for arm in (statement.body, statement.orelse)
                 if arm and isinstance(arm[-1], ast.Raise)
             ):
                 refuses = None  # caught by an enclosing `try`/`except` that goes on: no loud refusal
-            kind = "exit" if not statement.orelse and _bare_exit(statement.body) else "if"
+            kind = DecisionKind.EXIT if not statement.orelse and _bare_exit(statement.body) else DecisionKind.IF
             self._decide(statement.test, kind, context, refuses)
             after_body = self._walk(statement.body, conjoin((context, test)))
             after_else = self._walk(statement.orelse, conjoin((context, negate(test))))
@@ -255,11 +209,11 @@ class FunctionFlow:
                 return after_body
             return context  # both arms go on: nothing learned
         if isinstance(statement, ast.Assert):
-            self._decide(statement.test, "assert", context, "assert")
+            self._decide(statement.test, DecisionKind.ASSERT, context, Refusal.ASSERT)
             self._uses(statement, context)
             return conjoin((context, self.condition(statement.test)))
         if isinstance(statement, ast.While):
-            self._decide(statement.test, "while", context, None)
+            self._decide(statement.test, DecisionKind.WHILE, context, None)
             self._walk(statement.body, conjoin((context, self.condition(statement.test))))
             self._walk(statement.orelse, context)
             return context
@@ -324,7 +278,7 @@ class FunctionFlow:
                 test = self.condition(pattern)
                 self._record_pattern(pattern, rest, case.body)
             if case.guard is not None:
-                self._decide(case.guard, "if", conjoin((rest, test)), _refusal(case.body))
+                self._decide(case.guard, DecisionKind.IF, conjoin((rest, test)), _refusal(case.body))
                 test = conjoin((test, self.condition(case.guard)))
             afters.append(self._walk(case.body, conjoin((rest, test))))
             rest = conjoin((rest, negate(test)))
@@ -340,17 +294,17 @@ class FunctionFlow:
     def _record_pattern(self, pattern: ast.pattern, context: Cond, body: list[ast.stmt]) -> None:
         if self.term_key(pattern) is not None:
             refuses = _refusal(body)
-            kind = "exit" if _bare_exit(body) else "if"
+            kind = DecisionKind.EXIT if _bare_exit(body) else DecisionKind.IF
             self.decisions[id(pattern)] = Decision(
                 kind, pattern.lineno, self.column(pattern), self.condition(pattern), context, refuses
             )
 
     # decisions ----------------------------------------------------------------------------------
-    def _decide(self, test: ast.expr, kind: str, context: Cond, refuses: str | None) -> None:
+    def _decide(self, test: ast.expr, kind: DecisionKind, context: Cond, refuses: Refusal | None) -> None:
         self._record(test, kind, context, refuses)
         self._expressions([test], context, skip_root=test)
 
-    def _record(self, root: ast.expr, kind: str, context: Cond, refuses: str | None) -> None:
+    def _record(self, root: ast.expr, kind: DecisionKind, context: Cond, refuses: Refusal | None) -> None:
         keys = list(_boolean_leaves(root))
         found = [leaf for leaf in keys if self.term_key(leaf) is not None]
         if not found and not isinstance(root, ast.Name):
@@ -394,13 +348,13 @@ class FunctionFlow:
                     root = parents[id(root)]
                 owner = parents.get(id(root))
                 kind = (
-                    ("message" if _message(owner) else "ifexp")
+                    (DecisionKind.MESSAGE if _message(owner) else DecisionKind.IFEXP)
                     if isinstance(owner, ast.IfExp) and owner.test is root
-                    else "filter"
+                    else DecisionKind.FILTER
                     if isinstance(owner, ast.comprehension) and root in owner.ifs
-                    else "value"
+                    else DecisionKind.VALUE
                 )
-                refuses = "raise" if kind == "value" and self._raised_entry(root, parents) else None
+                refuses = Refusal.RAISE if kind is DecisionKind.VALUE and self._raised_entry(root, parents) else None
                 self._record(cast(ast.expr, root), kind, context, refuses)  # a term, or a test around one
 
     def _raised_entry(self, root: ast.AST, parents: dict[int, ast.AST]) -> bool:
@@ -646,7 +600,7 @@ def _raised_tables(body: list[ast.stmt]) -> dict[str, set[int]]:
                 isinstance(inner, ast.If)
                 and isinstance(inner.test, ast.Name)
                 and inner.test.id == element.id
-                and _refusal(inner.body) in ("raise", "assert")
+                and _refusal(inner.body) in (Refusal.RAISE, Refusal.ASSERT)
                 for inner in _statements(loop.body)
             ):
                 out.setdefault(loop.iter.id, set()).add(index)
@@ -666,7 +620,7 @@ def _raised_lists(body: list[ast.stmt]) -> set[str]:
             and not statement.value.elts
         ):
             empty.add(statement.targets[0].id)
-        elif isinstance(statement, ast.If) and _refusal(statement.body) in ("raise", "assert"):
+        elif isinstance(statement, ast.If) and _refusal(statement.body) in (Refusal.RAISE, Refusal.ASSERT):
             test = statement.test
             if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "len" and test.args:
                 test = test.args[0]
@@ -735,16 +689,16 @@ def _message(node: ast.IfExp) -> bool:
     )
 
 
-def _refusal(body: list[ast.stmt]) -> str | None:
-    """How a suite refuses loudly: "raise" when it ends by raising (possibly after logging),
-    "assert" when it ends with an assert, "return" when it returns a rejection (`return False, reason`)."""
+def _refusal(body: list[ast.stmt]) -> Refusal | None:
+    """How a suite refuses loudly: RAISE when it ends by raising (possibly after logging), ASSERT when
+    it ends with an assert, RETURN when it returns a rejection (`return False, reason`)."""
     if not body:
         return None
     last = body[-1]
     if isinstance(last, ast.Raise):
-        return "raise"
+        return Refusal.RAISE
     if isinstance(last, ast.Assert):
-        return "assert"
+        return Refusal.ASSERT
     value = last.value if isinstance(last, ast.Return) else None
     if (
         isinstance(value, ast.Tuple)
@@ -752,7 +706,7 @@ def _refusal(body: list[ast.stmt]) -> str | None:
         and isinstance(value.elts[0], ast.Constant)
         and value.elts[0].value is False
     ):  # `return False, reason` (a bare `return False` is an answer)
-        return "return"
+        return Refusal.RETURN
     return None
 
 
@@ -787,68 +741,10 @@ def _own_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
     yield from _walk_expr(statement)
 
 
-# -- across files: evaluating conditions for one algorithm --------------------------------------------
-Truth = Mapping[tuple[int, int], Optional[bool]]  # term position -> its value for the algorithm (None: unknown)
-
-
-def evaluate(cond: Cond, truth: Truth) -> Cond:
-    """`cond` with every term replaced by its value for one algorithm and simplified.
-
-    The result is TRUE, FALSE, or what is left: a condition on flags (and on unknown terms)."""
-    op = cond[0]
-    if op == "term":
-        value = truth.get((cond[1], cond[2]))
-        return cond if value is None else ("const", value)
-    if op in ("flag", "const"):
-        return cond
-    if op == "not":
-        return negate(evaluate(cond[1], truth))
-    parts = [evaluate(part, truth) for part in cond[1]]
-    return conjoin(parts) if op == "and" else disjoin(parts)
-
-
-def side(test: Cond, context: Cond, truth: Truth) -> tuple[bool, bool]:
-    """(may the algorithm reach the test's true side, may it reach its false side)."""
-    reach = evaluate(context, truth)
-    if reach == FALSE:
-        return False, False
-    value = evaluate(test, truth)
-    return value != FALSE, value != TRUE
-
-
-_FLIPS = ((" is not ", " is "), (" is ", " is not "), (" != ", " == "), (" == ", " != "), (" not in ", " in "))
-
-
-def flags_text(cond: Cond, term_text: Callable[[Cond], str] | None = None) -> str | None:
-    """Source-like text of a residual condition (None when it is TRUE: unconditional)."""
-    if cond == TRUE:
-        return None
-
-    def render(c: Cond, outer: str) -> str:
-        op = c[0]
-        if op == "flag":
-            return c[1]
-        if op == "term":
-            return term_text(c) if term_text else f"<test at {c[1]}:{c[2]}>"
-        if op == "const":
-            return str(c[1])
-        if op == "not":
-            if c[1][0] == "flag":
-                for positive, negative in _FLIPS:
-                    head, found, tail = c[1][1].rpartition(positive)
-                    if found and head and not any(p in head for p, _ in _FLIPS):
-                        return f"{head}{negative}{tail}"
-            inner = render(c[1], "not")
-            return f"not {inner}"
-        joined = f" {op} ".join(render(part, op) for part in c[1])
-        return f"({joined})" if outer in ("and", "not") and op == "or" or outer == "not" else joined
-
-    return render(cond, "")
-
-
 __all__ = [
     "Cond",
     "Decision",
+    "Truth",
     "FALSE",
     "FunctionFlow",
     "TRUE",

@@ -177,7 +177,11 @@ def _add_spec_layer(g: nx.MultiDiGraph, inventory: SpecInventory, symbols: Symbo
             if name not in names:
                 continue
             attrs = dict(
-                kind="dispatches_on", path=site.location.path, line=site.location.line, via=site.via, detail=site.detail
+                kind="dispatches_on",
+                path=site.location.path,
+                line=site.location.line,
+                via=str(site.via),
+                detail=site.detail,
             )
             if site.worker:
                 attrs["worker"] = site.worker

@@ -260,7 +260,7 @@ def like_listing(
     algorithm of the tree, else each definition evaluated for a new member); `claims` (names: true;
     a mapping: true or false) add to or override them. `strict`: refuse claims that name no
     predicate of the snapshot (else they are dropped)."""
-    from sgl_scan.analyzer.flow import side
+    from sgl_scan.analyzer.conditions import side
 
     algo = next((a for a in inventory.algorithms if a.name.upper() == base.upper()), None)
     if algo is None:

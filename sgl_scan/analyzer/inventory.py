@@ -12,10 +12,11 @@ hooks, the `--speculative-algorithm` definition and d2t sites.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, cast
 
 from sgl_scan.analyzer.extractors.dispatch import PREDICATE_NAME
+from sgl_scan.analyzer.kinds import DecisionKind, NewAlgorithm, Via
 from sgl_scan.analyzer.extractors.records import (
     AlgoClassRecord,
     AliasAssign,
@@ -35,7 +36,22 @@ from sgl_scan.analyzer.extractors.records import (
     WorkerRef,
     WorkerSite,
 )
-from sgl_scan.analyzer.flow import FALSE, TRUE, conjoin, evaluate, flags_text, negate, side, terms_in
+from sgl_scan.analyzer.conditions import (
+    FALSE,
+    TRUE,
+    And,
+    Cond,
+    Const,
+    Not,
+    Or,
+    conjoin,
+    conjuncts,
+    evaluate,
+    flags_text,
+    negate,
+    side,
+    terms_in,
+)
 from sgl_scan.analyzer.model import (
     Algorithm,
     AlgorithmClass,
@@ -210,60 +226,154 @@ def _ordered(names: Iterable[str], universe: list[str]) -> tuple[str, ...]:
     return tuple(name for name in universe if name in chosen)
 
 
+@dataclass
+class _Universe:
+    """The algorithms of a snapshot: enum members first, then those registered at import time."""
+
+    names: list[str] = field(default_factory=list)
+    locations: dict[str, Location] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)  # "enum" | "registered"
+    flags: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # registry flag -> algorithms
+    registrations: dict[str, tuple[str, Registration]] = field(default_factory=dict)
+
+
+@dataclass
+class _Predicates:
+    """Each predicate's algorithms (`table`), and what a plugin or a new member answers."""
+
+    predicates: list[Predicate] = field(default_factory=list)
+    table: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    plugin_names: tuple[str, ...] = ()  # the plugin base's predicate methods
+    plugin_true: set[str] = field(default_factory=set)  # those it answers True
+    new_true: list[str] = field(default_factory=list)  # predicates a new member is true for
+    new_unknown: list[str] = field(default_factory=list)  # predicates whose answer for it is unknown
+
+
 def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
-    """Combine the per-file speculative records of a snapshot into one `SpecInventory`."""
+    """Combine the per-file speculative records of a snapshot into one `SpecInventory`, pass by pass:
+    the algorithm class, the algorithms, the predicates, the aliases, the workers, the dispatch
+    sites, and what could not be read."""
     recs = _records(files)
     spec_classes = {r.spec_class for _p, r in recs.get(Registration, []) if r.spec_class}
     # a plugin's `spec_class=` is neither the algorithm class nor its plugin base
     classes = [pair for pair in recs.get(AlgoClassRecord, []) if pair[1].qualname not in spec_classes]
-    by_qualname = {r.qualname: (p, r) for p, r in recs.get(AlgoClassRecord, [])}
     picked = _pick_class(classes)
     algo_path, algo = picked if picked else (None, None)
     plugin = _pick_plugin_base(classes, algo)
+    unread: list[Unread] = []
+    universe = _algorithms(recs, algo_path, algo)
+    preds = _predicates(recs, algo_path, algo, plugin, universe, unread)
+    aliases = _aliases(recs, universe.registrations, algo, set(universe.names))
+    terms = _Terms(recs, universe.names, preds.table, aliases)
+    worker_of = _algorithm_workers(recs, algo, universe, terms, unread)
+    algorithms = _algorithm_entries(universe, preds.predicates, worker_of)
+    dispatch = _dispatch_sites(recs, terms, unread)
+    unread.extend(_unread_records(recs, algo, algo_path, set(universe.names), aliases))
+    option, hooks = _options(recs)
+    d2t = [D2tSite(r.kind, _loc(p, r), r.function, r.detail, r.chain) for p, r in recs.get(D2tRecord, [])]
+    return SpecInventory(
+        algorithm_class=AlgorithmClass(algo.qualname, _loc(cast(str, algo_path), algo), algo.form) if algo else None,
+        algorithms=tuple(algorithms),
+        predicates=tuple(preds.predicates),
+        dispatch_sites=tuple(dispatch),
+        choice_hooks=tuple(hooks),
+        algorithm_option=option,
+        d2t_sites=tuple(sorted(d2t, key=lambda s: s.location)),
+        plugin_base=plugin[1].qualname if plugin else None,
+        plugin_base_predicates=preds.plugin_names,
+        plugin_base_true=tuple(sorted(preds.plugin_true)),
+        aliases=aliases,
+        unread=tuple(sorted(unread, key=lambda u: (u.location, u.what, u.name))),
+        new_member_true=tuple(preds.new_true),
+        new_member_unknown=tuple(preds.new_unknown),
+        predicate_definitions=tuple((p.name, p.expr) for p in algo.predicates) if algo else (),
+        unread_definitions=tuple(name for name, _at, _text in algo.unread_predicates) if algo else (),
+    )
 
-    # -- algorithms -----------------------------------------------------------------------------
-    registrations = [(p, r) for p, r in recs.get(Registration, []) if _is_algorithm_registration(r, algo)]
-    universe: list[str] = []
-    locations: dict[str, Location] = {}
-    kinds: dict[str, str] = {}
+
+# -- pass: algorithms ----------------------------------------------------------------------------------
+def _algorithms(recs, algo_path: str | None, algo: AlgoClassRecord | None) -> _Universe:
+    """The enum members of the algorithm class, then the algorithms registered on it (or through a
+    `register_…` call) under a name no member has."""
+    out = _Universe()
     if algo is not None:
         assert algo_path is not None  # picked with `algo`
         for name, at in algo.members:
-            if name not in kinds:
-                universe.append(name)
-                locations[name], kinds[name] = _loc(algo_path, at), "enum"
-    flags: dict[str, set[str]] = defaultdict(set)
-    reg_by_name: dict[str, tuple[str, Registration]] = {}
-    for path, reg in registrations:
-        if reg.name in kinds:
+            if name not in out.kinds:
+                out.names.append(name)
+                out.locations[name], out.kinds[name] = _loc(algo_path, at), "enum"
+    for path, reg in recs.get(Registration, []):
+        if not _is_algorithm_registration(reg, algo) or reg.name in out.kinds:
             continue
-        universe.append(reg.name)
-        locations[reg.name], kinds[reg.name] = _loc(path, reg), "registered"
-        reg_by_name[reg.name] = (path, reg)
+        out.names.append(reg.name)
+        out.locations[reg.name], out.kinds[reg.name] = _loc(path, reg), "registered"
+        out.registrations[reg.name] = (path, reg)
         for flag in reg.flags:
-            flags[flag].add(reg.name)
+            out.flags[flag].add(reg.name)
+    return out
 
-    # -- predicates -----------------------------------------------------------------------------
-    plugin_true: set[str] = set()
-    plugin_preds: tuple[str, ...] = ()
+
+# -- pass: predicates ----------------------------------------------------------------------------------
+def _predicates(recs, algo_path, algo, plugin, universe: _Universe, unread: list[Unread]) -> _Predicates:
+    """Every predicate of the algorithm class evaluated to the algorithms it is true for (a plugin
+    algorithm answering its base's or its `spec_class`'s overrides), and what a new member answers."""
+    out = _Predicates()
     if plugin is not None:
-        plugin_preds = tuple(m for m in plugin[1].methods if PREDICATE_NAME.match(m))
-        plugin_true = {p.name for p in plugin[1].predicates if p.expr == ("const", True)}
+        out.plugin_names = tuple(m for m in plugin[1].methods if PREDICATE_NAME.match(m))
+        out.plugin_true = {p.name for p in plugin[1].predicates if p.expr == ("const", True)}
     # Algorithms the class's own predicates reason about: every algorithm in the registry form;
     # only the enum members when plugins are separate `CustomSpecAlgo` objects.
     plugin_algos = (
-        [n for n in universe if kinds[n] == "registered"] if algo is not None and algo.form != "registry" else []
+        [n for n in universe.names if universe.kinds[n] == "registered"]
+        if algo is not None and algo.form != "registry"
+        else []
     )
-    members_universe = [n for n in universe if n not in plugin_algos]
-    predicates: list[Predicate] = []
-    table: dict[str, tuple[str, ...]] = {}
-    unread: list[Unread] = []
-    # per plugin algorithm, the predicates its object answers True (the base's, or its spec_class's overrides)
+    truth_of = _plugin_truths(recs, plugin_algos, universe, out.plugin_true, unread)
+    if algo is None:
+        return out
+    assert algo_path is not None  # picked with `algo`
+    for name, at, text in algo.unread_predicates:
+        unread.append(
+            Unread("predicate", name, _loc(algo_path, at), f"`return {text}` is not read as a set of algorithms")
+        )
+    members_universe = [n for n in universe.names if n not in plugin_algos]
+    bodies = {p.name: p for p in algo.predicates}
+    evaluator = _Evaluator(members_universe, bodies, universe.flags)
+    # the same definitions for a new member that equals none of the existing ones (`--like`)
+    fresh = _Evaluator([*members_universe, NEW], bodies, universe.flags)
+    for body in algo.predicates:
+        result = fresh.predicate(body.name)
+        if result is None:
+            out.new_unknown.append(body.name)
+        elif NEW in result:
+            out.new_true.append(body.name)
+    for body in algo.predicates:
+        result = evaluator.predicate(body.name)
+        if result is None:
+            unread.append(
+                Unread(
+                    "predicate",
+                    body.name,
+                    _loc(algo_path, body),
+                    "its body calls a predicate or method that could not be read",
+                )
+            )
+            continue
+        chosen = set(result) | {a for a in plugin_algos if body.name in truth_of.get(a, ())}
+        out.table[body.name] = _ordered(chosen, universe.names)
+        out.predicates.append(Predicate(body.name, out.table[body.name], _loc(algo_path, body), algo.qualname))
+    return out
+
+
+def _plugin_truths(
+    recs, plugin_algos: list[str], universe: _Universe, plugin_true: set[str], unread: list[Unread]
+) -> dict[str, frozenset[str]]:
+    """Per plugin algorithm, the predicates its object answers True: its base's, or its
+    `spec_class`'s overrides (`plugin_truth`)."""
+    by_qualname = {r.qualname: (p, r) for p, r in recs.get(AlgoClassRecord, [])}
     truth_of: dict[str, frozenset[str]] = {}
-    new_true: list[str] = []
-    new_unknown: list[str] = []
     for name in plugin_algos:
-        path, reg = reg_by_name[name]
+        path, reg = universe.registrations[name]
         truth_of[name] = frozenset(plugin_true)
         if not reg.spec_class:
             continue
@@ -301,87 +411,68 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
                     f"{record.name} (spec_class of {name}): {pname}() could not be evaluated",
                 )
             )
-    if algo is not None:
-        assert algo_path is not None  # picked with `algo`
-        for name, at, text in algo.unread_predicates:
-            unread.append(
-                Unread("predicate", name, _loc(algo_path, at), f"`return {text}` is not read as a set of algorithms")
-            )
-        evaluator = _Evaluator(members_universe, {p.name: p for p in algo.predicates}, flags)
-        # the same definitions for a new member that equals none of the existing ones (`--like`)
-        fresh = _Evaluator([*members_universe, NEW], {p.name: p for p in algo.predicates}, flags)
-        for body in algo.predicates:
-            result = fresh.predicate(body.name)
-            if result is None:
-                new_unknown.append(body.name)
-            elif NEW in result:
-                new_true.append(body.name)
-        for body in algo.predicates:
-            result = evaluator.predicate(body.name)
-            if result is None:
-                unread.append(
-                    Unread(
-                        "predicate",
-                        body.name,
-                        _loc(algo_path, body),
-                        "its body calls a predicate or method that could not be read",
-                    )
-                )
-                continue
-            chosen = set(result) | {a for a in plugin_algos if body.name in truth_of.get(a, ())}
-            table[body.name] = _ordered(chosen, universe)
-            predicates.append(Predicate(body.name, table[body.name], _loc(algo_path, body), algo.qualname))
+    return truth_of
 
-    aliases = _aliases(recs, reg_by_name, algo, set(universe))
 
-    # -- workers and dispatch -------------------------------------------------------------------
-    def base(term: DispatchTerm) -> set[str] | None:
+# -- the dispatch terms, read against the algorithms ------------------------------------------------------
+class _Terms:
+    """The dispatch terms of every file, with what each names (`base`), selects, and is true for."""
+
+    def __init__(self, recs, universe: list[str], table: Mapping[str, tuple[str, ...]], aliases: Mapping[str, str]):
+        self.universe, self.table, self.aliases = universe, table, aliases
+        self.all: list[tuple[str, DispatchTerm]] = recs.get(DispatchTerm, [])
+        by_path: dict[str, list[DispatchTerm]] = defaultdict(list)
+        for path, term in self.all:
+            by_path[path].append(term)
+        self.truths = {path: _truths(terms, self.base, universe) for path, terms in by_path.items()}
+        self._at = {(path, t.line, t.column): t for path, terms in by_path.items() for t in terms}
+
+    def base(self, term: DispatchTerm) -> set[str] | None:
         """The algorithms the term's comparison or predicate names (before `!=`/`not in`/`not`)."""
-        if term.via == "predicate":
-            return set(table[term.values[0]]) if term.values[0] in table else None
-        chosen = {aliases.get(v.upper(), v.upper()) if term.via == "string" else v for v in term.values}
-        return chosen & set(universe)
+        if term.via == Via.PREDICATE:
+            return set(self.table[term.values[0]]) if term.values[0] in self.table else None
+        chosen = {self.aliases.get(v.upper(), v.upper()) if term.via == Via.STRING else v for v in term.values}
+        return chosen & set(self.universe)
 
-    def selected(term: DispatchTerm) -> tuple[str, ...] | None:
-        chosen = base(term)
+    def selected(self, term: DispatchTerm) -> tuple[str, ...] | None:
+        """The algorithms that make the term true (None: unknown)."""
+        chosen = self.base(term)
         if chosen is None:
             return None
         if term.negated:
-            chosen = set(universe) - chosen
-        return _ordered(chosen, universe)
+            chosen = set(self.universe) - chosen
+        return _ordered(chosen, self.universe)
 
-    terms_by_path: dict[str, list[DispatchTerm]] = defaultdict(list)
-    for path, term in recs.get(DispatchTerm, []):
-        terms_by_path[path].append(term)
-    truths = {path: _truths(terms, base, universe) for path, terms in terms_by_path.items()}
-    term_at = {(path, t.line, t.column): t for path, terms in terms_by_path.items() for t in terms}
-
-    def atoms(path: str, term: DispatchTerm) -> tuple:
+    def atoms(self, path: str, term: DispatchTerm) -> tuple:
+        """(line, column, via, values, inverted) of every term its test and path condition read."""
         keys = sorted({*terms_in(term.test), *terms_in(term.context)}) if term.test is not None else []
         out = []
         for line, column in keys:
-            other = term_at.get((path, line, column))
+            other = self._at.get((path, line, column))
             if other is None:
                 continue
-            values = other.values[:1] if other.via == "predicate" else tuple(sorted(base(other) or ()))
+            values = other.values[:1] if other.via == Via.PREDICATE else tuple(sorted(self.base(other) or ()))
             out.append((line, column, other.via, values, other.inverted))
         return tuple(out)
 
-    branches = recs.get(Branch, [])
-    branch_of_term = _branch_workers(branches)
-
-    def term_text(path: str, key: tuple) -> str:
-        term = term_at.get((path, key[1], key[2]))
+    def text(self, path: str, at: tuple[int, int]) -> str:
+        """The term at a position, in words."""
+        term = self._at.get((path, *at))
         if term is None:
             return "?"
-        return f"{term.subject}.{term.detail}()" if term.via == "predicate" else f"{term.subject} vs {term.detail}"
+        return f"{term.subject}.{term.detail}()" if term.via == Via.PREDICATE else f"{term.subject} vs {term.detail}"
 
-    worker_of = _workers(algo, recs.get(WorkerSite, []), truths, universe, term_text, unread)
+
+# -- pass: workers -----------------------------------------------------------------------------------
+def _algorithm_workers(recs, algo, universe: _Universe, terms: _Terms, unread: list[Unread]) -> dict[str, tuple]:
+    """Per algorithm, the workers it may create with their conditions (and its default, if known):
+    the flow-read worker sites first, then its registration's worker or factory, then delegates."""
+    worker_of = _workers(algo, recs.get(WorkerSite, []), terms.truths, universe.names, terms.text, unread)
     sites_of = defaultdict(list)
     for path, site in recs.get(WorkerSite, []):
         sites_of[site.function].append((path, site))
     factories = {f.qualname: (p, f) for p, f in recs.get(WorkerFactory, [])}
-    for name, (path, reg) in reg_by_name.items():
+    for name, (path, reg) in universe.registrations.items():
         if name in worker_of or reg.worker is None:
             continue
         if reg.worker in factories:
@@ -416,32 +507,42 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
                     f"the worker that {reg.worker.rpartition('.')[2]} gives could not be read",
                 )
             )
-    _delegated(worker_of, recs.get(WorkerDelegate, []), recs.get(WorkerSite, []), truths, universe)
+    _delegated(worker_of, recs.get(WorkerDelegate, []), recs.get(WorkerSite, []), terms.truths, universe.names)
+    return worker_of
 
+
+def _algorithm_entries(universe: _Universe, predicates: list[Predicate], worker_of) -> list[Algorithm]:
+    """One `Algorithm` per name: its predicates, its default worker and every worker choice."""
     algorithms = []
-    for name in universe:
+    for name in universe.names:
         preds = tuple(p.name for p in predicates if name in p.members)
         choices, default = worker_of.get(name, ([], None))
         default = default or _default(choices)
         workers = tuple(dict.fromkeys(WorkerChoice(s.qualname, flags_text(cond), _loc(p, s)) for s, cond, p in choices))
+        kind, location = universe.kinds[name], universe.locations[name]
         if default:
             site, _cond, path = default
-            algorithms.append(
-                Algorithm(name, kinds[name], locations[name], preds, site.qualname, _loc(path, site), workers)
-            )
+            algorithms.append(Algorithm(name, kind, location, preds, site.qualname, _loc(path, site), workers))
         else:
-            algorithms.append(Algorithm(name, kinds[name], locations[name], preds, None, None, workers))
+            algorithms.append(Algorithm(name, kind, location, preds, None, None, workers))
+    return algorithms
 
+
+# -- pass: dispatch sites ----------------------------------------------------------------------------
+def _dispatch_sites(recs, terms: _Terms, unread: list[Unread]) -> list[DispatchSite]:
+    """Every dispatch term as a site: the algorithms on each side, the worker its branch creates; a
+    term whose predicate could not be read is unread instead."""
     unread_predicates = {u.name for u in unread if u.what == "predicate"}
     resolvers = {(path, record.line) for path, record in recs.get(AliasAssign, [])}
+    branch_of_term = _branch_workers(recs.get(Branch, []))
     sites_in = defaultdict(list)
     for path, wsite in recs.get(WorkerSite, []):
         sites_in[(path, wsite.function)].append(wsite)
     dispatch = []
-    for path, term in recs.get(DispatchTerm, []):
-        algos = selected(term)
+    for path, term in terms.all:
+        algos = terms.selected(term)
         if algos is None:
-            if term.via == "predicate" and term.values[0] in unread_predicates:
+            if term.via == Via.PREDICATE and term.values[0] in unread_predicates:
                 unread.append(
                     Unread(
                         "dispatch",
@@ -452,43 +553,30 @@ def build_inventory(files: Mapping[str, Any]) -> SpecInventory:
                 )
             continue
         ref = branch_of_term.get((path, term))
-        if ref is None and term.decision == "if":  # `W = A if flag else B` then `W(...)` inside the branch
-            inside = [w for w in sites_in.get((path, term.function), ()) if term.test in _conjuncts(w.context)]
+        if ref is None and term.decision == DecisionKind.IF:  # `W = A if flag else B` then `W(...)` inside the branch
+            inside = [w for w in sites_in.get((path, term.function), ()) if term.test in conjuncts(w.context)]
             ref = WorkerRef(inside[-1].qualname, inside[-1]) if inside else None
-        site = _site(path, term, algos, ref, truths.get(path, {}), universe)
+        site = _site(path, term, algos, ref, terms.truths.get(path, {}), terms.universe)
         if term.test is not None:
-            site = replace(site, test=term.test, context=term.context, atoms=atoms(path, term))
+            site = replace(site, test=term.test, context=term.context, atoms=terms.atoms(path, term))
         if (path, term.line) in resolvers:
             site = replace(site, resolves_alias=True)
         dispatch.append(site)
+    return dispatch
 
-    for path, record in recs.get(UnreadRecord, []):
-        if record.what == "registration" and not _is_algorithm_call(record, algo):
-            continue
-        unread.append(Unread(record.what, record.name, _loc(path, record), record.reason))
-    unread.extend(_unread_aliases(recs, algo, set(universe), aliases))
-    unread.extend(_unread_alias_returns(recs, algo, algo_path))
 
-    option, hooks = _options(recs)
-    d2t = [D2tSite(r.kind, _loc(p, r), r.function, r.detail, r.chain) for p, r in recs.get(D2tRecord, [])]
-    return SpecInventory(
-        algorithm_class=AlgorithmClass(algo.qualname, _loc(cast(str, algo_path), algo), algo.form) if algo else None,
-        algorithms=tuple(algorithms),
-        predicates=tuple(predicates),
-        dispatch_sites=tuple(dispatch),
-        choice_hooks=tuple(hooks),
-        algorithm_option=option,
-        d2t_sites=tuple(sorted(d2t, key=lambda s: s.location)),
-        plugin_base=plugin[1].qualname if plugin else None,
-        plugin_base_predicates=plugin_preds,
-        plugin_base_true=tuple(sorted(plugin_true)),
-        aliases=aliases,
-        unread=tuple(sorted(unread, key=lambda u: (u.location, u.what, u.name))),
-        new_member_true=tuple(new_true),
-        new_member_unknown=tuple(new_unknown),
-        predicate_definitions=tuple((p.name, p.expr) for p in algo.predicates) if algo else (),
-        unread_definitions=tuple(name for name, _at, _text in algo.unread_predicates) if algo else (),
-    )
+# -- pass: what could not be read ------------------------------------------------------------------------
+def _unread_records(recs, algo, algo_path, known: set[str], aliases: Mapping[str, str]) -> list[Unread]:
+    """The extractors' unread records (an unread registration only when it is on the algorithm
+    class), alias spellings no resolver maps, and alias returns that could not be read."""
+    out = [
+        Unread(record.what, record.name, _loc(path, record), record.reason)
+        for path, record in recs.get(UnreadRecord, [])
+        if record.what != "registration" or _is_algorithm_call(record, algo)
+    ]
+    out.extend(_unread_aliases(recs, algo, known, aliases))
+    out.extend(_unread_alias_returns(recs, algo, algo_path))
+    return out
 
 
 def _is_algorithm_registration(reg: Registration, algo: AlgoClassRecord | None) -> bool:
@@ -610,7 +698,7 @@ def _truths(terms: list[DispatchTerm], base, universe: list[str]) -> dict[str, d
         chosen = base(term)
         for name in universe:
             out[name][(term.line, term.column)] = None if chosen is None else (name in chosen) != term.inverted
-        out[NEW][(term.line, term.column)] = None if term.via == "predicate" else term.inverted
+        out[NEW][(term.line, term.column)] = None if term.via == Via.PREDICATE else term.inverted
     return out
 
 
@@ -629,7 +717,15 @@ def _site(
                 negative.append(name)
             excluded = excluded or evaluate(term.context, truth[name]) == FALSE
         new_true, new_false = side(term.test, term.context, truth[NEW])
-        new = "either" if new_true and new_false else "enters" if new_true else "skips" if new_false else "unreachable"
+        new = (
+            NewAlgorithm.EITHER
+            if new_true and new_false
+            else NewAlgorithm.ENTERS
+            if new_true
+            else NewAlgorithm.SKIPS
+            if new_false
+            else NewAlgorithm.UNREACHABLE
+        )
         line, column = term.decision_at or (term.line, term.column)
         algos = tuple(positive)
         extra = dict(
@@ -638,7 +734,7 @@ def _site(
             decision_location=Location(path, line, column),
             refuses=term.refuses,
             new_algorithm=new,
-            guarded=excluded or new == "unreachable",
+            guarded=excluded or new is NewAlgorithm.UNREACHABLE,
         )
     return DispatchSite(
         term.function,
@@ -647,14 +743,10 @@ def _site(
         term.detail,
         algos,
         ref.qualname if ref else None,
-        tuple(term.values) if term.via == "string" else (),
+        tuple(term.values) if term.via == Via.STRING else (),
         negated=term.negated,
         **extra,
     )
-
-
-def _conjuncts(cond) -> tuple:
-    return cond[1] if cond[0] == "and" else (cond,)
 
 
 def _branch_workers(branches) -> dict[tuple[str, DispatchTerm], WorkerRef]:
@@ -700,7 +792,7 @@ def _workers(algo, worker_sites, truths, universe, term_text, unread: list[Unrea
             if reached:
                 worker_of[name] = (reached, None)
     for (path, site), keys in sorted(unknown.items(), key=lambda item: (item[0][0], item[0][1].line)):
-        tests = ", ".join(f"`{term_text(path, ('term', *k))}`" for k in sorted(keys))
+        tests = ", ".join(f"`{term_text(path, k)}`" for k in sorted(keys))
         unread.append(
             Unread(
                 "worker",
@@ -731,13 +823,13 @@ def _delegated(worker_of, delegates, worker_sites, truths, universe) -> None:
     for (path, function), calls in sorted(calls_in.items()):
         for name in universe:
             truth = truths.get(path, {}).get(name, {})
-            reach = [(c, _conjuncts(r)) for c in calls for r in [evaluate(c.context, truth)] if _decided(r)]
+            reach = [(c, conjuncts(r)) for c in calls for r in [evaluate(c.context, truth)] if _decided(r)]
             alternatives = []
             for site in sites_in.get((path, function), ()):
                 residual = evaluate(site.context, truth)
                 if not _decided(residual):
                     continue
-                own = _conjuncts(residual)
+                own = conjuncts(residual)
                 if any(negate(part) in other for _c, other in reach for part in own):
                     alternatives.append((site, own))
             if not reach or not alternatives:
@@ -765,17 +857,16 @@ def _default(choices):
     return next((c for c in choices if _flags_off(c[1])), None)
 
 
-def _flags_off(cond) -> bool:
+def _flags_off(cond: Cond) -> bool:
     """Whether a residual condition holds when every flag test is false."""
-    op = cond[0]
-    if op == "const":
-        return cond[1]
-    if op in ("flag", "term"):
-        return False
-    if op == "not":
-        return not _flags_off(cond[1])
-    values = [_flags_off(part) for part in cond[1]]
-    return all(values) if op == "and" else any(values)
+    if isinstance(cond, Const):
+        return cond.value
+    if isinstance(cond, Not):
+        return not _flags_off(cond.operand)
+    if isinstance(cond, (And, Or)):
+        values = [_flags_off(part) for part in cond.parts]
+        return all(values) if isinstance(cond, And) else any(values)
+    return False  # a flag or a term
 
 
 def _options(recs) -> tuple[ChoiceHook | None, list[ChoiceHook]]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+from sgl_scan.analyzer.conditions import TRUE, Cond
+from sgl_scan.analyzer.kinds import DecisionKind, NewAlgorithm, Refusal, Via
+
 if TYPE_CHECKING:
     import networkx as nx
 
@@ -96,7 +99,7 @@ class DispatchSite:
 
     function: str  # qualified name of the enclosing function ("<module>" for module level)
     location: Location
-    via: str  # "predicate" | "string" | "member" (== SpeculativeAlgorithm.X)
+    via: Via
     detail: str  # predicate name, or the literal(s)/member compared against
     algorithms: tuple[str, ...]  # algorithms that reach the test's true side (the branch it controls runs)
     worker: str | None = None  # worker class the branch creates, if any
@@ -104,17 +107,15 @@ class DispatchSite:
     # control flow (analyzer/flow.py)
     negative: tuple[str, ...] = ()  # algorithms that reach the test's false side (else / past the branch)
     negated: bool = False  # the term is a complement (`!=`, `not in`, under `not`): its set is "all but ..."
-    decision: str = "value"  # the test it sits in: "if" | "exit" (an `if` that only returns/continues) | "while" |
-    # "assert" | "ifexp" | "message" (a conditional expression picking message text) | "filter" | "value"
+    decision: DecisionKind = DecisionKind.VALUE  # the test it sits in
     decision_location: Location | None = None  # that whole test (several terms may share it)
-    refuses: str | None = None  # "raise" | "assert" | "return" (a rejection): one side of that test refuses loudly
-    # ("raise" also for a problem collected into a table or list of problems that is raised below)
-    new_algorithm: str = "either"  # a new algorithm no literal names: "enters" | "skips" | "either" | "unreachable"
+    refuses: Refusal | None = None  # one side of that test refuses loudly
+    new_algorithm: NewAlgorithm = NewAlgorithm.EITHER  # where a new algorithm no literal names goes
     # the test and path condition themselves (analyzer/flow.py conditions), with what each of their
     # terms reads: (line, column, via, values, inverted); values are the members a string or member test
     # names (aliases resolved) or the predicate's name. `flow.side` evaluates them for any algorithm.
-    test: tuple | None = None
-    context: tuple = ("const", True)
+    test: Cond | None = None
+    context: Cond = TRUE
     atoms: tuple = ()
     resolves_alias: bool = False  # the test of an alias resolver: `if x == "NEXTN": x = "EAGLE"`
     guarded: bool = False  # an earlier guard (raise/assert/return/continue) keeps some algorithms from this test

@@ -25,6 +25,7 @@ from typing import Iterable
 from sgl_scan.analyzer.extractors.sequence import FunctionRefs
 from sgl_scan.analyzer.model import Analysis, Location
 from sgl_scan.analyzer.query import facts_in_passing, facts_mentioning, files_with_records, records_in_passing
+from sgl_scan.analyzer.kinds import Via
 
 SEQUENCE = "spec_call_sequence"
 MAX_DEPTH = 8
@@ -67,7 +68,7 @@ def normalisers(analysis: Analysis, records: Iterable[tuple[str, FunctionRefs]])
 
 def raw_before_normalisation(analysis: Analysis) -> dict[Location, str]:
     """String dispatch sites in code that runs before the normaliser, with the reason in words."""
-    strings = [s for s in analysis.inventory.dispatch_sites if s.via == "string" and not s.resolves_alias]
+    strings = [s for s in analysis.inventory.dispatch_sites if s.via == Via.STRING and not s.resolves_alias]
     if not strings:
         return {}
     records = _records(analysis)

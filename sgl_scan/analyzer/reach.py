@@ -22,10 +22,11 @@ import re
 from typing import Any, Mapping, Sequence
 
 from sgl_scan.analyzer.extractors.records import BranchShape
-from sgl_scan.analyzer.flow import FALSE, TRUE, evaluate
+from sgl_scan.analyzer.conditions import FALSE, TRUE, evaluate
 from sgl_scan.analyzer.inventory import NEW
 from sgl_scan.analyzer.model import Analysis, DispatchSite
 from sgl_scan.analyzer.query import records_in_passing
+from sgl_scan.analyzer.kinds import DecisionKind
 
 SHAPES = "spec_branch_shapes"  # the extractor's name in FileFacts.extras
 
@@ -68,7 +69,7 @@ def shapes(analysis: Analysis, path: str) -> dict[tuple[int, int], BranchShape]:
 
 def shape_of(analysis: Analysis, site: DispatchSite) -> BranchShape | None:
     where = site.decision_location
-    if where is None or site.decision not in ("if", "exit"):
+    if where is None or site.decision not in (DecisionKind.IF, DecisionKind.EXIT):
         return None
     return shapes(analysis, where.path).get((where.line, where.column))
 
@@ -101,7 +102,7 @@ def reach(
     found = sides(site, algorithm, predicates, shape)
     if found is None:
         return Reach.UNREACHABLE
-    if site.refuses or site.decision == "assert":
+    if site.refuses or site.decision == DecisionKind.ASSERT:
         return Reach.REFUSED
     on_selected, on_other = found
     if shape is not None and shape.body_exit in ("raise", "reject") and on_selected:

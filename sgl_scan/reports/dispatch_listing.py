@@ -41,7 +41,7 @@ def _term_text(via: str, values, inverted: bool) -> str:
 
 def site_sides(inventory: SpecInventory, algorithm: str, sites: Iterable[DispatchSite]) -> tuple[SiteSide, ...]:
     """The side `algorithm` takes at each site, and the term that decides it."""
-    from sgl_scan.analyzer.flow import side
+    from sgl_scan.analyzer.conditions import side
 
     members = {p.name: set(p.members) for p in inventory.predicates}
     out = []

@@ -8,6 +8,7 @@ from sgl_scan.analyzer.model import Analysis
 from sgl_scan.rules.base import Example, Rule
 from sgl_scan.rules.common import known_names, literals_of, quoted
 from sgl_scan.rules.finding import Finding
+from sgl_scan.analyzer.kinds import Via
 
 
 class UnknownAlgorithmLiteral(Rule):
@@ -100,7 +101,7 @@ class ServerArgs:
             return  # nothing to compare against: no algorithm class in this snapshot
         known = known_names(inventory)
         for site in inventory.dispatch_sites:
-            if site.via != "string":
+            if site.via != Via.STRING:
                 continue
             for literal in literals_of(site):
                 if literal in known or literal.upper() in known:

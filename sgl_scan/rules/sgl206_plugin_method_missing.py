@@ -10,6 +10,7 @@ from sgl_scan.rules.base import Example, Rule
 from sgl_scan.rules.common import literals_of
 from sgl_scan.rules.finding import Finding
 from sgl_scan.rules.sgl204_predicate_contract import CONTRACT_PREFIXES
+from sgl_scan.analyzer.kinds import Via
 
 # What an algorithm object is called where SGLang uses one: `self.spec_algorithm`, `spec_algo`,
 # `server_args.speculative_algorithm` after `from_string`, ... (the last name of the receiver).
@@ -250,7 +251,7 @@ def _allow_list_guards(inventory) -> dict[tuple[str, str], list[int]]:
     universe = {a.name for a in inventory.algorithms}
     out: dict[tuple[str, str], list[int]] = {}
     for site in inventory.dispatch_sites:
-        if site.via != "string":
+        if site.via != Via.STRING:
             continue
         named = {inventory.aliases.get(v.upper(), v.upper()) for v in literals_of(site)} & universe
         if named and set(site.algorithms) == universe - named:

@@ -8,6 +8,7 @@ from sgl_scan.analyzer.model import Analysis, Location
 from sgl_scan.rules.base import Example, Rule
 from sgl_scan.rules.common import null_members
 from sgl_scan.rules.finding import Finding
+from sgl_scan.analyzer.kinds import Via
 
 _ENUM = """\
 import enum
@@ -149,7 +150,7 @@ class CustomSpecAlgo:
         counts: dict[str, int] = {}
         own = inventory.algorithm_class.qualname + "."
         for site in inventory.dispatch_sites:
-            if site.via == "predicate" and not site.function.startswith(
+            if site.via == Via.PREDICATE and not site.function.startswith(
                 own
             ):  # the enum's own methods never run for plugins
                 counts[site.detail] = counts.get(site.detail, 0) + 1

@@ -14,6 +14,7 @@ from typing import Iterator
 from sgl_scan.analyzer.extractors.records import BranchShape
 from sgl_scan.analyzer.model import Analysis, DispatchSite
 from sgl_scan.rules.common import literals_of, predicate_sets, quoted
+from sgl_scan.analyzer.kinds import DecisionKind, Via
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def _silent_string_sites(analysis: Analysis) -> Iterator[SilentSites]:
     known = {a.name for a in inventory.algorithms}
     groups: dict[tuple, list] = {}
     for site in inventory.dispatch_sites:
-        if site.via == "string":
+        if site.via == Via.STRING:
             groups.setdefault((site.location.path, site.decision_location or site.location), []).append(site)
     early = raw_before_normalisation(analysis) if groups else {}
 
@@ -87,7 +88,7 @@ def _silent_string_sites(analysis: Analysis) -> Iterator[SilentSites]:
         shape = shape_of(analysis, site)
         silent = []
         for s in sites:
-            if s.refuses or s.decision in ("assert", "message") or s.resolves_alias:
+            if s.refuses or s.decision in (DecisionKind.ASSERT, DecisionKind.MESSAGE) or s.resolves_alias:
                 continue  # refuses loudly, message text, or the alias resolver
             if reach(s, NEW, predicates, shape) is not Reach.SKIPS:
                 continue

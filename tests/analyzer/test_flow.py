@@ -7,7 +7,19 @@ the statements that matter; the algorithm class is a small enum with the same pr
 
 from __future__ import annotations
 
-from sgl_scan.analyzer.flow import FALSE, TRUE, conjoin, disjoin, evaluate, flags_text, negate, side
+from sgl_scan.analyzer.conditions import (
+    FALSE,
+    TRUE,
+    Const,
+    Flag,
+    Term,
+    conjoin,
+    disjoin,
+    evaluate,
+    flags_text,
+    negate,
+    side,
+)
 from tests.analyzer.extractors.driver import inventory_of_sources
 
 SPEC_INFO = '''
@@ -62,16 +74,26 @@ def _workers(inventory, name: str):
 
 # -- conditions ----------------------------------------------------------------------------------------
 def test_conditions_simplify_and_evaluate_to_flags():
-    a, b, flag = ("term", 1, 1), ("term", 1, 9), ("flag", "server_args.enable_multi_layer_eagle")
+    a, b, flag = Term(1, 1), Term(1, 9), Flag("server_args.enable_multi_layer_eagle")
     assert negate(negate(a)) == a and conjoin((TRUE, a, a)) == a and disjoin((a, TRUE)) == TRUE
     cond = conjoin((negate(conjoin((a, flag))), b))
     assert evaluate(cond, {(1, 1): True, (1, 9): True}) == negate(flag)
     assert evaluate(cond, {(1, 1): False, (1, 9): False}) == FALSE
     assert side(a, negate(b), {(1, 1): True, (1, 9): True}) == (False, False)  # unreachable
     assert side(conjoin((a, flag)), TRUE, {(1, 1): True}) == (True, True)
-    assert flags_text(conjoin((negate(("flag", "platform_worker_cls is not None")), flag))) == \
+    assert flags_text(conjoin((negate(Flag("platform_worker_cls is not None")), flag))) == \
         "platform_worker_cls is None and server_args.enable_multi_layer_eagle"
     assert flags_text(TRUE) is None
+
+
+def test_conditions_pickle_and_compare_by_kind():
+    """They travel in the facts cache; an `and` and an `or` of the same parts are not equal."""
+    import pickle
+
+    a, flag = Term(1, 1), Flag("enable_overlap")
+    cond = conjoin((negate(disjoin((a, flag))), Flag("x")))
+    assert pickle.loads(pickle.dumps(cond)) == cond and hash(pickle.loads(pickle.dumps(cond))) == hash(cond)
+    assert conjoin((a, flag)) != disjoin((a, flag)) and TRUE != Const(False) and Term(1, 1) != Term(1, 2)
 
 
 # -- sides of a test ---------------------------------------------------------------------------------------

@@ -40,7 +40,9 @@ from sgl_scan.analyzer.extractors.records import (
     WorkerDelegate,
     WorkerSite,
 )
-from sgl_scan.analyzer.flow import TRUE, FunctionFlow, bool_compare, flags_text
+from sgl_scan.analyzer.conditions import TRUE, Term, flags_text, under_not
+from sgl_scan.analyzer.flow import FunctionFlow, bool_compare
+from sgl_scan.analyzer.kinds import Via
 
 PREDICATE_NAME = re.compile(r"^(is|supports|has|need|carries)_\w+$")
 _RECEIVER = re.compile(r"(?i)spec|algo")
@@ -225,7 +227,7 @@ class _Walker(ScopedWalker):
             target = receiver.func if isinstance(receiver, ast.Call) else receiver
             if not _RECEIVER.search(last_name(target) or ""):
                 return
-        self._term(node, "predicate", func.attr, (func.attr,), id(node) in self.negated, receiver, owner)
+        self._term(node, Via.PREDICATE, func.attr, (func.attr,), id(node) in self.negated, receiver, owner)
 
     def _aliased(self, node: ast.AST) -> bool:
         node = node.value if isinstance(node, ast.NamedExpr) else node
@@ -242,7 +244,7 @@ class _Walker(ScopedWalker):
             if members is not None and not self._is_predicate_self(subject):
                 self._term(
                     node,
-                    "member",
+                    Via.MEMBER,
                     ", ".join(members),
                     members,
                     negated,
@@ -257,7 +259,7 @@ class _Walker(ScopedWalker):
                     names = tuple(n for n in names if n != NONE)
                     self._term(
                         node,
-                        "member",
+                        Via.MEMBER,
                         ", ".join(names),
                         names,
                         negated,
@@ -274,7 +276,14 @@ class _Walker(ScopedWalker):
                     return  # `spec_algorithm is None` on an algorithm object: a null check, not the member NONE
                 if literals:
                     self._term(
-                        node, "string", ", ".join(literals), literals, negated, subject, None, isinstance(op, _NEGATIVE)
+                        node,
+                        Via.STRING,
+                        ", ".join(literals),
+                        literals,
+                        negated,
+                        subject,
+                        None,
+                        isinstance(op, _NEGATIVE),
                     )
                     return
                 reason = self._unresolved_constant(other)
@@ -337,24 +346,24 @@ class _Walker(ScopedWalker):
                 )
                 continue
             via, values = found
-            if own and via == "string":
-                via = "member"
+            if own and via is Via.STRING:
+                via = Via.MEMBER
             self._term(pattern, via, ", ".join(values), values, False, subject, self._in_algo_class())
 
-    def _pattern(self, pattern: ast.AST) -> tuple[str, tuple[str, ...]] | None:
+    def _pattern(self, pattern: ast.AST) -> tuple[Via, tuple[str, ...]] | None:
         if isinstance(pattern, ast.MatchValue):
             members = self._members(pattern.value)
             if members is not None:
-                return "member", members
+                return Via.MEMBER, members
             strings = self.b.strings(pattern.value)
-            return ("string", strings) if strings else None
+            return (Via.STRING, strings) if strings else None
         if isinstance(pattern, ast.MatchSingleton) and pattern.value is None:
-            return "string", (NONE,)
+            return Via.STRING, (NONE,)
         if isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
             return self._pattern(pattern.pattern)
         if isinstance(pattern, ast.MatchOr):
             parts = [self._pattern(p) for p in pattern.patterns]
-            read = cast("list[tuple[str, tuple[str, ...]]]", parts)  # used past `None in parts`: no None
+            read = cast("list[tuple[Via, tuple[str, ...]]]", parts)  # used past `None in parts`: no None
             if not parts or None in parts or len({via for via, _ in read}) != 1:
                 return None
             return read[0][0], tuple(v for _, values in read for v in values)
@@ -619,8 +628,8 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
     for statement in tree.body:
         if isinstance(statement, _FUNCTIONS) and _FACTORY_NAME.search(statement.name) and id(statement) not in owners:
             owners[id(statement)] = (statement, prefix + statement.name, None)
-    keys = {key: ("term", term.line, term.column) for key, term in walker.term_of.items()}
-    term_text = {("term", t.line, t.column): resolver.text(walker.term_nodes[key]) for key, t in walker.term_of.items()}
+    keys = {key: Term(term.line, term.column) for key, term in walker.term_of.items()}
+    term_text = {Term(t.line, t.column): resolver.text(walker.term_nodes[key]) for key, t in walker.term_of.items()}
     term_lines = sorted({term.line for term in walker.term_of.values()})
     decisions = {}
     sites: list = []
@@ -678,8 +687,7 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
         if decision is None:
             terms.append(term)
             continue
-        own = ("term", term.line, term.column)
-        negated = term.inverted != _under_not(decision.test, own)
+        negated = term.inverted != under_not(decision.test, Term(term.line, term.column))
         terms.append(
             replace(
                 term,
@@ -701,27 +709,3 @@ def _with_flow(walker: _Walker, resolver: Resolver, tree: ast.Module) -> tuple[l
 
 def _short(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _under_not(cond: tuple, key: tuple) -> bool:
-    """Whether `key` occurs in `cond` under an odd number of `not`s (False when absent)."""
-    op = cond[0]
-    if cond == key:
-        return False
-    if op == "not":
-        return not _under_not(cond[1], key) if _occurs(cond[1], key) else False
-    if op in ("and", "or"):
-        for part in cond[1]:
-            if _occurs(part, key):
-                return _under_not(part, key)
-    return False
-
-
-def _occurs(cond: tuple, key: tuple) -> bool:
-    if cond == key:
-        return True
-    if cond[0] == "not":
-        return _occurs(cond[1], key)
-    if cond[0] in ("and", "or"):
-        return any(_occurs(part, key) for part in cond[1])
-    return False

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sgl_scan.analyzer.conditions import TRUE, Cond
+from sgl_scan.analyzer.kinds import DecisionKind, Refusal, Via
+
 # A bool expression is one of:
 #   ("eq", MEMBER) ("ne", MEMBER) ("in", (MEMBER, ...)) ("notin", (MEMBER, ...))
 #   ("call", PREDICATE) ("flag", FLAG) ("const", True|False)
@@ -88,7 +91,7 @@ class DispatchTerm(At):
     """One test on the active algorithm: a predicate call, a string or member comparison."""
 
     function: str  # qualified enclosing function ("<module>" at module level)
-    via: str  # "predicate" | "string" | "member"
+    via: Via
     detail: str  # predicate name | the literal(s) | the member(s), comma-separated
     values: tuple[str, ...]  # predicate name, literals, or member names
     negated: bool  # the test's truth is a complement: `!=`, `not in`, `not x.is_y()`, `not (x.is_y() or ...)`
@@ -96,11 +99,11 @@ class DispatchTerm(At):
     owner_class: str | None = None  # qualified class when the test is `self.is_x()` inside an algo class
     # control flow (analyzer/flow.py); absent where the term is outside any function body read
     inverted: bool = False  # the comparison itself is negative (`!=`, `not in`, `is not`)
-    decision: str = "value"  # "if" | "while" | "assert" | "ifexp" | "filter" | "value"
+    decision: DecisionKind = DecisionKind.VALUE
     decision_at: tuple[int, int] | None = None  # (line, column) of the whole test the term sits in
-    test: tuple | None = None  # that test as a flow condition
-    context: tuple = ("const", True)  # path condition of the statement holding the test
-    refuses: str | None = None  # "raise" | "assert" | "return" (`return False, reason`): a side refuses loudly
+    test: Cond | None = None  # that test as a flow condition
+    context: Cond = TRUE  # path condition of the statement holding the test
+    refuses: Refusal | None = None  # a side of that test refuses loudly
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ class WorkerSite(At):
 
     qualname: str
     function: str
-    context: tuple
+    context: Cond
     owner_class: str | None = None
 
 
@@ -133,7 +136,7 @@ class WorkerDelegate(At):
     algorithm's own choice gives is created here, under this condition."""
 
     function: str
-    context: tuple
+    context: Cond
     method: str
 
 

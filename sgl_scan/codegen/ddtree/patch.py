@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, cast
 
+from sgl_scan.analyzer.kinds import Via
 from sgl_scan.analyzer.facts import FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Analysis, Location
 from sgl_scan.analyzer.query import find_class
@@ -279,7 +280,7 @@ class _PatchBuilder:
             site = joined.site
             if site.worker == self.plan.dflash.worker:
                 self._worker_branch(site.location, base.name)
-            elif site.via in ("string", "member"):
+            elif site.via in (Via.STRING, Via.MEMBER):
                 self._widen_compare(site.location, site.via, site.detail)
 
     def _enclosing(self, loc: Location) -> tuple[FileFacts, FunctionFact] | None:

@@ -11,6 +11,8 @@ import dataclasses
 
 from dataclasses import dataclass
 
+from sgl_scan.analyzer.conditions import TRUE
+from sgl_scan.analyzer.kinds import Via
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact
 from sgl_scan.analyzer.model import Algorithm, Analysis, DispatchSite, Location
 from sgl_scan.analyzer.query import (
@@ -372,7 +374,7 @@ def _selects_dflash(site: DispatchSite, discriminating: set[str]) -> bool:
     """
     if BASE_ALGORITHM not in site.algorithms:
         return False
-    if site.via == "predicate":
+    if site.via == Via.PREDICATE:
         return site.detail in discriminating
     return BASE_ALGORITHM in [part.strip().rsplit(".", 1)[-1] for part in site.detail.split(",")]
 
@@ -499,7 +501,7 @@ def _joined_sites(analysis: Analysis, mode: str, dflash: Algorithm, delegate: bo
             continue
         # the plan keeps what codegen reads of a site; the flow layer's conditions (tree text such as
         # `cfg.kv_cache_dtype not in ("nvfp4", ...)`) never travel towards the templates
-        site = dataclasses.replace(site, test=None, context=("const", True), atoms=())
+        site = dataclasses.replace(site, test=None, context=TRUE, atoms=())
         in_enum = _enum_method(analysis, site) if mode == "plugin" else None
         if in_enum and site.worker == dflash.worker:
             joined.append(
@@ -513,7 +515,7 @@ def _joined_sites(analysis: Analysis, mode: str, dflash: Algorithm, delegate: bo
             joined.append(
                 JoinedSite(site, True, f"the patch returns DDTreeWorker for {NEW_ALGORITHM} inside this branch")
             )
-        elif site.via == "predicate":
+        elif site.via == Via.PREDICATE:
             joined.append(
                 JoinedSite(site, True, f"{site.detail}() answers True for {NEW_ALGORITHM} as for {BASE_ALGORITHM}")
             )

@@ -1,0 +1,240 @@
+"""The condition algebra of the flow layer: what must hold for a statement to run.
+
+A condition is one of six frozen values, built per file (`flow.FunctionFlow`) and stored in the
+facts cache with the records that carry them:
+
+* `Term(line, column)`: a dispatch term of the same file (its `DispatchTerm` position), whose
+  truth for an algorithm is known once the inventory knows the predicates;
+* `Flag(text)`: any other test, by its normalised source text (`enable_overlap`);
+* `Const(value)`, `Not(operand)`, `And(parts)`, `Or(parts)`.
+
+`negate`, `conjoin` and `disjoin` keep them simplified (no constant inside `And`/`Or`, no
+double `not`, no repeated part); `evaluate` replaces the terms by their value for one algorithm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Union
+
+
+@dataclass(frozen=True)
+class Const:
+    """A test whose value is known: `True`, `False`, or a condition that simplified to one."""
+
+    value: bool
+
+    def __reduce__(self):  # a compact pickle (the facts cache holds many)
+        return (Const, (self.value,))
+
+
+@dataclass(frozen=True)
+class Term:
+    """A dispatch term of the same file, by its position (1-based line and column)."""
+
+    line: int
+    column: int
+
+    def __reduce__(self):
+        return (Term, (self.line, self.column))
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A test that is no dispatch term, by its normalised source text."""
+
+    text: str
+
+    def __reduce__(self):
+        return (Flag, (self.text,))
+
+
+@dataclass(frozen=True)
+class Not:
+    operand: "Cond"
+
+    def __reduce__(self):
+        return (Not, (self.operand,))
+
+
+@dataclass(frozen=True)
+class And:
+    parts: "tuple[Cond, ...]"  # two or more, none a constant or an `And`
+
+    def __reduce__(self):
+        return (And, (self.parts,))
+
+
+@dataclass(frozen=True)
+class Or:
+    parts: "tuple[Cond, ...]"  # two or more, none a constant or an `Or`
+
+    def __reduce__(self):
+        return (Or, (self.parts,))
+
+
+Cond = Union[Const, Term, Flag, Not, And, Or]
+TRUE: Cond = Const(True)
+FALSE: Cond = Const(False)
+
+
+# -- building --------------------------------------------------------------------------------------
+def negate(cond: Cond) -> Cond:
+    if isinstance(cond, Const):
+        return Const(not cond.value)
+    if isinstance(cond, Not):
+        return cond.operand
+    return Not(cond)
+
+
+def conjoin(parts: Iterable[Cond]) -> Cond:
+    out: list[Cond] = []
+    for part in parts:
+        if part == FALSE:
+            return FALSE
+        if part == TRUE:
+            continue
+        for piece in part.parts if isinstance(part, And) else (part,):
+            if piece not in out:
+                out.append(piece)
+    if not out:
+        return TRUE
+    return out[0] if len(out) == 1 else And(tuple(out))
+
+
+def disjoin(parts: Iterable[Cond]) -> Cond:
+    out: list[Cond] = []
+    for part in parts:
+        if part == TRUE:
+            return TRUE
+        if part == FALSE:
+            continue
+        for piece in part.parts if isinstance(part, Or) else (part,):
+            if piece not in out:
+                out.append(piece)
+    if not out:
+        return FALSE
+    return out[0] if len(out) == 1 else Or(tuple(out))
+
+
+# -- reading -----------------------------------------------------------------------------------------
+def terms_in(cond: Cond) -> Iterator[tuple[int, int]]:
+    """(line, column) of every dispatch term a condition reads."""
+    if isinstance(cond, Term):
+        yield (cond.line, cond.column)
+    elif isinstance(cond, Not):
+        yield from terms_in(cond.operand)
+    elif isinstance(cond, (And, Or)):
+        for part in cond.parts:
+            yield from terms_in(part)
+
+
+def conjuncts(cond: Cond) -> tuple[Cond, ...]:
+    """The parts of an `And`, or the condition itself."""
+    return cond.parts if isinstance(cond, And) else (cond,)
+
+
+def occurs(cond: Cond, key: Cond) -> bool:
+    """Whether `key` is `cond` or a part of it (through `not`, `and`, `or`)."""
+    if cond == key:
+        return True
+    if isinstance(cond, Not):
+        return occurs(cond.operand, key)
+    if isinstance(cond, (And, Or)):
+        return any(occurs(part, key) for part in cond.parts)
+    return False
+
+
+def under_not(cond: Cond, key: Cond) -> bool:
+    """Whether `key` occurs in `cond` under an odd number of `not`s (False when absent)."""
+    if cond == key:
+        return False
+    if isinstance(cond, Not):
+        return not under_not(cond.operand, key) if occurs(cond.operand, key) else False
+    if isinstance(cond, (And, Or)):
+        for part in cond.parts:
+            if occurs(part, key):
+                return under_not(part, key)
+    return False
+
+
+# -- across files: evaluating conditions for one algorithm --------------------------------------------
+Truth = Mapping[tuple[int, int], Optional[bool]]  # term position -> its value for the algorithm (None: unknown)
+
+
+def evaluate(cond: Cond, truth: Truth) -> Cond:
+    """`cond` with every term replaced by its value for one algorithm and simplified.
+
+    The result is TRUE, FALSE, or what is left: a condition on flags (and on unknown terms)."""
+    if isinstance(cond, Term):
+        value = truth.get((cond.line, cond.column))
+        return cond if value is None else Const(value)
+    if isinstance(cond, (Flag, Const)):
+        return cond
+    if isinstance(cond, Not):
+        return negate(evaluate(cond.operand, truth))
+    parts = [evaluate(part, truth) for part in cond.parts]
+    return conjoin(parts) if isinstance(cond, And) else disjoin(parts)
+
+
+def side(test: Cond, context: Cond, truth: Truth) -> tuple[bool, bool]:
+    """(may the algorithm reach the test's true side, may it reach its false side)."""
+    reach = evaluate(context, truth)
+    if reach == FALSE:
+        return False, False
+    value = evaluate(test, truth)
+    return value != FALSE, value != TRUE
+
+
+_FLIPS = ((" is not ", " is "), (" is ", " is not "), (" != ", " == "), (" == ", " != "), (" not in ", " in "))
+
+
+def flags_text(cond: Cond, term_text: Callable[[Term], str] | None = None) -> str | None:
+    """Source-like text of a residual condition (None when it is TRUE: unconditional)."""
+    if cond == TRUE:
+        return None
+
+    def render(c: Cond, outer: str) -> str:
+        if isinstance(c, Flag):
+            return c.text
+        if isinstance(c, Term):
+            return term_text(c) if term_text else f"<test at {c.line}:{c.column}>"
+        if isinstance(c, Const):
+            return str(c.value)
+        if isinstance(c, Not):
+            if isinstance(c.operand, Flag):
+                for positive, negative in _FLIPS:
+                    head, found, tail = c.operand.text.rpartition(positive)
+                    if found and head and not any(p in head for p, _ in _FLIPS):
+                        return f"{head}{negative}{tail}"
+            inner = render(c.operand, "not")
+            return f"not {inner}"
+        op = "and" if isinstance(c, And) else "or"
+        joined = f" {op} ".join(render(part, op) for part in c.parts)
+        return f"({joined})" if outer in ("and", "not") and op == "or" or outer == "not" else joined
+
+    return render(cond, "")
+
+
+__all__ = [
+    "And",
+    "Cond",
+    "Const",
+    "FALSE",
+    "Flag",
+    "Not",
+    "Or",
+    "TRUE",
+    "Term",
+    "Truth",
+    "conjoin",
+    "conjuncts",
+    "disjoin",
+    "evaluate",
+    "flags_text",
+    "negate",
+    "occurs",
+    "side",
+    "terms_in",
+    "under_not",
+]
