@@ -5,7 +5,8 @@ Issue 33's cases, each in the same rounds as a cold scan of the new tree (its ba
 - `upgrade_after_old`: the new tree into a home that scanned the old release first (untimed): only
   files whose content changed are parsed again, the rest come from the old tree's facts;
 - `upgrade_warm`: the new tree again, right after (nothing changed);
-- `upgrade_one_file`: a copy of the new tree with one file edited (a PR-sized change) after the
+- `upgrade_one_file`: a copy of the new tree with one file edited (a PR-sized change, new bytes each
+  round, so no round finds a snapshot an earlier one stored) after the
   unedited copy was scanned (untimed): one file is parsed, the inventory and the rules run again.
 """
 
@@ -18,7 +19,7 @@ from bench.analysis_bench import SCAN_OK, _fresh, env_for, sgl_scan_command
 from bench.measure import Stats, Step, run_checked, unavailable
 
 EDITED = "sglang/srt/speculative/spec_info.py"  # the algorithm's own module: every release has it
-EDIT = "\n\ndef _bench_added_helper(value):\n    return value\n"
+EDIT = "\n\ndef _bench_added_helper_{round}(value):\n    return value\n"  # new bytes every round
 KEYS = ("upgrade_cold", "upgrade_after_old", "upgrade_warm", "upgrade_one_file")
 
 
@@ -44,12 +45,16 @@ def upgrade_steps(new: Path, old: Path | None, work: Path, old_label: str) -> tu
         _fresh(home)
         run_checked(scan_old, env=env_for(home), ok_codes=SCAN_OK)
 
+    rounds = iter(range(1, 1_000_000))
+
     def unedited_then_edit() -> None:
+        """Scan the unedited copy (warm after the first round), then make an edit no earlier round
+        made: each round measures a real one-file change, never a snapshot stored by an earlier one."""
         if original is None:
             raise RuntimeError(f"{EDITED} is not in the tree")
         edited.write_bytes(original)
-        run_checked(scan_copy, env=env_for(edit_home), ok_codes=SCAN_OK)  # warm after the first round
-        edited.write_bytes(original + EDIT.encode())
+        run_checked(scan_copy, env=env_for(edit_home), ok_codes=SCAN_OK)
+        edited.write_bytes(original + EDIT.format(round=next(rounds)).encode())
 
     steps = [
         Step("upgrade_cold", "upgrade baseline: new tree, default scope, cold", scan(scan_new, cold_home),

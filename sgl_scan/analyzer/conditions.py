@@ -14,63 +14,96 @@ double `not`, no repeated part); `evaluate` replaces the terms by their value fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping, Optional, Union
+from typing import Callable, Iterable, Iterator, Mapping, Optional, Union, cast
 
 
-@dataclass(frozen=True)
-class Const:
+class _Condition:
+    """Immutable, compared and hashed by kind and fields, pickled compactly (the facts cache holds
+    many). Written out rather than made with `dataclass`: a scan imports this module even when warm,
+    and six dataclasses cost milliseconds to create."""
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._values() == cast(_Condition, other)._values()
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, *self._values()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(repr(value) for value in self._values())})"
+
+    def __reduce__(self):
+        return (type(self), self._values())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+
+class Const(_Condition):
     """A test whose value is known: `True`, `False`, or a condition that simplified to one."""
 
+    __slots__ = _fields = ("value",)
     value: bool
 
-    def __reduce__(self):  # a compact pickle (the facts cache holds many)
-        return (Const, (self.value,))
+    def __init__(self, value: bool) -> None:
+        object.__setattr__(self, "value", value)
 
 
-@dataclass(frozen=True)
-class Term:
+class Term(_Condition):
     """A dispatch term of the same file, by its position (1-based line and column)."""
 
+    __slots__ = _fields = ("line", "column")
     line: int
     column: int
 
-    def __reduce__(self):
-        return (Term, (self.line, self.column))
+    def __init__(self, line: int, column: int) -> None:
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "column", column)
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(_Condition):
     """A test that is no dispatch term, by its normalised source text."""
 
+    __slots__ = _fields = ("text",)
     text: str
 
-    def __reduce__(self):
-        return (Flag, (self.text,))
+    def __init__(self, text: str) -> None:
+        object.__setattr__(self, "text", text)
 
 
-@dataclass(frozen=True)
-class Not:
+class Not(_Condition):
+    __slots__ = _fields = ("operand",)
     operand: "Cond"
 
-    def __reduce__(self):
-        return (Not, (self.operand,))
+    def __init__(self, operand: "Cond") -> None:
+        object.__setattr__(self, "operand", operand)
 
 
-@dataclass(frozen=True)
-class And:
+class And(_Condition):
+    __slots__ = _fields = ("parts",)
     parts: "tuple[Cond, ...]"  # two or more, none a constant or an `And`
 
-    def __reduce__(self):
-        return (And, (self.parts,))
+    def __init__(self, parts: "tuple[Cond, ...]") -> None:
+        object.__setattr__(self, "parts", parts)
 
 
-@dataclass(frozen=True)
-class Or:
+class Or(_Condition):
+    __slots__ = _fields = ("parts",)
     parts: "tuple[Cond, ...]"  # two or more, none a constant or an `Or`
 
-    def __reduce__(self):
-        return (Or, (self.parts,))
+    def __init__(self, parts: "tuple[Cond, ...]") -> None:
+        object.__setattr__(self, "parts", parts)
 
 
 Cond = Union[Const, Term, Flag, Not, And, Or]

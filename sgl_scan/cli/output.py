@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
@@ -52,6 +51,8 @@ def write_file(path: Path, data: bytes) -> None:
         return
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(21, "is a folder")
+    import tempfile  # only when a file is written (tempfile imports shutil, bz2, lzma, random)
+
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

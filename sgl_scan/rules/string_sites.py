@@ -9,12 +9,14 @@ that name is also `NEXTN` or `eagle` (SGL208); elsewhere it is a new algorithm (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from sgl_scan.analyzer.extractors.records import BranchShape
 from sgl_scan.analyzer.model import Analysis, DispatchSite
 from sgl_scan.rules.common import literals_of, predicate_sets, quoted
 from sgl_scan.analyzer.kinds import DecisionKind, Via
+
+if TYPE_CHECKING:  # the records module is large; a warm scan never needs it
+    from sgl_scan.analyzer.extractors.records import BranchShape
 
 
 @dataclass(frozen=True)

@@ -32,16 +32,19 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
-import subprocess
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from sgl_scan.errors import SnapshotError
 from sgl_scan.snapshots.safeio import NotRegular, read_regular
+
+if TYPE_CHECKING:
+    import subprocess
+
+# subprocess, shutil and tempfile are imported where git runs: finding that a folder is no work tree
+# (`locate`, every scan of a plain folder) needs none of them
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +150,9 @@ def _safe_config(common_dir: Path, work_tree: Path | None) -> str:
     except (OSError, SnapshotError):
         original = b""
     if original:
+        import subprocess
+        import tempfile
+
         with tempfile.TemporaryDirectory(prefix="sgl-scan-gitconfig-") as scratch:
             copy = Path(scratch) / "config"
             copy.write_bytes(original)
@@ -241,6 +247,8 @@ class Quarantine:
 
     def run(self, *args: str, ok: tuple[int, ...] = (0,), timeout: float | None = None) -> subprocess.CompletedProcess:
         """`git ARGS` on the quarantined repository (bytes out); `GitFailed` for another exit status."""
+        import subprocess
+
         timeout = self.timeout if timeout is None else timeout
         cwd = str(self.work_tree or self.private)
         try:
@@ -312,6 +320,9 @@ def _build(located: Located, private: Path) -> None:
 def quarantined(located: Located, *, timeout: float = TIMEOUT) -> Iterator[Quarantine]:
     """The repository `located` names, behind a private git folder removed on exit; each git command
     is stopped after `timeout` seconds (an object folder holding a FIFO cannot hang a scan)."""
+    import shutil
+    import tempfile
+
     private = Path(tempfile.mkdtemp(prefix="sgl-scan-git-"))
     quarantine = None
     try:
