@@ -121,33 +121,28 @@ def negate(cond: Cond) -> Cond:
 
 
 def conjoin(parts: Iterable[Cond]) -> Cond:
-    out: list[Cond] = []
-    for part in parts:
-        if part == FALSE:
-            return FALSE
-        if part == TRUE:
-            continue
-        for piece in part.parts if isinstance(part, And) else (part,):
-            if piece not in out:
-                out.append(piece)
-    if not out:
-        return TRUE
-    return out[0] if len(out) == 1 else And(tuple(out))
+    return _joined(parts, And, absorbing=FALSE, neutral=TRUE)
 
 
 def disjoin(parts: Iterable[Cond]) -> Cond:
+    return _joined(parts, Or, absorbing=TRUE, neutral=FALSE)
+
+
+def _joined(parts: Iterable[Cond], kind: type[And] | type[Or], *, absorbing: Cond, neutral: Cond) -> Cond:
+    """`parts` joined by `kind`, flattened (an inner `kind` gives its parts), each part once; the
+    absorbing constant wins, the neutral one is dropped, one part is itself, none is `neutral`."""
     out: list[Cond] = []
     for part in parts:
-        if part == TRUE:
-            return TRUE
-        if part == FALSE:
+        if part == absorbing:
+            return absorbing
+        if part == neutral:
             continue
-        for piece in part.parts if isinstance(part, Or) else (part,):
+        for piece in part.parts if isinstance(part, kind) else (part,):
             if piece not in out:
                 out.append(piece)
     if not out:
-        return FALSE
-    return out[0] if len(out) == 1 else Or(tuple(out))
+        return neutral
+    return out[0] if len(out) == 1 else kind(tuple(out))
 
 
 # -- reading -----------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ flow"). It has two halves, one per stage:
   worker (`spec_algorithm.create_worker(...)`: a *delegate*), and the worker expressions it cannot
   read (a lookup, `getattr`, a call result it cannot follow, returned or assigned to
   `draft_worker`): said out loud, never guessed.
-* **Across files** (`conditions.evaluate`, `side`, `flags_text`, used by `build_inventory`): the same
+* **Across files** (`conditions.py`: `evaluate`, `side`, `flags_text`, used by `build_inventory`): the same
   conditions evaluated for one algorithm, once every dispatch term's truth for it is known. What is
   left after the algorithm's terms are replaced is a condition on flags (`enable_overlap`); an
   algorithm reaches a statement unless its condition is false.
@@ -33,21 +33,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, Optional, cast
 
 from sgl_scan.analyzer.astnodes import child_nodes, inner_nodes
-from sgl_scan.analyzer.conditions import (
-    FALSE,
-    TRUE,
-    Cond,
-    Const,
-    Flag,
-    Truth,
-    conjoin,
-    disjoin,
-    evaluate,
-    flags_text,
-    negate,
-    side,
-    terms_in,
-)
+from sgl_scan.analyzer.conditions import FALSE, TRUE, Cond, Const, Flag, conjoin, disjoin, negate
 from sgl_scan.analyzer.extractors._text import any_hit
 from sgl_scan.analyzer.kinds import DecisionKind, Refusal
 
@@ -741,21 +727,4 @@ def _own_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
     yield from _walk_expr(statement)
 
 
-__all__ = [
-    "Cond",
-    "Decision",
-    "Truth",
-    "FALSE",
-    "FunctionFlow",
-    "TRUE",
-    "WorkerUse",
-    "bool_compare",
-    "conjoin",
-    "disjoin",
-    "evaluate",
-    "flags_text",
-    "negate",
-    "side",
-    "single_assignments",
-    "terms_in",
-]
+__all__ = ["Decision", "FunctionFlow", "WorkerUse", "bool_compare", "single_assignments"]

@@ -113,7 +113,7 @@ class DispatchSite:
     new_algorithm: NewAlgorithm = NewAlgorithm.EITHER  # where a new algorithm no literal names goes
     # the test and path condition themselves (analyzer/flow.py conditions), with what each of their
     # terms reads: (line, column, via, values, inverted); values are the members a string or member test
-    # names (aliases resolved) or the predicate's name. `flow.side` evaluates them for any algorithm.
+    # names (aliases resolved) or the predicate's name. `conditions.side` evaluates them for any algorithm.
     test: Cond | None = None
     context: Cond = TRUE
     atoms: tuple = ()

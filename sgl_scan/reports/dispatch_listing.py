@@ -2,7 +2,7 @@
 side ALGO takes there and the term of the test that decides it.
 
 The side is read from the analyzer's flow facts (`DispatchSite.test`, `.context`, `.atoms`,
-evaluated by `analyzer.flow.side`), never re-derived: "true" (ALGO reaches only the branch the
+evaluated by `analyzer.conditions.side`), never re-derived: "true" (ALGO reaches only the branch the
 test controls), "false" (only the other way), "either" (both: the test reads something that is not
 the algorithm, or the analyzer could not read a term), "unreachable" (an earlier guard keeps it
 out). The deciding term is the one whose value, flipped for ALGO, changes that side; none is

@@ -165,17 +165,17 @@ def list_files(
 GIT_STATE_TIMEOUT = 120.0  # seconds for each git command of the git state (a checkout's diff takes seconds)
 
 
-def _base_snapshot(store: Store, source: Mapping, root: str) -> Callable[[FileEntry], Snapshot | None]:
+def _base_snapshot(store: Store, source: Mapping, root: str) -> Callable[[FileEntry], Snapshot | None] | None:
     """For an entry known by its stamp (unread), the newest stored snapshot of this very folder
     (source and package root) holding a copy of the same bytes that is known good: the stored file's
     own stamp is the one recorded when it last matched its sha256 (`Store.verify`), so a stored copy
     altered since, whatever its size, is never linked. Such a file is linked from there instead of
-    read and written again; any other is read from the folder."""
+    read and written again; any other is read from the folder. None when no snapshot of it is stored."""
     for manifest in reversed(store.list()):
         if manifest.source_kind == "local" and dict(manifest.source) == dict(source) and manifest.root == root:
             break
     else:
-        return lambda entry: None
+        return None
     snapshot = Snapshot(manifest=manifest, folder=store.root / manifest.id)
     held = {entry.path: entry for entry in manifest.files}
     seen = store.verified_stamps(manifest.id)
