@@ -131,10 +131,14 @@ def fingerprinted_findings(analysis, rules) -> tuple:
 
 def _store_walked(analysis) -> None:
     """Keep the facts the rules walked in the facts cache (`LazyFiles.store_walked`): the next analysis
-    of an edited tree or the next release reads them from there."""
+    of an edited tree or the next release reads them from there. The rules are done with the tree's
+    files, so the processes kept to walk them (`release_pool`) stop here."""
+    from sgl_scan.analyzer.pipeline import release_pool
+
     store = getattr(analysis.files, "store_walked", None)
     if store is not None:
         store()
+    release_pool()
 
 
 def kept_findings(snapshot, analysis, prepared: Prepared) -> list:

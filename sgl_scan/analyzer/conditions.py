@@ -14,34 +14,33 @@ double `not`, no repeated part); `evaluate` replaces the terms by their value fo
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, Mapping, Optional, Union, cast
+from operator import attrgetter
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Union
 
 
 class _Condition:
     """Immutable, compared and hashed by kind and fields, pickled compactly (the facts cache holds
     many). Written out rather than made with `dataclass`: a scan imports this module even when warm,
-    and six dataclasses cost milliseconds to create."""
+    and six dataclasses cost milliseconds to create. A cold scan compares conditions hundreds of
+    thousands of times, so each kind's fields are read by one C call (`_values`, an `attrgetter`)."""
 
-    __slots__ = ()
-    _fields: tuple[str, ...] = ()
-
-    def _values(self) -> tuple:
-        return tuple(getattr(self, name) for name in self._fields)
+    __slots__: tuple[str, ...] = ()
+    _values: Callable[["_Condition"], Any]  # the fields (one field: its value), set per kind below
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._values() == cast(_Condition, other)._values()
+        return self is other or (type(other) is type(self) and self._values(self) == self._values(other))
 
     def __ne__(self, other: object) -> bool:
         return not self == other
 
     def __hash__(self) -> int:
-        return hash((type(self).__name__, *self._values()))
+        return hash((type(self).__name__, self._values(self)))
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({', '.join(repr(value) for value in self._values())})"
+        return f"{type(self).__name__}({', '.join(repr(getattr(self, name)) for name in self.__slots__)})"
 
     def __reduce__(self):
-        return (type(self), self._values())
+        return (type(self), tuple(getattr(self, name) for name in self.__slots__))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -53,7 +52,7 @@ class _Condition:
 class Const(_Condition):
     """A test whose value is known: `True`, `False`, or a condition that simplified to one."""
 
-    __slots__ = _fields = ("value",)
+    __slots__ = ("value",)
     value: bool
 
     def __init__(self, value: bool) -> None:
@@ -63,7 +62,7 @@ class Const(_Condition):
 class Term(_Condition):
     """A dispatch term of the same file, by its position (1-based line and column)."""
 
-    __slots__ = _fields = ("line", "column")
+    __slots__ = ("line", "column")
     line: int
     column: int
 
@@ -75,7 +74,7 @@ class Term(_Condition):
 class Flag(_Condition):
     """A test that is no dispatch term, by its normalised source text."""
 
-    __slots__ = _fields = ("text",)
+    __slots__ = ("text",)
     text: str
 
     def __init__(self, text: str) -> None:
@@ -83,7 +82,7 @@ class Flag(_Condition):
 
 
 class Not(_Condition):
-    __slots__ = _fields = ("operand",)
+    __slots__ = ("operand",)
     operand: "Cond"
 
     def __init__(self, operand: "Cond") -> None:
@@ -91,7 +90,7 @@ class Not(_Condition):
 
 
 class And(_Condition):
-    __slots__ = _fields = ("parts",)
+    __slots__ = ("parts",)
     parts: "tuple[Cond, ...]"  # two or more, none a constant or an `And`
 
     def __init__(self, parts: "tuple[Cond, ...]") -> None:
@@ -99,12 +98,15 @@ class And(_Condition):
 
 
 class Or(_Condition):
-    __slots__ = _fields = ("parts",)
+    __slots__ = ("parts",)
     parts: "tuple[Cond, ...]"  # two or more, none a constant or an `Or`
 
     def __init__(self, parts: "tuple[Cond, ...]") -> None:
         object.__setattr__(self, "parts", parts)
 
+
+for _kind in (Const, Term, Flag, Not, And, Or):
+    _kind._values = staticmethod(attrgetter(*_kind.__slots__))
 
 Cond = Union[Const, Term, Flag, Not, And, Or]
 TRUE: Cond = Const(True)
@@ -133,11 +135,11 @@ def _joined(parts: Iterable[Cond], kind: type[And] | type[Or], *, absorbing: Con
     absorbing constant wins, the neutral one is dropped, one part is itself, none is `neutral`."""
     out: list[Cond] = []
     for part in parts:
-        if part == absorbing:
-            return absorbing
-        if part == neutral:
+        if type(part) is Const:
+            if part.value == absorbing.value:  # type: ignore[union-attr]
+                return absorbing
             continue
-        for piece in part.parts if isinstance(part, kind) else (part,):
+        for piece in part.parts if type(part) is kind else (part,):
             if piece not in out:
                 out.append(piece)
     if not out:

@@ -525,17 +525,21 @@ def _single_assignments(body: list[ast.stmt], walrus: bool = True) -> dict[str, 
             continue
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
-                        seen.setdefault(name.id, []).append(node.value if target is name else node)
+                for name in _names_in(target):
+                    seen.setdefault(name.id, []).append(node.value if target is name else node)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
-            target = node.target
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name):
-                    seen.setdefault(name.id, []).extend([node, node])
+            for name in _names_in(node.target):
+                seen.setdefault(name.id, []).extend([node, node])
         if walrus:
             stack.extend(inner_nodes(node))
     return {name: values[0] for name, values in seen.items() if len(values) == 1 and isinstance(values[0], ast.expr)}
+
+
+def _names_in(target: ast.AST) -> list[ast.Name]:
+    """The names an assignment target binds or reads (`x`; `a, b`; `x[i].y`: `x` and `i`)."""
+    if type(target) is ast.Name:  # most targets: no walk
+        return [cast(ast.Name, target)]
+    return [node for node in ast.walk(target) if isinstance(node, ast.Name)]
 
 
 # -- problems collected, then raised ------------------------------------------------------------------------

@@ -137,25 +137,27 @@ def _needs_libcst(extractors: Sequence[Any]) -> bool:
     return any(getattr(ex, "parser", "cst") != "ast" for ex in extractors)
 
 
-def _parse_one(job: tuple[str, str]) -> tuple[str, str, bytes, "FileNote"] | tuple[None, str, str]:
+def _parse_one(job: tuple[str, ...]) -> tuple[str, str, bytes, "FileNote"] | tuple[None, str, str]:
     """Parse one file; returns (path, sha256, pickled facts, note) (the caller packs the facts).
 
     In a pool worker (`_WORKER["defer_cst"]`) a file that a libcst extractor needs is not parsed:
     (None, absolute, rel) sends it back to the parent, the one process that loads libcst. With
     `_WORKER["defer_walk"]`, a file that parses cleanly comes back without its general facts: as
-    `DEFERRED` when no extractor matched, else as `RECORDS_ONLY` and the extractors' records.
+    `DEFERRED` when no extractor matched, else as `RECORDS_ONLY` and the extractors' records. A job
+    (absolute, rel, True) is a plain walk: the file's general facts, whatever the worker was set up for.
     """
-    absolute, rel = job
-    extractors = _WORKER.get("extractors", ())
+    absolute, rel = job[0], job[1]
+    plain = len(job) > 2  # a walk of a file read later (`LazyFiles`): its general facts, no extractor
+    extractors = () if plain else _WORKER.get("extractors", ())
     try:
         data = Path(absolute).read_bytes()
     except OSError as exc:
         raise AnalysisError(f"cannot read {rel}: {exc.strerror or exc}") from exc
     matched = matching_extractors(data, extractors)
-    if _WORKER.get("defer_cst") and _needs_libcst(matched):
+    if not plain and _WORKER.get("defer_cst") and _needs_libcst(matched):
         return None, absolute, rel
     sha = hashlib.sha256(data).hexdigest()
-    if _WORKER.get("defer_walk") and b"__all__" not in data:  # (`paths_mentioning`)
+    if not plain and _WORKER.get("defer_walk") and b"__all__" not in data:  # (`paths_mentioning`)
         from sgl_scan.analyzer.parse import parses_cleanly, records_only
 
         if not matched:
@@ -325,8 +327,8 @@ class LazyFiles(_KnownPaths):
     def paths_mentioning(self, words: Sequence[str]) -> list[str]:
         """Paths whose facts may contain one of `words` (identifiers), found in the pickled bytes
         without unpickling (a pickle holds every string's UTF-8 bytes); files already read are
-        included as they are, and deferred files by their source (`_may_mention`)."""
-        unwalked = {path for path in self._deferred if self._may_mention(path, words)}
+        included as they are, and deferred files by their source (`_deferred_mentioning`)."""
+        unwalked = self._deferred_mentioning(words)
         found = self._facts_mentioning(words)
         return [path for path in self._paths if path in found or path in unwalked]
 
@@ -364,22 +366,33 @@ class LazyFiles(_KnownPaths):
                 found.append(path)
         return found
 
-    def _may_mention(self, path: str, words: Sequence[str]) -> bool:
-        """Whether the facts of deferred file `path` may hold one of `words`. Every string in such facts
-        is a slice of the source (names, expression texts), a name made from the path (module, package),
+    def _deferred_mentioning(self, words: Sequence[str]) -> set[str]:
+        """The deferred files whose facts may hold one of `words`. Every string in such facts is a
+        slice of the source (names, expression texts), a name made from the path (module, package),
         "builtins." and ".<locals>." joining such names, or a kind the builder names (`_MADE_UP`): an
         identifier not in the source, the path or those is in none of them (`__all__`'s evaluated
-        strings would be: such files are never deferred). Its records, if any, are searched apart."""
-        if any(not word.isidentifier() or word in path or word in _MADE_UP for word in words):
-            return True
-        try:
-            data = (self._tree / path).read_bytes() if self._tree is not None else None
-        except OSError:
-            data = None
-        if data is None:
-            return True
-        if all(word.isascii() for word in words):  # the same bytes in every encoding Python source may use
-            return any(word.encode("ascii") in data for word in words)
+        strings would be: such files are never deferred). Their records, if any, are searched apart."""
+        if any(not word.isidentifier() or word in _MADE_UP for word in words):
+            return set(self._deferred)
+        ascii_words = all(word.isascii() for word in words)
+        needles = [word.encode("ascii") for word in words] if ascii_words else []
+        found = set()
+        for path in self._deferred:
+            if any(word in path for word in words):
+                found.add(path)
+                continue
+            try:
+                data = (self._tree / path).read_bytes() if self._tree is not None else None
+            except OSError:
+                data = None
+            if data is None or self._source_may_mention(data, words, needles if ascii_words else None):
+                found.add(path)
+        return found
+
+    @staticmethod
+    def _source_may_mention(data: bytes, words: Sequence[str], needles: list[bytes] | None) -> bool:
+        if needles is not None:  # ASCII words: the same bytes in every encoding Python source may use
+            return any(needle in data for needle in needles)
         from sgl_scan.analyzer.parse import SourceError, decode_source
 
         try:
@@ -604,11 +617,18 @@ def _run_jobs(todo: list, extractors: tuple, jobs: int | None, defer_walk: bool 
     extractors' triggers) and parses them while the workers go on, instead of when their turn comes
     (small files, last in the workers' order: the libcst import and parses would end the run). With
     `defer_walk`, the workers leave the facts of files no extractor matched to be walked when read
-    (`DEFERRED`); this process never defers."""
+    (`DEFERRED`); this process never defers.
+
+    The pool is kept (`_KeptPool`) once its work is done: the files a rule reads later (a plain walk,
+    no `extractors`) are walked by it, two or more at a time, instead of one after another here."""
     if not todo:
         return
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     workers = max(1, min(workers, len(todo)))
+    kept = _KeptPool.usable(jobs) if not extractors and len(todo) > 1 else None
+    if kept is not None:
+        yield from kept.walk(todo)
+        return
     sizes = {job[0]: _size(job[0]) for job in todo} if workers > 1 and len(todo) >= PARALLEL_MIN_FILES else {}
     if workers == 1 or len(todo) < PARALLEL_MIN_FILES or sum(sizes.values()) < POOL_MIN_BYTES:
         _init_worker(extractors)
@@ -618,32 +638,82 @@ def _run_jobs(todo: list, extractors: tuple, jobs: int | None, defer_walk: bool 
         finally:
             _WORKER.clear()
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    import sgl_scan.analyzer.parse  # noqa: F401  (the ast side, loaded once before the workers fork)
-
     # biggest files first so the last chunks are small and the workers finish together
     todo = sorted(todo, key=lambda job: -sizes[job[0]])
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context(method),
-        initializer=_init_worker,
-        initargs=(extractors, True, defer_walk),
-    ) as pool:
-        _init_worker(extractors)
+    pool = _KeptPool.start(jobs, workers, extractors, defer_walk)
+    _init_worker(extractors)
+    try:
+        results = pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16))))
+        early = _parse_libcst_files(todo, extractors)
+        for result in results:
+            if result[0] is not None:
+                yield result
+            else:  # parsed above, unless the file changed in between (then the worker's bytes decide)
+                parsed = early.pop(result[1], None)  # (mypy infers the default badly inside `yield`)
+                yield parsed or _parse_one((result[1], result[2]))
+    except BaseException:
+        _KeptPool.release()
+        raise
+    finally:
+        _WORKER.clear()
+
+
+class _KeptPool:
+    """The process pool of the last analysis, kept after its parse: a rule that reads files whose
+    general facts were deferred (`LazyFiles.prefetch`) has them walked by these processes, already
+    started, instead of one file after another in this one. One pool at a time; `release` (at the
+    end of a scan, or at exit) stops it."""
+
+    _current: "tuple[int | None, Any] | None" = None  # (the `jobs` it was started for, the executor)
+
+    @classmethod
+    def start(cls, jobs: int | None, workers: int, extractors: tuple, defer_walk: bool) -> Any:
+        import atexit
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        import sgl_scan.analyzer.parse  # noqa: F401  (the ast side, loaded once before the workers fork)
+
+        cls.release()
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        pool = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context(method),
+            initializer=_init_worker,
+            initargs=(extractors, True, defer_walk),
+        )
+        if cls._current is None:
+            atexit.register(cls.release)
+        cls._current = (jobs, pool)
+        return pool
+
+    @classmethod
+    def usable(cls, jobs: int | None) -> "_KeptPool | None":
+        """The kept pool, when it was started for the same `jobs`."""
+        current = cls._current
+        return cls() if current is not None and current[0] == jobs else None
+
+    def walk(self, todo: list) -> Iterator[tuple]:
+        """Plain walks of `todo` (`_parse_one` results), biggest file first."""
+        assert self._current is not None
+        pool = self._current[1]
+        order = sorted(todo, key=lambda job: -_size(job[0]))
         try:
-            results = pool.map(_parse_one, todo, chunksize=max(1, min(8, len(todo) // (workers * 16))))
-            early = _parse_libcst_files(todo, extractors)
-            for result in results:
-                if result[0] is not None:
-                    yield result
-                else:  # parsed above, unless the file changed in between (then the worker's bytes decide)
-                    parsed = early.pop(result[1], None)  # (mypy infers the default badly inside `yield`)
-                    yield parsed or _parse_one((result[1], result[2]))
-        finally:
-            _WORKER.clear()
+            yield from pool.map(_parse_one, [(absolute, rel, True) for absolute, rel in order])
+        except BaseException:
+            type(self).release()
+            raise
+
+    @classmethod
+    def release(cls) -> None:
+        current, cls._current = cls._current, None
+        if current is not None:
+            current[1].shutdown(wait=True, cancel_futures=True)
+
+
+def release_pool() -> None:
+    """Stop the pool kept for later walks (`_KeptPool`): an analysis's files are all read."""
+    _KeptPool.release()
 
 
 def _parse_libcst_files(todo: Sequence[tuple[str, str]], extractors: tuple) -> dict[str, tuple]:

@@ -210,3 +210,30 @@ def test_a_scan_stores_what_its_rules_walked(tree, monkeypatch, capsys):
         main(["scan", "--path", str(tree / "sglang"), "--scope", "full", "--format", "json"])
     assert exc.value.code in (0, 1), capsys.readouterr().err
     assert asked, "the scan never stored what its rules walked"
+    assert pipeline._KeptPool._current is None, "the scan kept its pool after the rules ran"
+
+
+def test_later_walks_go_to_the_pool_kept_from_the_parse(tree, tmp_path, monkeypatch):
+    """Files a rule reads after the parse are walked by the parse's processes, kept for it, two or more
+    at a time; one file, or any read after `release_pool`, is walked here. The facts are the same."""
+    sent: list[int] = []
+    real = pipeline._KeptPool.walk
+
+    def spy(self, todo):
+        sent.append(len(todo))
+        return real(self, todo)
+
+    monkeypatch.setattr(pipeline._KeptPool, "walk", spy)
+    expected = eager(tree)
+    pooled = collect_facts(tree, cache_dir=tmp_path / "cache", jobs=2)
+    try:
+        pooled.files.prefetch([_plain(i) for i in range(5)] + [_spec(1)])
+        assert sent == [6]
+        pooled.files[_plain(9)]  # one file: walked here
+        assert sent == [6]
+        assert all(pooled.files[p] == expected[p] for p in [*map(_plain, range(5)), _spec(1), _plain(9)])
+    finally:
+        pipeline.release_pool()
+    assert pipeline._KeptPool._current is None
+    pooled.files.prefetch([_plain(i) for i in range(10, 14)])  # no pool kept: in this process
+    assert sent == [6] and all(pooled.files[_plain(i)] == expected[_plain(i)] for i in range(10, 14))

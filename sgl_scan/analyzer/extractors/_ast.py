@@ -338,22 +338,23 @@ def written_text(resolver: Resolver, node: ast.expr, before: ast.expr | ast.keyw
 
 
 def _statements(owner: ast.AST) -> Iterator[ast.stmt]:
-    """Every statement below a module or compound statement (expressions are not entered)."""
-    for statement in getattr(owner, "body", ()) if isinstance(getattr(owner, "body", None), list) else ():
+    """Every statement below a module or compound statement, in source order (pre-order: a compound
+    statement, then its body, handlers, `else` and `finally`); expressions are not entered."""
+    body = getattr(owner, "body", None)
+    if not isinstance(body, list):
+        return
+    stack: list[ast.stmt] = body[::-1]
+    while stack:
+        statement = stack.pop()
         yield statement
         if _compound(statement):
-            yield from _compound_parts(statement)
-
-
-def _compound_parts(statement: ast.stmt) -> Iterator[ast.stmt]:
-    yield from _statements(statement)
-    for handler in getattr(statement, "handlers", ()):
-        yield from _statements(handler)
-    for extra in ("orelse", "finalbody"):
-        for part in getattr(statement, extra, None) or ():
-            yield part
-            if _compound(part):
-                yield from _compound_parts(part)
+            inner = getattr(statement, "body", None)
+            parts: list[ast.stmt] = list(inner) if isinstance(inner, list) else []
+            for handler in getattr(statement, "handlers", ()):
+                parts.extend(handler.body)
+            parts.extend(getattr(statement, "orelse", None) or ())
+            parts.extend(getattr(statement, "finalbody", None) or ())
+            stack.extend(reversed(parts))
 
 
 def statement_workers(resolver: Resolver, statement: ast.AST) -> list[WorkerRef]:

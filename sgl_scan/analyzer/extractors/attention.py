@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import cast
 
-from sgl_scan.analyzer.astnodes import child_nodes
+from sgl_scan.analyzer.astnodes import child_nodes, inner_nodes
 from sgl_scan.analyzer.extractors._ast import Resolver, Source
 from sgl_scan.analyzer.extractors._text import Trigger, any_hit, hit_lines
 from sgl_scan.analyzer.extractors.records import At
@@ -295,10 +295,13 @@ class _Walker:
         fn = self.function_node
         assert fn is not None  # mask reads are looked for inside functions only
         if id(fn) not in self._parents:
-            table = {}
-            for parent in ast.walk(fn):
-                for child in ast.iter_child_nodes(parent):
+            table: dict[int, ast.AST] = {}
+            stack: list[ast.AST] = [fn]
+            while stack:  # every node's parent (not the shared `Load()` and operator nodes')
+                parent = stack.pop()
+                for child in inner_nodes(parent):
                     table[id(child)] = parent
+                    stack.append(child)
             self._parents[id(fn)] = table
         return self._parents[id(fn)]
 

@@ -306,14 +306,11 @@ class _Shapes:
         )
 
     def _mentioned_outside(self, names: tuple[str, ...], statement: ast.If) -> bool:
-        words = [re.compile(rf"\b{re.escape(name)}\b") for name in names]
+        word = re.compile(rf"\b(?:{'|'.join(map(re.escape, names))})\b")
         first, last = statement.lineno, statement.end_lineno or statement.lineno
-        for number, line in enumerate(self.source.lines, start=1):
-            if first <= number <= last:
-                continue
-            if any(word.search(line) for word in words):
-                return True
-        return False
+        text, starts = self.source.text, self.source.starts  # (`starts`: where each line begins)
+        after = starts[last] if last < len(starts) else len(text)
+        return word.search(text, 0, starts[first - 1]) is not None or word.search(text, after) is not None
 
 
 class BranchExtractor:
