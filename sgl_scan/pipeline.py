@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, NamedTuple, Sequence
 
 if TYPE_CHECKING:  # imported where used: loading the rules is not free
     from sgl_scan.analyzer.sources import SourceText
@@ -29,8 +28,7 @@ def _to_stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-@dataclass(frozen=True)
-class FindingOptions:
+class FindingOptions(NamedTuple):  # (a NamedTuple: made at import in a fraction of a dataclass's time)
     """Which findings to report and how: selection, threshold, baseline, format and output."""
 
     select: tuple[str, ...] = ()
@@ -42,8 +40,7 @@ class FindingOptions:
     output: str | None = None
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(NamedTuple):
     """What can be checked before any expensive work: rules load, selectors and baseline are valid."""
 
     rules: RuleSet
@@ -169,8 +166,7 @@ def compared_side(ref: str, params: dict, prepared: Prepared, *, progress, say: 
     return snapshot, analysis, kept_findings(snapshot, analysis, prepared)
 
 
-@dataclass(frozen=True)
-class AtBase:
+class AtBase(NamedTuple):
     """What a review's diff base already had (`check`): its findings' hazards and the findings."""
 
     hazards: BaseHazards
@@ -196,8 +192,7 @@ def findings_at_base(repo: str, rev: str, scope: str | None, prepared: Prepared,
     return AtBase(BaseHazards.of(findings), KnownFindings.of(findings))
 
 
-@dataclass(frozen=True)
-class Checked:
+class Checked(NamedTuple):
     """A snapshot's findings after the one filter step, and the analysed lines of the files they are in."""
 
     filtered: Filtered

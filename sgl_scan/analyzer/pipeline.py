@@ -35,7 +35,6 @@ from sgl_scan.analyzer.cache import (
 from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
 from sgl_scan.analyzer.sources import SourceText
 from sgl_scan.errors import AnalysisError
-from sgl_scan.analyzer.extractors._text import Trigger
 
 if TYPE_CHECKING:  # the fact classes load with the first facts unpickled (a warm scan may read none)
     from sgl_scan.analyzer.facts import FileFacts
@@ -122,6 +121,8 @@ def matching_extractors(data: bytes, extractors: Sequence[Any]) -> tuple[Any, ..
     """The pre-pass: extractors whose trigger matches the file's text."""
     if not extractors:
         return ()
+    from sgl_scan.analyzer.extractors._text import Trigger  # (a warm scan matches nothing)
+
     text = data.decode("utf-8", "replace")
     found: dict[int, bool] = {}  # extractors may share a trigger (the branch shapes use the dispatch one)
     present: dict[str, bool] = {}  # and the literals their patterns need

@@ -9,13 +9,15 @@ say what was hidden.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from sgl_scan.rules.baseline import Baseline, KnownFindings
 from sgl_scan.rules.finding import Finding
-from sgl_scan.rules.hazard import BaseHazards
 from sgl_scan.rules.selection import Selection
 from sgl_scan.rules.suppression import LineSuppressions, is_suppressed
+
+if TYPE_CHECKING:  # a field's type only: the hazards are made where a review's base is read
+    from sgl_scan.rules.hazard import BaseHazards
 
 
 @dataclass(frozen=True)

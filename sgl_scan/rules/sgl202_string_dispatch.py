@@ -6,7 +6,6 @@ from typing import Iterable
 
 from sgl_scan.analyzer.model import Analysis
 from sgl_scan.rules.base import Example, Rule
-from sgl_scan.rules.string_sites import predicate_hint, silent_string_sites
 from sgl_scan.rules.finding import Finding
 
 
@@ -280,6 +279,8 @@ def draft_backend(cfg):
     )
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:
+        from sgl_scan.rules.string_sites import predicate_hint, silent_string_sites  # (a warm scan runs no rule)
+
         for found in silent_string_sites(analysis):
             if found.raw is not None:
                 continue  # runs before the name is normalised: SGL208 says so (NEXTN / eagle skip it too)

@@ -8,7 +8,6 @@ from typing import Iterable
 from sgl_scan.analyzer.model import Analysis
 from sgl_scan.rules.base import Example, Rule
 from sgl_scan.rules.finding import Finding
-from sgl_scan.rules.string_sites import predicate_hint, silent_string_sites
 
 
 class RawAlgorithmBeforeNormalisation(Rule):
@@ -195,6 +194,8 @@ def handle_speculative_decoding(server_args):
     )
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:
+        from sgl_scan.rules.string_sites import predicate_hint, silent_string_sites  # (a warm scan runs no rule)
+
         for found in silent_string_sites(analysis):
             if found.raw is None:
                 continue

@@ -33,9 +33,8 @@ import logging
 import os
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 from sgl_scan.errors import SnapshotError
 from sgl_scan.snapshots.safeio import NotRegular, read_regular
@@ -90,8 +89,7 @@ class GitFailed(SnapshotError):
         self.returncode = returncode
 
 
-@dataclass(frozen=True)
-class Located:
+class Located(NamedTuple):
     """Where a repository's parts are: its work tree (None when bare), git folder, common folder."""
 
     work_tree: Path | None
