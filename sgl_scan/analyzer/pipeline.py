@@ -17,9 +17,9 @@ import os
 import pickle
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence, TYPE_CHECKING
 
 from sgl_scan.analyzer.cache import (
     RECORDS_ONLY,
@@ -408,8 +408,7 @@ class LazyFiles(_KnownPaths):
 _MADE_UP = "builtins.<locals> posonly positional vararg kwonly varkw assign annassign augassign ast cst"
 
 
-@dataclass(frozen=True)
-class FileNote:
+class FileNote(NamedTuple):
     """What the whole-tree steps need to know of a file without unpickling its facts."""
 
     has_records: bool  # an extractor found something (the inventory reads only these files)
@@ -428,8 +427,7 @@ class FileNote:
 DEFERRED_NOTE = FileNote(False, None)  # a `DEFERRED` file: no extractor matched, and it parses cleanly
 
 
-@dataclass(frozen=True)
-class FactsRun:
+class FactsRun(NamedTuple):
     """Facts for a set of files, and how they were obtained (for tests, benchmarks and -v)."""
 
     files: Mapping[str, FileFacts]

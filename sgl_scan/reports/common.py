@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from sgl_scan.analyzer.model import SpecInventory, loc_key, short_name, worker_choice  # noqa: F401  (shared by every reporter)
 from sgl_scan.rules.finding import (  # noqa: F401  (shared by every reporter)
@@ -161,8 +160,7 @@ def findings_by_file(findings: Iterable[Finding]) -> list[tuple[str, list[Findin
     return list(groups.items())
 
 
-@dataclass(frozen=True)
-class ExcerptLine:
+class ExcerptLine(NamedTuple):
     number: int
     text: str
     focus: bool

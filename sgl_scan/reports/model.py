@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from sgl_scan.analyzer.model import ParseError, SpecInventory
 from sgl_scan.rules.doc import RuleDoc
@@ -12,8 +11,7 @@ from sgl_scan.rules.finding import Finding
 from sgl_scan.snapshots.manifest import Manifest
 
 
-@dataclass(frozen=True)
-class ArtifactRoot:
+class ArtifactRoot(NamedTuple):
     """Where SARIF locations are anchored when the user's folder is known: `base_uri` (a file URI
     ending in "/": the repository root in `check`, `--sarif-root` in `scan`) and the package folder
     relative to it (`python/sglang`), which replaces the snapshot's `sglang/` in every uri."""
@@ -44,8 +42,7 @@ class ArtifactRoot:
         return f"{self.package}/{rest}" if self.package else rest
 
 
-@dataclass(frozen=True)
-class Report:
+class Report(NamedTuple):
     manifest: Manifest
     inventory: SpecInventory
     findings: tuple[Finding, ...]

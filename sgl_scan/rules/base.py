@@ -10,8 +10,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import re
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar, Iterable, Mapping, NamedTuple
 
 from sgl_scan.analyzer.model import Analysis, Location
 from sgl_scan.rules.doc import RuleDoc
@@ -21,8 +20,7 @@ DOC_SECTIONS = ("What it does", "Why it matters", "Example", "Use instead")
 EXPECT_MARKER = "# expect"  # ends a line of an example that the rule must flag
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(NamedTuple):
     """A tiny SGLang tree (path -> source). Lines carrying `# expect` must be flagged, no others.
 
     An example without any marked line is clean code the rule must leave alone.
@@ -120,11 +118,10 @@ class Rule:
         return found
 
 
-@dataclass(frozen=True)
-class RuleSet:
+class RuleSet(NamedTuple):
     """The loaded rules, in id order."""
 
-    rules: tuple[Rule, ...] = field(default_factory=tuple)
+    rules: tuple[Rule, ...] = ()
 
     def ids(self) -> tuple[str, ...]:
         return tuple(rule.id for rule in self.rules)

@@ -17,9 +17,8 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 from sgl_scan.errors import ConfigError
 from sgl_scan.rules.finding import Finding
@@ -27,8 +26,7 @@ from sgl_scan.rules.finding import Finding
 BASELINE_VERSION = 1
 
 
-@dataclass(frozen=True)
-class KnownFindings:
+class KnownFindings(NamedTuple):
     """Findings known before (a baseline file, or the diff base in `check --include-new`), as
     (fingerprint, group) pairs; `match` tells which current findings they account for."""
 

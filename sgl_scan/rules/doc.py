@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class RuleDoc:
+class RuleDoc(NamedTuple):
     id: str  # "SGL301"
     name: str  # "d2t-used-as-direct-map"
     severity: str

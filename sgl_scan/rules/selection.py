@@ -6,8 +6,7 @@ keeps SGL301 too; on a tie, ignore wins. A selector that matches no rule is a us
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from sgl_scan.errors import ConfigError
 from sgl_scan.rules.base import RuleSet
@@ -27,8 +26,7 @@ def split_selectors(values: Iterable[str] | str | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(NamedTuple):
     """Which rule ids a run reports."""
 
     select: tuple[str, ...] = (ALL,)

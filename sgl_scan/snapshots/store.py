@@ -35,10 +35,10 @@ import logging
 import os
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, NamedTuple, Sequence, TYPE_CHECKING
 
 from sgl_scan.errors import SnapshotError
 from sgl_scan.paths import snapshots_dir
@@ -165,8 +165,7 @@ def source_group(manifest: Manifest) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Collected:
+class Collected(NamedTuple):
     """What `Store.gc` removed (or would remove)."""
 
     removed: tuple[Manifest, ...]

@@ -9,8 +9,7 @@ top of these checks, and files are written with `O_EXCL|O_NOFOLLOW` inside the s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Callable, Mapping, cast
+from typing import Callable, IO, Mapping, NamedTuple, TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     import tarfile
@@ -28,8 +27,7 @@ MAX_PATH_PARTS = 32
 MAX_PATH_CHARS = 1024
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """Caps on what one pull may bring in (flags --max-bytes, --max-files, --max-file-size)."""
 
     max_bytes: int = 2 * 1024**3

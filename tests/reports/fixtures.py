@@ -207,7 +207,7 @@ def report(**changes) -> Report:
         tool_version=__version__,
         sources={path: list(lines) for path, lines in SOURCES.items()},
     )
-    return dataclasses.replace(base, **changes)
+    return base._replace(**changes)
 
 
 def analysis(snapshot_id: str = "20261129T120000Z-pip-0.5.23-3f2a", inv: SpecInventory | None = None,

@@ -43,7 +43,7 @@ def test_no_identifier_is_broken_inside_a_word(tmp_path, width):
     long_worker = "DFlashWorkerV2" * 6 + "FROZEN_KV_MTP" * 4  # longer than its cell at any width
     algorithms = tuple(dataclasses.replace(a, worker=f"sglang.srt.speculative.dflash_worker_v2.{long_worker}")
                        for a in inv.algorithms)
-    report = dataclasses.replace(wide_report(), inventory=dataclasses.replace(wide_report().inventory, algorithms=algorithms))
+    report = wide_report()._replace(inventory=dataclasses.replace(wide_report().inventory, algorithms=algorithms))
     measured, rendered = probe(render(report, "html"), MIDWORD_PROBE, tmp_path, width=width)
     assert rendered.console == ()
     assert measured["count"] == 0, measured["broken"]

@@ -75,7 +75,7 @@ def test_a_local_tree_root_is_a_file_uri_ending_in_a_slash():
 def test_a_declared_root_rewrites_every_location():
     from sgl_scan.reports.model import ArtifactRoot
 
-    report = dataclasses.replace(fx.report(), artifact_root=ArtifactRoot("file:///work/my%20repo/", "python/sglang"))
+    report = fx.report(artifact_root=ArtifactRoot("file:///work/my%20repo/", "python/sglang"))
     document = sarif(report)
     validate(document)
     run = document["runs"][0]
