@@ -85,7 +85,7 @@ def _indented(value: object) -> str:
             separator = ",\n" + inner
             lead = "[\n" + inner
             for item in o:
-                kind = type(item)
+                kind = type(item)  # (the dict branch below repeats this dispatch: a shared helper is a call per value)
                 if kind is str:
                     put(lead + (quote(item) if len(item) <= limit else string(item)))  # most values
                 elif kind is int:
