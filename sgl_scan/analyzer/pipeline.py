@@ -138,7 +138,9 @@ def _needs_libcst(extractors: Sequence[Any]) -> bool:
     return any(getattr(ex, "parser", "cst") != "ast" for ex in extractors)
 
 
-def _parse_one(job: tuple[str, ...]) -> tuple[str, str, bytes, "FileNote"] | tuple[None, str, str]:
+def _parse_one(
+    job: "tuple[str, str] | tuple[str, str, bool]",
+) -> tuple[str, str, bytes, "FileNote"] | tuple[None, str, str]:
     """Parse one file; returns (path, sha256, pickled facts, note) (the caller packs the facts).
 
     In a pool worker (`_WORKER["defer_cst"]`) a file that a libcst extractor needs is not parsed:
@@ -693,12 +695,23 @@ class _KeptPool:
         return cls() if current is not None and current[0] == jobs else None
 
     def walk(self, todo: list) -> Iterator[tuple]:
-        """Plain walks of `todo` (`_parse_one` results), biggest file first."""
+        """Plain walks of `todo` (`_parse_one` results), biggest file first. A pool broken meanwhile (a
+        worker killed: out of memory, a signal) is released and the rest walked here, as they were
+        before the pool was kept."""
+        from concurrent.futures.process import BrokenProcessPool
+
         assert self._current is not None
         pool = self._current[1]
-        order = sorted(todo, key=lambda job: -_size(job[0]))
+        jobs = [(absolute, rel, True) for absolute, rel in sorted(todo, key=lambda job: -_size(job[0]))]
+        done = 0
         try:
-            yield from pool.map(_parse_one, [(absolute, rel, True) for absolute, rel in order])
+            for result in pool.map(_parse_one, jobs):
+                done += 1
+                yield result
+        except BrokenProcessPool:
+            type(self).release()
+            for job in jobs[done:]:
+                yield _parse_one(job)
         except BaseException:
             type(self).release()
             raise

@@ -237,3 +237,19 @@ def test_later_walks_go_to_the_pool_kept_from_the_parse(tree, tmp_path, monkeypa
     assert pipeline._KeptPool._current is None
     pooled.files.prefetch([_plain(i) for i in range(10, 14)])  # no pool kept: in this process
     assert sent == [6] and all(pooled.files[_plain(i)] == expected[_plain(i)] for i in range(10, 14))
+
+
+def test_a_kept_pool_that_broke_walks_the_rest_here(tree, tmp_path):
+    """Workers killed after the parse (out of memory, a signal): the files read later are still
+    walked, in this process, with the facts an eager walk gives; the broken pool is released."""
+    expected = eager(tree)
+    pooled = collect_facts(tree, cache_dir=tmp_path / "cache", jobs=2)
+    kept = pipeline._KeptPool._current
+    assert kept is not None
+    for process in list(kept[1]._processes.values()):  # (the executor's own table of its workers)
+        process.kill()
+        process.join()
+    wanted = [_plain(i) for i in range(6)]
+    pooled.files.prefetch(wanted)
+    assert pipeline._KeptPool._current is None
+    assert all(pooled.files[p] == expected[p] for p in wanted)
