@@ -715,7 +715,7 @@ def _site(
                 positive.append(name)
             if false_side:
                 negative.append(name)
-            excluded = excluded or evaluate(term.context, truth[name]) == FALSE
+            excluded = excluded or not (true_side or false_side)  # (neither side: its context is FALSE)
         new_true, new_false = side(term.test, term.context, truth[NEW])
         new = (
             NewAlgorithm.EITHER
