@@ -157,7 +157,7 @@ def _parse_one(
     except OSError as exc:
         raise AnalysisError(f"cannot read {rel}: {exc.strerror or exc}") from exc
     matched = matching_extractors(data, extractors)
-    if not plain and _WORKER.get("defer_cst") and _needs_libcst(matched):
+    if _WORKER.get("defer_cst") and _needs_libcst(matched):  # (a plain walk matches no extractor)
         return None, absolute, rel
     sha = hashlib.sha256(data).hexdigest()
     if not plain and _WORKER.get("defer_walk") and b"__all__" not in data:  # (`paths_mentioning`)
@@ -377,8 +377,8 @@ class LazyFiles(_KnownPaths):
         strings would be: such files are never deferred). Their records, if any, are searched apart."""
         if any(not word.isidentifier() or word in _MADE_UP for word in words):
             return set(self._deferred)
-        ascii_words = all(word.isascii() for word in words)
-        needles = [word.encode("ascii") for word in words] if ascii_words else []
+        # ASCII words: the same bytes in every encoding Python source may use
+        needles = [word.encode("ascii") for word in words] if all(word.isascii() for word in words) else None
         found = set()
         for path in self._deferred:
             if any(word in path for word in words):
@@ -388,13 +388,13 @@ class LazyFiles(_KnownPaths):
                 data = (self._tree / path).read_bytes() if self._tree is not None else None
             except OSError:
                 data = None
-            if data is None or self._source_may_mention(data, words, needles if ascii_words else None):
+            if data is None or self._source_may_mention(data, words, needles):
                 found.add(path)
         return found
 
     @staticmethod
     def _source_may_mention(data: bytes, words: Sequence[str], needles: list[bytes] | None) -> bool:
-        if needles is not None:  # ASCII words: the same bytes in every encoding Python source may use
+        if needles is not None:
             return any(needle in data for needle in needles)
         from sgl_scan.analyzer.parse import SourceError, decode_source
 
@@ -626,9 +626,8 @@ def _run_jobs(todo: list, extractors: tuple, jobs: int | None, defer_walk: bool 
         return
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
     workers = max(1, min(workers, len(todo)))
-    kept = _KeptPool.usable(jobs) if not extractors and len(todo) > 1 else None
-    if kept is not None:
-        yield from kept.walk(todo)
+    if not extractors and len(todo) > 1 and _KeptPool.holds(jobs):
+        yield from _KeptPool.walk(todo)
         return
     sizes = {job[0]: _size(job[0]) for job in todo} if workers > 1 and len(todo) >= PARALLEL_MIN_FILES else {}
     if workers == 1 or len(todo) < PARALLEL_MIN_FILES or sum(sizes.values()) < POOL_MIN_BYTES:
@@ -689,19 +688,19 @@ class _KeptPool:
         return pool
 
     @classmethod
-    def usable(cls, jobs: int | None) -> "_KeptPool | None":
-        """The kept pool, when it was started for the same `jobs`."""
-        current = cls._current
-        return cls() if current is not None and current[0] == jobs else None
+    def holds(cls, jobs: int | None) -> bool:
+        """Whether a pool is kept, started for the same `jobs`."""
+        return cls._current is not None and cls._current[0] == jobs
 
-    def walk(self, todo: list) -> Iterator[tuple]:
+    @classmethod
+    def walk(cls, todo: list) -> Iterator[tuple]:
         """Plain walks of `todo` (`_parse_one` results), biggest file first. A pool broken meanwhile (a
         worker killed: out of memory, a signal) is released and the rest walked here, as they were
         before the pool was kept."""
         from concurrent.futures.process import BrokenProcessPool
 
-        assert self._current is not None
-        pool = self._current[1]
+        assert cls._current is not None
+        pool = cls._current[1]
         jobs = [(absolute, rel, True) for absolute, rel in sorted(todo, key=lambda job: -_size(job[0]))]
         done = 0
         try:
@@ -709,11 +708,11 @@ class _KeptPool:
                 done += 1
                 yield result
         except BrokenProcessPool:
-            type(self).release()
+            cls.release()
             for job in jobs[done:]:
                 yield _parse_one(job)
         except BaseException:
-            type(self).release()
+            cls.release()
             raise
 
     @classmethod

@@ -217,11 +217,11 @@ def test_later_walks_go_to_the_pool_kept_from_the_parse(tree, tmp_path, monkeypa
     """Files a rule reads after the parse are walked by the parse's processes, kept for it, two or more
     at a time; one file, or any read after `release_pool`, is walked here. The facts are the same."""
     sent: list[int] = []
-    real = pipeline._KeptPool.walk
+    real = pipeline._KeptPool.walk  # (a classmethod, bound to the class)
 
-    def spy(self, todo):
+    def spy(todo):
         sent.append(len(todo))
-        return real(self, todo)
+        return real(todo)
 
     monkeypatch.setattr(pipeline._KeptPool, "walk", spy)
     expected = eager(tree)
