@@ -171,10 +171,9 @@ def _base_snapshot(store: Store, source: Mapping, root: str) -> Callable[[FileEn
     own stamp is the one recorded when it last matched its sha256 (`Store.verify`), so a stored copy
     altered since, whatever its size, is never linked. Such a file is linked from there instead of
     read and written again; any other is read from the folder. None when no snapshot of it is stored."""
-    for manifest in reversed(store.list()):
-        if manifest.source_kind == "local" and dict(manifest.source) == dict(source) and manifest.root == root:
-            break
-    else:
+    wanted = dict(source)
+    manifest = store.newest(lambda h: h.source_kind == "local" and h.source == wanted and h.root == root)
+    if manifest is None:
         return None
     snapshot = Snapshot(manifest=manifest, folder=store.root / manifest.id)
     held = {entry.path: entry for entry in manifest.files}

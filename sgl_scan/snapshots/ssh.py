@@ -43,10 +43,10 @@ import paramiko
 
 from sgl_scan.errors import RemoteError, SnapshotError
 from sgl_scan.snapshots import scope as scopes
-from sgl_scan.snapshots.manifest import FileEntry, GitState, Manifest, PullInfo, Snapshot, SkippedFile
+from sgl_scan.snapshots.manifest import FileEntry, GitState, PullInfo, Snapshot, SkippedFile
 from sgl_scan.snapshots.progress import Progress
 from sgl_scan.snapshots.sshconnect import Connector, Target, resolve_target
-from sgl_scan.snapshots.store import PATCH_FILE, Store
+from sgl_scan.snapshots.store import PATCH_FILE, SourceHint, Store
 from sgl_scan.snapshots.tarstream import MAX_PATH_CHARS, Limits, extract_stream, human
 
 log = logging.getLogger(__name__)
@@ -252,6 +252,7 @@ def parse_listing(raw: bytes, max_records: int | None = None) -> Listing:
     `max_records` (--max-files) as they are parsed."""
     listing = Listing({}, set(), set())
     files = listing.files
+    make = Listed._make  # tuple.__new__ in C: a fleet parses hundreds of these listings
     count = 0
     for record in raw.split(b"\0"):
         if not record:
@@ -263,8 +264,8 @@ def parse_listing(raw: bytes, max_records: int | None = None) -> Listing:
         try:
             if tag == b"f":
                 size, mtime, ctime, inode, path = record[1:].split(b" ", 4)
-                files[path.decode("utf-8", "surrogateescape")] = Listed(
-                    int(size), float(mtime), float(ctime), int(inode)
+                files[path.decode("utf-8", "surrogateescape")] = make(
+                    (int(size), float(mtime), float(ctime), int(inode))
                 )
             elif tag == b"l" and len(record) > 1:
                 listing.links.add(record[1:].decode("utf-8", "surrogateescape"))
@@ -331,7 +332,7 @@ class BaseLookup:
     def __init__(self, store: Store, target: Target) -> None:
         self.store = store
         self.target = target
-        self.newest: dict[str, Manifest] = {}
+        self.newest: dict[str, SourceHint] = {}
         self.checked: dict[str, Snapshot | SnapshotError] = {}
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name="sgl-scan-base", daemon=True)
@@ -339,21 +340,28 @@ class BaseLookup:
 
     def _run(self) -> None:
         try:
-            for manifest in reversed(self.store.list()):
-                src = manifest.source
-                if (
-                    manifest.source_kind == "ssh"
-                    and src.get("hostname") == self.target.hostname
-                    and src.get("port") == self.target.port
-                ):
-                    self.newest.setdefault(manifest.root, manifest)
+            for hint in reversed(self.store.hints()):  # no manifest read but the chosen one's
+                if self._ours(hint):
+                    self.newest.setdefault(hint.root, hint)
             if self.newest:  # the most recent root is the likely one: check it now
                 self._check(next(iter(self.newest)))
         except BaseException as exc:  # handed to the caller by get()
             self.error = exc
 
+    def _ours(self, hint: SourceHint) -> bool:
+        src = hint.source
+        return (
+            hint.source_kind == "ssh"
+            and src.get("hostname") == self.target.hostname
+            and src.get("port") == self.target.port
+        )
+
     def _check(self, root: str) -> None:
-        manifest = self.newest[root]
+        hint = self.newest[root]
+        manifest = self.store.confirmed(hint)
+        if manifest is None:
+            self.checked[root] = SnapshotError(f"snapshot {hint.id} cannot be read")
+            return
         snapshot = Snapshot(manifest=manifest, folder=self.store.root / manifest.id)
         try:
             self.store.verify(snapshot, hashes=False)

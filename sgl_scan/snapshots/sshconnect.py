@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import functools
 import getpass
 import logging
 import os
@@ -91,9 +92,16 @@ def _load_config(path: str | None) -> paramiko.SSHConfig:
         return paramiko.SSHConfig()
     expanded = sshconfig.expand_config(str(file))
     try:
-        return paramiko.SSHConfig.from_text(expanded.text)
+        return _parsed_config(expanded.text)
     except Exception as exc:  # paramiko raises several types for a bad file
         raise ConfigError(f"cannot read ssh config {file}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_config(text: str) -> paramiko.SSHConfig:
+    """The parsed config of this exact text, parsed once: a fleet's pulls each resolve their host in
+    one config holding every host (lookups only read it)."""
+    return paramiko.SSHConfig.from_text(text)
 
 
 def _file_list(value, default: tuple[str, ...]) -> tuple[str, ...]:

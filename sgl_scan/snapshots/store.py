@@ -20,6 +20,11 @@ remote mtimes, ctimes and inodes its incremental re-pulls compare). `commit` giv
 snapshot with the same key (its files re-verified) instead of storing a copy, and so does `find_same`
 for callers that can compute the key before copying anything.
 
+Finding a source's newest snapshot (`newest`, the base of an incremental pull) reads each folder's
+`source.json` (id, created, source kind, source, root and scope; a few hundred bytes), not every
+manifest: the match is a hint confirmed from the hash-guarded manifest of the one snapshot chosen.
+A Store object reads each hint once while its stats stay the same (a fleet's pulls share one).
+
 `latest` is what `.latest` names: the snapshot most recently pulled, reused or scanned (callers record
 it with `mark_latest`, written atomically under the lock); with no such pointer, or when it names a
 removed snapshot, the most recently created one.
@@ -34,11 +39,12 @@ import json
 import logging
 import os
 import re
+import threading
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Mapping, NamedTuple, Sequence, TYPE_CHECKING
+from typing import Callable, Iterator, Mapping, NamedTuple, Sequence, TYPE_CHECKING
 
 from sgl_scan.errors import SnapshotError
 from sgl_scan.paths import snapshots_dir
@@ -56,6 +62,7 @@ PATCH_FILE = "git.patch"
 MANIFEST_FILE = "manifest.json"
 MANIFEST_HASH_FILE = "manifest.sha256"
 KEY_FILE = "content.key"
+SOURCE_FILE = "source.json"  # a hint: the manifest's id, created, source kind, source, root and scope
 LATEST_FILE = ".latest"
 # how an SSH pull went (its base, what crossed the wire), not what it read: not part of a source's identity
 VOLATILE_SOURCE_KEYS = frozenset({"base", "fetched", "reused", "found_by"})
@@ -165,6 +172,37 @@ def source_group(manifest: Manifest) -> str:
     )
 
 
+class SourceHint(NamedTuple):
+    """Where a stored snapshot came from, as its `source.json` (or, stored before those were kept,
+    its manifest) says: enough to pick a source's newest snapshot without reading every manifest."""
+
+    id: str
+    created: str
+    source_kind: str
+    source: Mapping
+    root: str
+    scope: str
+
+    @classmethod
+    def of(cls, manifest: Manifest) -> "SourceHint":
+        return cls(
+            manifest.id, manifest.created, manifest.source_kind, dict(manifest.source), manifest.root, manifest.scope
+        )
+
+
+def _source_hint(raw: bytes, snap_id: str) -> SourceHint | None:
+    """The hint a `source.json` holds, or None when it is not one (for this id)."""
+    try:
+        data = json.loads(raw)
+        hint = SourceHint(*(data[name] for name in SourceHint._fields))
+    except (ValueError, KeyError, TypeError):
+        return None
+    strings = (hint.id, hint.created, hint.source_kind, hint.root, hint.scope)
+    if hint.id != snap_id or not all(isinstance(v, str) for v in strings) or not isinstance(hint.source, dict):
+        return None
+    return hint
+
+
 class Collected(NamedTuple):
     """What `Store.gc` removed (or would remove)."""
 
@@ -179,13 +217,17 @@ class Store:
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = Path(root) if root is not None else snapshots_dir()
+        self._hints: dict[str, tuple[tuple, SourceHint]] = {}  # by id: (the file's stats when read, its hint)
+        self._hints_lock = threading.Lock()
 
     # -- reading ---------------------------------------------------------------------------------
 
     def ids(self) -> list[str]:
-        if not self.root.is_dir():
+        try:
+            with os.scandir(self.root) as entries:  # the folder's own types: no stat per snapshot
+                return sorted(e.name for e in entries if not e.name.startswith(".") and e.is_dir())
+        except (FileNotFoundError, NotADirectoryError):
             return []
-        return sorted(p.name for p in self.root.iterdir() if not p.name.startswith(".") and p.is_dir())
 
     def list(self) -> list[Manifest]:
         """Manifests of every stored snapshot, oldest first (unreadable ones are skipped with a log line)."""
@@ -196,6 +238,70 @@ class Store:
             except SnapshotError as exc:
                 log.warning("%s", exc)
         return sorted(manifests, key=lambda m: (m.created, m.id))
+
+    def hints(self) -> Sequence[SourceHint]:
+        """Where every stored snapshot came from, oldest first (`source.json`, else the manifest).
+
+        Each hint is read once per Store while the file it came from keeps the stats (inode, size,
+        mtime, ctime in ns) it had then: a rewrite moves the ctime, which no writer sets back. One
+        lock: a fleet's pulls asking at once read each file once between them."""
+        hints = []
+        with self._hints_lock:
+            for snap_id in self.ids():
+                hint = self._hint(self.root / snap_id)
+                if hint is not None:
+                    hints.append(hint)
+        return sorted(hints, key=lambda h: (h.created, h.id))
+
+    def _hint(self, folder: Path) -> SourceHint | None:
+        for name in (SOURCE_FILE, MANIFEST_FILE):  # a snapshot stored before hints were kept has none
+            try:
+                st = os.stat(folder / name)
+            except OSError:
+                continue
+            stats = (name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            known = self._hints.get(folder.name)
+            if known is not None and known[0] == stats:
+                return known[1]
+            hint = None
+            if name == SOURCE_FILE:
+                try:
+                    hint = _source_hint((folder / SOURCE_FILE).read_bytes(), folder.name)
+                except OSError:
+                    pass
+                if hint is None:
+                    continue  # not a hint: the manifest says
+            else:
+                try:
+                    hint = SourceHint.of(self._read_manifest(folder))
+                except SnapshotError as exc:
+                    log.warning("%s", exc)
+                    return None
+            self._hints[folder.name] = (stats, hint)
+            return hint
+        return None
+
+    def newest(self, matches: Callable[[SourceHint], bool]) -> Manifest | None:
+        """The manifest of the newest snapshot whose source `matches` and whose manifest confirms
+        its hint (one that does not is passed over), or None."""
+        for hint in reversed(self.hints()):
+            if matches(hint):
+                manifest = self.confirmed(hint)
+                if manifest is not None:
+                    return manifest
+        return None
+
+    def confirmed(self, hint: SourceHint) -> Manifest | None:
+        """The (hash-guarded) manifest of `hint`'s snapshot when it says what the hint says, else None."""
+        try:
+            manifest = self._read_manifest(self.root / hint.id)
+        except SnapshotError as exc:
+            log.warning("%s", exc)
+            return None
+        if SourceHint.of(manifest) == hint:
+            return manifest
+        log.warning("snapshot %s: its %s does not match its manifest; not used", hint.id, SOURCE_FILE)
+        return None
 
     def latest_id(self) -> str | None:
         """The id `latest` names (the `.latest` pointer, else the newest created); None for an empty store."""
@@ -728,6 +834,7 @@ class Stage:
             (self.folder / MANIFEST_FILE).write_bytes(raw)
             (self.folder / MANIFEST_HASH_FILE).write_text(f"{hashlib.sha256(raw).hexdigest()}  {MANIFEST_FILE}\n")
             (self.folder / KEY_FILE).write_text(key + "\n")
+            (self.folder / SOURCE_FILE).write_text(json.dumps(SourceHint.of(manifest)._asdict(), sort_keys=True) + "\n")
             shared = self._share_blobs()
             final = self.store.root / snap_id
             os.rename(self.folder, final)

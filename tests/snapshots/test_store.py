@@ -11,6 +11,7 @@ import pytest
 
 from sgl_scan.errors import SnapshotError
 from sgl_scan.snapshots.local import pull_local
+from sgl_scan.snapshots import store as store_module
 from sgl_scan.snapshots.store import Store
 from tests.snapshots.conftest import MINI_SPECULATIVE, make_mini_package
 from tests.support.tmpfs import small_tmpfs
@@ -94,6 +95,60 @@ def test_a_missing_file_and_a_corrupt_manifest_are_detected(tmp_path, mini_packa
     (two.folder / "manifest.json").write_bytes(raw[: len(raw) // 2])
     with pytest.raises(SnapshotError, match="manifest"):
         store.open(two.id)
+
+
+def _local(package):
+    """A matcher for the snapshots of this package folder pulled with `_pull`."""
+    return lambda hint: hint.source_kind == "local" and hint.root == str(package.resolve())
+
+
+def test_the_newest_snapshot_of_a_source_is_found_reading_one_manifest(tmp_path, mini_package, monkeypatch):
+    """A fleet's pulls share one Store and each looks for its host's newest snapshot among all of
+    them: each `source.json` is read once, and only the chosen snapshot's manifest."""
+    store = Store(tmp_path / "store")
+    ids = []
+    for number in range(4):
+        _edit(mini_package, number)
+        ids.append(_pull(store, mini_package).id)
+    manifests, hints = [], []
+    real_manifest, real_hint = Store._read_manifest, store_module._source_hint
+    monkeypatch.setattr(Store, "_read_manifest", lambda self, f: manifests.append(f.name) or real_manifest(self, f))
+    monkeypatch.setattr(store_module, "_source_hint", lambda raw, i: hints.append(i) or real_hint(raw, i))
+    store = Store(tmp_path / "store")
+    for _ in range(5):
+        assert store.newest(_local(mini_package)).id == ids[-1]
+    assert manifests == [ids[-1]] * 5 and sorted(hints) == sorted(ids)
+    assert store.newest(lambda hint: False) is None
+
+
+def test_a_snapshot_stored_before_source_hints_is_found_from_its_manifest(tmp_path, mini_package):
+    store = Store(tmp_path / "store")
+    old = _pull(store, mini_package)
+    _edit(mini_package)
+    new = _pull(store, mini_package)
+    (new.folder / "source.json").unlink()
+    assert [h.id for h in store.hints()] == [old.id, new.id]
+    assert store.newest(_local(mini_package)).id == new.id
+
+
+def test_a_source_hint_rewritten_with_its_size_and_mtime_kept_is_read_again_and_confirmed(tmp_path, mini_package):
+    """The hints read are trusted only while their file is unchanged: an edit that keeps the size and
+    restores the mtime is still read again; and a hint is only a hint: a snapshot whose manifest
+    says otherwise is never given as some other source's."""
+    store = Store(tmp_path / "store")
+    snap = _pull(store, mini_package)
+    assert store.newest(_local(mini_package)).id == snap.id
+    hint_file = snap.folder / "source.json"
+    raw = hint_file.read_bytes()
+    root = str(mini_package.resolve())
+    forged = raw.replace(json.dumps(root).encode(), json.dumps("/" + "x" * (len(root) - 1)).encode())
+    assert forged != raw and len(forged) == len(raw)
+    st = os.stat(hint_file)
+    hint_file.write_bytes(forged)
+    os.utime(hint_file, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert store.hints()[0].root != str(mini_package.resolve())  # read again
+    assert store.newest(lambda hint: True) is None  # the manifest contradicts it
+    assert store.newest(_local(mini_package)) is None
 
 
 def test_identical_files_share_storage_and_rm_frees_unused_blobs(tmp_path, mini_package):
