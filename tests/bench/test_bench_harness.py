@@ -114,14 +114,17 @@ def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
 
     # Every target is listed with a verdict, and the Markdown table says the same.
     verdicts = {t["name"]: t["verdict"] for t in document["targets"]}
-    # 12 + issue 17's 4 + 4 floors + issue 33's 5
-    assert len(verdicts) == 25 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}
+    # 12 + issue 17's 4 + 4 floors + issue 33's 5 + its 256-host fleet time and RSS
+    assert len(verdicts) == 27 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}
     # the upgrade section: the new tree cold, after the old one (here the same tree), warm, one file edited
     for key in ("upgrade_cold", "upgrade_after_old", "upgrade_warm", "upgrade_one_file"):
         assert results[key]["runs"] == 1, (key, results[key])
-    # the fleet section ran over its loopback daemons: one host, eight, and 64 host entries
+    # the fleet section ran over its loopback daemons: one host, eight, and 64 host entries; --quick
+    # leaves out the 256 entries, and says so
     for key in ("fleet_1_cold", "fleet_8_cold", "fleet_1_nochange", "fleet_8_nochange", "fleet_64_nochange"):
         assert results[key]["runs"] == 1, (key, results[key])
+    assert results["fleet_256_nochange"]["runs"] == 0 and "--quick" in results["fleet_256_nochange"]["reason"]
+    assert verdicts["fleet: 256 hosts re-pulled and compared ≤ 30 s"] == "n/a"
     table = (out / "results.md").read_text()
     for name, verdict in verdicts.items():
         assert f"| {name} |" in table and f"**{verdict}**" in table
