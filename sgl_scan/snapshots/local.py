@@ -170,7 +170,8 @@ def _base_snapshot(store: Store, source: Mapping, root: str) -> Callable[[FileEn
     (source and package root) holding a copy of the same bytes that is known good: the stored file's
     own stamp is the one recorded when it last matched its sha256 (`Store.verify`), so a stored copy
     altered since, whatever its size, is never linked. Such a file is linked from there instead of
-    read and written again; any other is read from the folder. None when no snapshot of it is stored."""
+    read and written again; any other is taken from the blob store when its blob hashes right
+    (`Stage.reuse_blob`), else read from the folder. None when no snapshot of it is stored."""
     wanted = dict(source)
     manifest = store.newest(lambda h: h.source_kind == "local" and h.source == wanted and h.root == root)
     if manifest is None:
@@ -366,6 +367,8 @@ def pull_local(params: Mapping, *, store: Store | None = None, progress: Progres
             holder = base(entry) if unread and base is not None else None
             if holder is not None:
                 stage.reuse(holder, entry, mtime=entry.mtime)  # a hard link: neither read nor written
+                continue
+            if unread and stage.reuse_blob(entry, mtime=entry.mtime):  # the stored bytes, hashed now
                 continue
             got = load(rel)
             if isinstance(got, OSError):

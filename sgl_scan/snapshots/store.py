@@ -769,6 +769,29 @@ class Stage:
         self.files[entry.path] = new
         return new
 
+    def reuse_blob(self, entry: FileEntry, *, mtime: float | None = None) -> bool:
+        """Take a file whose sha256 is known (its source's settled stamp says so) from the blob store
+        when the blob holds exactly those bytes, hashed now: a hard link, neither the source read
+        nor a copy written. False (nothing taken) when there is no such blob or it is damaged."""
+        blob = os.path.join(self.store.root, ".blobs", entry.sha256)
+        try:
+            if _sha256_of(blob) != entry.sha256:
+                return False  # damaged: the caller reads the source, and the commit replaces the blob
+        except OSError:
+            return False
+        target = self._target(entry.path)
+        try:
+            os.link(blob, target)
+        except OSError as exc:
+            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
+                raise SnapshotError(f"cannot link {entry.path} from the blob store: {exc.strerror}") from exc
+            import shutil  # loaded only when a blob must be copied
+
+            shutil.copyfile(blob, target)
+        self.reused.add(entry.path)
+        self.files[entry.path] = FileEntry(path=entry.path, size=entry.size, sha256=entry.sha256, mtime=mtime)
+        return True
+
     def version(self) -> str | None:
         """`__version__` from `sglang/version.py`, or from `_version.py` when version.py imports it."""
         for name in ("version.py", "_version.py"):

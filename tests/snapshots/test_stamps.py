@@ -187,3 +187,23 @@ def test_a_stored_copy_altered_since_it_was_checked_is_read_from_the_folder(
     assert (second.tree / "sglang/srt/server_args.py").stat().st_ino != (
         first.tree / "sglang/srt/server_args.py"
     ).stat().st_ino
+
+
+def test_a_stored_copy_whose_stamp_moved_is_taken_from_its_blob_hashed_not_read_from_the_folder(
+    tmp_path, mini_package, reads, settle_at_once
+):
+    """Every snapshot sharing a blob links it, which moves the stored copies' ctimes: their stamps no
+    longer vouch for them. A file the folder's own settled stamp knows is then taken from the blob
+    holding its sha256, hashed now (one read in the store), not read from the folder and written again."""
+
+    def relink(tree):  # what another snapshot sharing these blobs does: the ctime moves, the bytes do not
+        for stored in (tree / "sglang").rglob("*.py"):
+            os.link(stored, stored.with_name(stored.name + ".extra"))
+            os.unlink(stored.with_name(stored.name + ".extra"))
+
+    first, second = _edit_and_pull_again(tmp_path, mini_package, reads, alter_stored=relink)
+    assert [path.rsplit("/sglang/", 1)[-1] for path in reads] == ["srt/speculative/spec_info.py"]
+    blobs = tmp_path / "store" / ".blobs"
+    for entry in second.manifest.files:
+        if entry.path != "sglang/srt/speculative/spec_info.py":
+            assert (second.tree / entry.path).stat().st_ino == (blobs / entry.sha256).stat().st_ino
