@@ -752,20 +752,23 @@ class Stage:
 
     def reuse(self, snapshot: Snapshot, entry: FileEntry, *, mtime: float | None = None) -> FileEntry:
         """Take an unchanged file from an earlier snapshot (a hard link, or a copy)."""
-        target = self._target(entry.path)
         source = os.path.join(snapshot.folder, "tree", entry.path)
+        return self._link(source, entry, entry.mtime if mtime is None else mtime, f"snapshot {snapshot.id}")
+
+    def _link(self, source: str, entry: FileEntry, mtime: float | None, where: str) -> FileEntry:
+        """Put `source` (a stored copy of `entry`'s bytes) at `entry`'s path: a hard link, or a copy
+        where the filesystem refuses one."""
+        target = self._target(entry.path)
         try:
             os.link(source, target)
             self.reused.add(entry.path)
         except OSError as exc:
             if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-                raise SnapshotError(f"cannot reuse {entry.path} from snapshot {snapshot.id}: {exc.strerror}") from exc
+                raise SnapshotError(f"cannot reuse {entry.path} from {where}: {exc.strerror}") from exc
             import shutil  # loaded only when a blob must be copied
 
             shutil.copyfile(source, target)
-        new = FileEntry(
-            path=entry.path, size=entry.size, sha256=entry.sha256, mtime=entry.mtime if mtime is None else mtime
-        )
+        new = FileEntry(path=entry.path, size=entry.size, sha256=entry.sha256, mtime=mtime)
         self.files[entry.path] = new
         return new
 
@@ -773,23 +776,13 @@ class Stage:
         """Take a file whose sha256 is known (its source's settled stamp says so) from the blob store
         when the blob holds exactly those bytes, hashed now: a hard link, neither the source read
         nor a copy written. False (nothing taken) when there is no such blob or it is damaged."""
-        blob = os.path.join(self.store.root, ".blobs", entry.sha256)
+        blob = str(self.store.blob_path(entry.sha256))
         try:
             if _sha256_of(blob) != entry.sha256:
                 return False  # damaged: the caller reads the source, and the commit replaces the blob
         except OSError:
             return False
-        target = self._target(entry.path)
-        try:
-            os.link(blob, target)
-        except OSError as exc:
-            if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
-                raise SnapshotError(f"cannot link {entry.path} from the blob store: {exc.strerror}") from exc
-            import shutil  # loaded only when a blob must be copied
-
-            shutil.copyfile(blob, target)
-        self.reused.add(entry.path)
-        self.files[entry.path] = FileEntry(path=entry.path, size=entry.size, sha256=entry.sha256, mtime=mtime)
+        self._link(blob, entry, mtime, "the blob store")
         return True
 
     def version(self) -> str | None:
