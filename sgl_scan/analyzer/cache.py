@@ -35,7 +35,7 @@ _DIGEST = 32
 _PACK_PREFIX = len(PACK_MAGIC) + 2 * _DIGEST + 8  # a pack's magic, sha256 of its index and of its blobs, index length
 KEEP_PACKS = 12
 PACK_READ_SHARE = 64  # another tree's pack is read for its files when they are this share of its files or more
-KEEP_VALUES = 4 * KEEP_PACKS  # a tree has up to four (analysis, findings, graph, stat index)
+KEEP_VALUES = 5 * KEEP_PACKS  # a tree has up to five (analysis, inventory by records, findings, graph, stat index)
 
 
 def signature(extractors: Sequence[Any] | None, root: Path | None = None) -> str:
@@ -205,6 +205,58 @@ def stored_records(blob: bytes | memoryview) -> dict:
     return pickle.loads(blob[1:])
 
 
+WALKED = b"W"  # leads a walked file's blob: its pickled records apart, then its whole pickled facts
+_LENGTH = 8  # the records' length after `WALKED`, little-endian
+
+
+def walked_blob(facts: Any, records: bytes | memoryview | None = None) -> bytes:
+    """The stored blob of a file's walked facts: `WALKED`, the length of its pickled records
+    (`FileFacts.extras`), those records, then the whole facts (records included). The records are
+    read, and their digest taken (`records_bytes`), without unpickling the rest. `records`: their
+    pickle as first made (a `RECORDS_ONLY` blob's), kept byte for byte (a pickle unpickled and
+    pickled again may differ in its bytes). A file with a parse error is stored as its plain pickle:
+    what it holds is found by unpickling it (`FileNote`)."""
+    if getattr(facts, "parse_error", None) is not None:
+        return dumps(facts)
+    records = dumps(facts.extras or {}) if records is None else bytes(records)
+    return WALKED + len(records).to_bytes(_LENGTH, "little") + records + dumps(facts)
+
+
+def _records_end(blob: bytes | memoryview) -> int:
+    return 1 + _LENGTH + int.from_bytes(blob[1 : 1 + _LENGTH], "little")
+
+
+def facts_of(blob: bytes | memoryview) -> Any:
+    """The facts a walked blob holds (`walked_blob`, or a plain pickle)."""
+    if blob[:1] == WALKED:
+        return pickle.loads(blob[_records_end(blob) :])
+    return pickle.loads(blob)
+
+
+_NO_RECORDS = pickle.dumps({}, protocol=pickle.HIGHEST_PROTOCOL)  # (`dumps` of no records)
+
+
+def records_bytes(blob: bytes | memoryview) -> bytes | memoryview | None:
+    """The pickled records (`FileFacts.extras`) a stored blob holds, as first made: the same bytes for
+    the same extraction whether the file was walked or not (None: none, as for `DEFERRED`, where no
+    extractor matched). A plain pickle (a file with a parse error) is unpickled for them."""
+    if not blob:
+        return None
+    if blob[:1] == RECORDS_ONLY:
+        raw: bytes | memoryview = blob[1:]
+    elif blob[:1] == WALKED:
+        raw = blob[1 + _LENGTH : _records_end(blob)]
+    else:
+        raw = dumps(pickle.loads(blob).extras or {})
+    return None if raw == _NO_RECORDS else raw
+
+
+def records_of(blob: bytes | memoryview) -> dict:
+    """The records a stored blob holds (`records_bytes`, unpickled; {} for `DEFERRED`)."""
+    raw = records_bytes(blob)
+    return pickle.loads(raw) if raw else {}
+
+
 def dumps(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -267,11 +319,12 @@ class FactsCache:
 
     def get_files(self, wanted: Mapping[str, str]) -> dict[str, tuple[Any, bytes]]:
         """path -> (facts, their pickle) of the files `wanted` names (path -> sha256) that a stored
-        pack holds with that content; (None, blob) for a file the pack holds unwalked (`unwalked`).
-        Packs are tried newest first; one is read whole only when its index (read alone) holds files
-        still wanted that make up at least 1/`PACK_READ_SHARE` of its files (reading and checking a
-        pack costs ~100x less per file than parsing the files again), and each file's facts must name
-        its path and hash."""
+        pack holds with that content; (None, blob) for a file the pack holds unwalked (`unwalked`) or
+        walked (`walked_blob`: unpickled only when read, and checked then). Packs are tried newest
+        first; one is read whole only when its index (read alone) holds files still wanted that make
+        up at least 1/`PACK_READ_SHARE` of its files (reading and checking a pack costs ~100x less
+        per file than parsing the files again), and a plain pickle's facts must name its path and
+        hash."""
         remaining = dict(wanted)
         out: dict[str, tuple[Any, bytes]] = {}
         for where in self._packs_newest_first():
@@ -291,7 +344,7 @@ class FactsCache:
                 if pack.sha(path) != sha:
                     continue
                 blob = bytes(pack.blob(path))
-                if unwalked(blob):  # parsed cleanly: its general facts are walked when read
+                if unwalked(blob) or blob[:1] == WALKED:  # unpickled when read (`facts_of`)
                     out[path] = (None, blob)
                     del remaining[path]
                     continue
@@ -329,10 +382,18 @@ class FactsCache:
         except OSError:
             pass
 
-    def get_value(self, name: str) -> Any | None:
-        """A derived value (e.g. a tree's graph) stored under `name`."""
-        data = _read(self.folder / "values" / f"{name}.pkl")
-        return decode(data) if data is not None else None
+    def get_value(self, name: str, *, keep: bool = False) -> Any | None:
+        """A derived value (e.g. a tree's graph) stored under `name`; `keep`: found, it is marked as
+        used now, so the pruning of the oldest values (by time written) passes over it."""
+        where = self.folder / "values" / f"{name}.pkl"
+        data = _read(where)
+        value = decode(data) if data is not None else None
+        if keep and value is not None:
+            try:
+                os.utime(where)
+            except OSError:
+                pass
+        return value
 
     def put_value(self, name: str, value: Any) -> None:
         try:
@@ -397,6 +458,16 @@ class Pack:
     def __init__(self, index: dict[str, tuple[str, int, int]], blobs: bytes | memoryview) -> None:
         self.index, self._blobs = index, blobs
         self._starts: list[tuple[int, str]] | None = None
+
+    @classmethod
+    def in_memory(cls, blobs: Mapping[str, bytes]) -> "Pack":
+        """A pack of `blobs` (path -> stored blob) held in memory, for `mentioning`: one search per
+        needle over their bytes joined, not one per file (its index names no sha256)."""
+        index, offset = {}, 0
+        for path, blob in blobs.items():
+            index[path] = ("", offset, len(blob))
+            offset += len(blob)
+        return cls(index, memoryview(b"".join(blobs.values())))
 
     @staticmethod
     def chunks(pack: Mapping[str, tuple[str, bytes]]) -> list[bytes]:

@@ -14,7 +14,6 @@ import functools
 import gc
 import hashlib
 import os
-import pickle
 import time
 from contextlib import contextmanager
 from dataclasses import replace
@@ -23,14 +22,19 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Seque
 
 from sgl_scan.analyzer.cache import (
     RECORDS_ONLY,
+    WALKED,
     FactsCache,
     Pack,
     TreeValues,
     dumps,
+    facts_of,
+    records_bytes,
+    records_of,
     signature,
     stored_records,
     tree_key,
     unwalked,
+    walked_blob,
 )
 from sgl_scan.analyzer.model import Analysis, ParseError, SpecInventory
 from sgl_scan.analyzer.sources import SourceText
@@ -173,7 +177,7 @@ def _parse_one(
     from sgl_scan.analyzer.parse import parse_file  # stdlib ast; libcst only for files that need it
 
     facts = parse_file(rel, data, sha, matched)
-    return rel, sha, dumps(facts), FileNote.of(facts)
+    return rel, sha, walked_blob(facts), FileNote.of(facts)
 
 
 # -- the pipeline ---------------------------------------------------------------------------------
@@ -194,6 +198,9 @@ class _KnownPaths(Mapping[str, "FileFacts"]):
 
     def __reduce__(self) -> tuple:
         return (dict, (dict(self.items()),))
+
+
+RECENT_BYTES = 4 << 20  # `LazyFiles.peek` keeps the facts it unpickled last, up to this much of their pickles
 
 
 class LazyFiles(_KnownPaths):
@@ -227,6 +234,10 @@ class LazyFiles(_KnownPaths):
             self._deferred = {path for path, blob in self._blobs.items() if unwalked(blob)}
         self._tree, self._shas, self._jobs, self._on_walked = tree, shas, jobs, walked
         self._walked: dict[str, bytes] = {}
+        self._recent: dict[str, FileFacts] = {}  # the last files `peek` unpickled, oldest first
+        self._recent_bytes: dict[str, int] = {}  # and the length of their pickles
+        self._recent_total = 0
+        self._joined: Pack | None = None  # `_blobs` joined, for `_facts_mentioning` (made when first asked)
         self._unstored = False  # files were walked since the pack was stored
 
     @property
@@ -240,10 +251,18 @@ class LazyFiles(_KnownPaths):
         facts = self._ready.get(path)
         if facts is not None:
             return facts.extras or {}
-        if path in self._deferred:
-            raw = self._raw(path)
-            return stored_records(raw) if raw else {}
-        return pickle.loads(self._raw(path)).extras or {}
+        return records_of(self._raw(path))
+
+    def records_key(self) -> str:
+        """A digest of every file's extractor records (its path and pickled records, as stored): all
+        `build_inventory` reads, so facts with the same key have the same inventory. Nothing is
+        unpickled but the facts of a file with a parse error (stored whole: `walked_blob`)."""
+        digest = hashlib.sha256()
+        for path in sorted(self._paths):
+            raw = records_bytes(self._raw(path))
+            if raw is not None:
+                digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(raw).digest())
+        return digest.hexdigest()
 
     def with_records(self) -> list[str]:
         """Paths that may hold extractor records: all but the files deferred without any."""
@@ -256,13 +275,29 @@ class LazyFiles(_KnownPaths):
         return facts
 
     def peek(self, path: str) -> FileFacts:
-        """The facts of `path`, as `self[path]`, but not kept when they had to be unpickled."""
+        """The facts of `path`, as `self[path]`, but not kept when they had to be unpickled: only the
+        last files read, up to `RECENT_BYTES` of their pickles, in case the next pass reads them too."""
         facts = self._ready.get(path)
         if facts is not None:
             return facts
+        if path in self._recent:  # read again: now the last one read
+            facts = self._recent[path] = self._recent.pop(path)
+            return facts
         if path in self._deferred:
             self._walk([path])
-        return pickle.loads(self._raw(path))
+        raw = self._raw(path)
+        facts = facts_of(raw)
+        sha = self._sha(path)
+        if getattr(facts, "path", None) != path or (sha is not None and getattr(facts, "sha256", None) != sha):
+            raise AnalysisError(f"the stored facts of {path} are another file's: remove the facts cache and run again")
+        self._recent[path] = facts
+        self._recent_bytes[path] = len(raw)
+        self._recent_total += len(raw)
+        while self._recent_total > RECENT_BYTES and len(self._recent) > 1:
+            oldest = next(iter(self._recent))
+            del self._recent[oldest]
+            self._recent_total -= self._recent_bytes.pop(oldest)
+        return facts
 
     def values(self) -> Any:
         self.materialize()
@@ -297,7 +332,7 @@ class LazyFiles(_KnownPaths):
                     raise AnalysisError(f"files under {self._tree} changed while they were analysed; run again")
                 stored = self._raw(rel)
                 if stored:  # the records made with the rest of the file's facts, put back in their place
-                    blob = dumps(replace(pickle.loads(blob), extras=stored_records(stored)))
+                    blob = walked_blob(replace(facts_of(blob), extras=stored_records(stored)), records_bytes(stored))
                 self._walked[rel] = blob  # unpickled when read (a prefetched file may never be)
                 self._deferred.discard(rel)
                 self._unstored = True
@@ -345,10 +380,11 @@ class LazyFiles(_KnownPaths):
         """The files walked already whose facts may hold one of `words`: those read, and those whose
         pickled facts (in the pack or blobs, or kept from a walk) hold the word's bytes."""
         needles = [word.encode("utf-8") for word in words]
-        if self._pack is not None:
-            found = set(self._pack.mentioning(needles))
-        else:
-            found = {path for path, blob in self._blobs.items() if any(needle in blob for needle in needles)}
+        if self._pack is None and self._joined is None:
+            self._joined = Pack.in_memory(self._blobs)
+            for path in self._blobs:  # the bytes held once: each blob a view of the joined ones
+                self._blobs[path] = self._joined.blob(path)  # type: ignore[assignment]
+        found = set((self._pack or self._joined).mentioning(needles))  # type: ignore[union-attr]
         found.update(path for path, blob in self._walked.items() if any(needle in blob for needle in needles))
         found.update(self._ready)
         return found
@@ -421,9 +457,14 @@ class FileNote(NamedTuple):
         return cls(any(facts.extras.values()) if facts.extras else False, facts.parse_error)
 
     @classmethod
-    def of_unwalked(cls, blob: bytes) -> "FileNote":
-        """The note of a file stored unwalked (`cache.unwalked`): it parsed cleanly."""
-        return cls(any(stored_records(blob).values()), None) if blob else DEFERRED_NOTE
+    def of_stored(cls, blob: bytes) -> "FileNote":
+        """The note of a file from its stored blob, unpickling nothing where its records are apart
+        (`DEFERRED`, `RECORDS_ONLY` and `WALKED` blobs: such a file parsed cleanly). `has_records` is
+        then true for any records stored, even lists left empty: the inventory reads them and finds
+        nothing, as it would not have read them."""
+        if unwalked(blob) or blob[:1] == WALKED:
+            return cls(records_bytes(blob) is not None, None)
+        return cls.of(facts_of(blob))
 
 
 DEFERRED_NOTE = FileNote(False, None)  # a `DEFERRED` file: no extractor matched, and it parses cleanly
@@ -568,7 +609,7 @@ def collect_facts(
         if hit is not None:
             if hit[0] is not None:
                 ready[rel] = hit[0]
-            notes[rel] = FileNote.of(hit[0]) if hit[0] is not None else FileNote.of_unwalked(hit[1])
+            notes[rel] = FileNote.of(hit[0]) if hit[0] is not None else FileNote.of_stored(hit[1])
             blobs[rel] = (sha, hit[1])
         else:
             todo.append((str(tree / rel), rel))
@@ -840,7 +881,7 @@ def _analyze_tree(
         inventory, errors = derived
     else:
         errors = run.errors()
-        inventory = build_inventory(run.with_records())
+        inventory = _inventory(run, cache)
         if cache is not None:
             cache.put_value(f"analysis-{GRAPH_FORMAT}-{key}", (inventory, errors))
     return Analysis(
@@ -853,6 +894,23 @@ def _analyze_tree(
         derived=TreeValues(cache, key, files, inventory) if cache is not None else None,
         sources=SourceText(tree, _sha_lookup(hashes, files)),
     )
+
+
+def _inventory(run: FactsRun, cache: FactsCache | None) -> SpecInventory:
+    """The inventory of `run`'s facts: the one stored for the same extractor records, all it is made
+    of (another tree whose changes left every record as it was: an edit outside the speculative code,
+    a helper added), else built and stored for them."""
+    files = run.files
+    name = None
+    if cache is not None and isinstance(files, LazyFiles):
+        name = f"inventory-{GRAPH_FORMAT}-{files.records_key()}"
+        found = cache.get_value(name, keep=True)
+        if isinstance(found, SpecInventory):
+            return found
+    inventory = build_inventory(run.with_records())
+    if cache is not None and name is not None:
+        cache.put_value(name, inventory)
+    return inventory
 
 
 def _sha_lookup(hashes: Mapping[str, str] | None, files: Mapping[str, FileFacts]) -> Callable[[str], str | None]:

@@ -362,10 +362,12 @@ def test_pack_search_finds_what_a_search_per_file_finds():
              for i in range(200)}
     files.update({f"f{i}.py": ("0" * 64, b"") for i in range(0, 200, 3)})  # deferred: no bytes, share an offset
     pack = Pack.decode(Pack.encode(files))
+    held = Pack.in_memory({p: blob for p, (_, blob) in files.items()})  # a tree's blobs joined in memory
     for needles in (["forward"], ["is_eagle", "d2t"], ["wardfo"], ["nothing"], ["rwardforward"]):
         wanted = {p for p, (_, blob) in files.items() if any(n.encode() in blob for n in needles)}
         assert pack.mentioning([n.encode() for n in needles]) == wanted
-    assert all(bytes(pack.blob(p)) == blob for p, (_, blob) in files.items())
+        assert held.mentioning([n.encode() for n in needles]) == wanted
+    assert all(bytes(pack.blob(p)) == blob == bytes(held.blob(p)) for p, (_, blob) in files.items())
     assert Pack.decode(Pack.encode(files)[:-1]) is None
 
 

@@ -6,13 +6,12 @@ the walk."""
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 
 import pytest
 
 from sgl_scan.analyzer import pipeline
-from sgl_scan.analyzer.cache import FactsCache, Pack, signature, unwalked
+from sgl_scan.analyzer.cache import FactsCache, Pack, facts_of, signature, unwalked
 from sgl_scan.analyzer.pipeline import analyze_tree, collect_facts
 from sgl_scan.errors import AnalysisError
 
@@ -112,13 +111,16 @@ def test_the_pack_is_completed_once_every_deferred_file_is_walked(tree, tmp_path
     assert sorted(path for path in pack.index if unwalked(pack.blob(path))) == sorted(PLAIN_FILES | SPEC_FILES)
     warm = collect_facts(tree, cache_dir=cache_dir, jobs=2)
     assert warm.from_pack and warm.files.deferred == PLAIN_FILES | SPEC_FILES
+    records_key = warm.files.records_key()
     warm.files.materialize()
     pack = Pack.decode(pack_file.read_bytes())
     assert not any(unwalked(pack.blob(path)) for path in pack.index)
     again = collect_facts(tree, cache_dir=cache_dir, jobs=2)
     assert again.from_pack and again.files.deferred == frozenset()
-    assert pickle.loads(again.files._pack.blob(_plain(1))) == warm.files[_plain(1)]
-    assert pickle.loads(again.files._pack.blob(_spec(1))) == warm.files[_spec(1)] == eager(tree)[_spec(1)]
+    assert facts_of(again.files._pack.blob(_plain(1))) == warm.files[_plain(1)]
+    assert facts_of(again.files._pack.blob(_spec(1))) == warm.files[_spec(1)] == eager(tree)[_spec(1)]
+    # walking keeps each file's records byte for byte: the inventory found by records is found again
+    assert again.files.records_key() == records_key
 
 
 def test_files_walked_by_a_run_are_stored_for_the_next_one(tree, tmp_path):
