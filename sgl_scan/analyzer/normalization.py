@@ -20,6 +20,8 @@ Read from the code of each release, in whatever form it has:
 from __future__ import annotations
 
 from collections import defaultdict
+from itertools import chain
+from operator import itemgetter
 from typing import Iterable
 
 from sgl_scan.analyzer.extractors.sequence import FunctionRefs
@@ -53,15 +55,25 @@ def _resolver_functions(analysis: Analysis) -> set[str]:
     return found
 
 
+def _named(records: Iterable[tuple[str, FunctionRefs]], targets: set[str]) -> set[str]:
+    """The names the records' refs hold that are one of `targets` or end with one's last part."""
+    shorts = {_short(t) for t in targets}
+    ends = tuple(f".{short}" for short in shorts)
+    names = set(chain.from_iterable(map(_NAME, record.refs) for _path, record in records))
+    return {name for name in names if name in targets or name in shorts or name.endswith(ends)}
+
+
+_NAME = itemgetter(1)  # a ref's name
+
+
 def normalisers(analysis: Analysis, records: Iterable[tuple[str, FunctionRefs]]) -> set[str]:
     """Functions that resolve the algorithm's aliases (qualified names)."""
+    records = list(records)
     resolvers = _resolver_functions(analysis)
-    shorts = {_short(r) for r in resolvers}
+    calling = _named(records, resolvers)
     out = {site.function for site in analysis.inventory.dispatch_sites if site.resolves_alias}
     for _path, record in records:
-        if record.function in resolvers:
-            continue
-        if any(name in resolvers or _short(name) in shorts for _line, name in record.refs):
+        if record.function not in resolvers and not calling.isdisjoint(map(_NAME, record.refs)):
             out.add(record.function)
     return out
 
@@ -76,17 +88,12 @@ def raw_before_normalisation(analysis: Analysis) -> dict[Location, str]:
     normal = normalisers(analysis, records)
     if not normal:
         return {}
-    normal_short = {_short(n) for n in normal}
+    calling = _named(records, normal)
     early: dict[str, str] = {}  # function -> why it runs before
     for path, record in records:
-        if record.function in normal:
+        if record.function in normal or calling.isdisjoint(map(_NAME, record.refs)):
             continue
-        at = next((line for line, name in record.refs if name in normal or _short(name) in normal_short), None)
-        if at is None:
-            continue
-        step_n = next(
-            name for line, name in record.refs if line == at and (name in normal or _short(name) in normal_short)
-        )
+        at, step_n = next((line, name) for line, name in record.refs if name in calling)
         for line, name in record.refs:
             if line < at:
                 early.setdefault(name, f"`{_short(name)}` runs at {path}:{line}, before `{_short(step_n)}` at :{at}")
