@@ -1,6 +1,6 @@
 """`python -m sgl_scan` entry point."""
 
-from sgl_scan.cli import main
+from sgl_scan.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
+import threading
 import traceback
 import warnings
 
@@ -226,3 +228,30 @@ def main(argv: list[str] | None = None) -> None:
         )
         rc = FAILURE
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def run() -> None:
+    """The process's entry point (`sgl-scan`, `python -m sgl_scan`): `main`, then an exit that skips
+    tearing the interpreter down. Freeing every object a scan made (the facts it unpickled: hundreds
+    of thousands) one by one costs a one-file re-scan about 0.06 s, a sixth of it, and nothing
+    needs it: the exit handlers run (a kept process pool stops, logs are flushed, temporary folders
+    go), stdout and stderr are flushed, then the process ends with `main`'s code. Where that cannot be
+    done safely (another thread still runs, a stream will not flush, a profiler or tracer is on) the
+    normal exit happens."""
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
+    else:
+        code = 0
+    if not isinstance(code, int) or threading.active_count() > 1 or sys.getprofile() or sys.gettrace():
+        sys.exit(code)  # (a profiler or coverage writes its data after this function returns)
+    import atexit
+
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: Python's own exit reports it
+        sys.exit(code)
+    os._exit(code)
