@@ -200,9 +200,6 @@ class _KnownPaths(Mapping[str, "FileFacts"]):
         return (dict, (dict(self.items()),))
 
 
-RECENT_BYTES = 4 << 20  # `LazyFiles.peek` keeps the facts it unpickled last, up to this much of their pickles
-
-
 class LazyFiles(_KnownPaths):
     """path -> FileFacts, unpickled from the cache on first access (a warm scan reads few files).
 
@@ -234,9 +231,6 @@ class LazyFiles(_KnownPaths):
             self._deferred = {path for path, blob in self._blobs.items() if unwalked(blob)}
         self._tree, self._shas, self._jobs, self._on_walked = tree, shas, jobs, walked
         self._walked: dict[str, bytes] = {}
-        self._recent: dict[str, FileFacts] = {}  # the last files `peek` unpickled, oldest first
-        self._recent_bytes: dict[str, int] = {}  # and the length of their pickles
-        self._recent_total = 0
         self._joined: Pack | None = None  # `_blobs` joined, for `_facts_mentioning` (made when first asked)
         self._unstored = False  # files were walked since the pack was stored
 
@@ -275,28 +269,17 @@ class LazyFiles(_KnownPaths):
         return facts
 
     def peek(self, path: str) -> FileFacts:
-        """The facts of `path`, as `self[path]`, but not kept when they had to be unpickled: only the
-        last files read, up to `RECENT_BYTES` of their pickles, in case the next pass reads them too."""
+        """The facts of `path`, as `self[path]`, but not kept when they had to be unpickled (checked
+        then: they must be the facts of this path and content)."""
         facts = self._ready.get(path)
         if facts is not None:
             return facts
-        if path in self._recent:  # read again: now the last one read
-            facts = self._recent[path] = self._recent.pop(path)
-            return facts
         if path in self._deferred:
             self._walk([path])
-        raw = self._raw(path)
-        facts = facts_of(raw)
+        facts = facts_of(self._raw(path))
         sha = self._sha(path)
         if getattr(facts, "path", None) != path or (sha is not None and getattr(facts, "sha256", None) != sha):
             raise AnalysisError(f"the stored facts of {path} are another file's: remove the facts cache and run again")
-        self._recent[path] = facts
-        self._recent_bytes[path] = len(raw)
-        self._recent_total += len(raw)
-        while self._recent_total > RECENT_BYTES and len(self._recent) > 1:
-            oldest = next(iter(self._recent))
-            del self._recent[oldest]
-            self._recent_total -= self._recent_bytes.pop(oldest)
         return facts
 
     def values(self) -> Any:

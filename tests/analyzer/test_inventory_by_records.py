@@ -116,19 +116,3 @@ def test_stored_facts_of_another_file_are_refused(tmp_path):
         files["sglang/srt/a.py"]
     files = pipeline.LazyFiles({"sglang/srt/a.py": walked_blob(one)}, shas={"sglang/srt/a.py": "a" * 64})
     assert files["sglang/srt/a.py"] == one
-
-
-def test_facts_read_in_passing_are_kept_within_a_budget(monkeypatch):
-    blobs = {f"sglang/srt/m{i}.py": walked_blob(parse_file(f"sglang/srt/m{i}.py", b"x = %d\n" % i, f"{i:064d}", ())) for i in range(6)}
-    monkeypatch.setattr(pipeline, "RECENT_BYTES", 2 * max(map(len, blobs.values())))
-    unpickled: list[bytes] = []
-    real = pipeline.facts_of
-    monkeypatch.setattr(pipeline, "facts_of", lambda blob: unpickled.append(bytes(blob)) or real(blob))
-    files = pipeline.LazyFiles(blobs, shas={p: facts_of(b).sha256 for p, b in blobs.items()})
-    for path in blobs:
-        assert files.peek(path).path == path
-    assert len(unpickled) == 6
-    files.peek("sglang/srt/m5.py")  # among the last two read: not unpickled again
-    assert len(unpickled) == 6 and len(files._recent) <= 2
-    files.peek("sglang/srt/m0.py")  # read long ago: unpickled again
-    assert len(unpickled) == 7
