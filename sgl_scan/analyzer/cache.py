@@ -200,11 +200,6 @@ def unwalked(blob: bytes | memoryview) -> bool:
     return not blob or blob[:1] == RECORDS_ONLY
 
 
-def stored_records(blob: bytes | memoryview) -> dict:
-    """The records a `RECORDS_ONLY` blob holds."""
-    return pickle.loads(blob[1:])
-
-
 WALKED = b"W"  # leads a walked file's blob: its pickled records apart, then its whole pickled facts
 _LENGTH = 8  # the records' length after `WALKED`, little-endian
 
@@ -220,6 +215,12 @@ def walked_blob(facts: Any, records: bytes | memoryview | None = None) -> bytes:
         return dumps(facts)
     records = dumps(facts.extras or {}) if records is None else bytes(records)
     return WALKED + len(records).to_bytes(_LENGTH, "little") + records + dumps(facts)
+
+
+def records_apart(blob: bytes | memoryview) -> bool:
+    """Whether a stored blob's records are read without unpickling its facts: `DEFERRED`,
+    `RECORDS_ONLY` or `WALKED` (every file that parsed cleanly), not a plain pickle."""
+    return unwalked(blob) or blob[:1] == WALKED
 
 
 def _records_end(blob: bytes | memoryview) -> int:
@@ -283,7 +284,7 @@ def decode(data: bytes) -> Any | None:
         return None
 
 
-def _write_atomic(target: Path, data: bytes | list[bytes]) -> None:
+def _write_atomic(target: Path, data: bytes | list[bytes | memoryview]) -> None:
     import tempfile  # a warm scan writes nothing
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -344,7 +345,7 @@ class FactsCache:
                 if pack.sha(path) != sha:
                     continue
                 blob = bytes(pack.blob(path))
-                if unwalked(blob) or blob[:1] == WALKED:  # unpickled when read (`facts_of`)
+                if records_apart(blob):  # unpickled when read (`facts_of`)
                     out[path] = (None, blob)
                     del remaining[path]
                     continue
@@ -374,7 +375,7 @@ class FactsCache:
         data = _read(self._pack_path(key))
         return Pack.decode(data) if data is not None else None
 
-    def put_pack(self, key: str, pack: Mapping[str, tuple[str, bytes]]) -> None:
+    def put_pack(self, key: str, pack: Mapping[str, tuple[str, bytes | memoryview]]) -> None:
         """Store {path: (sha256, pickled facts)} of one tree as a pack."""
         try:
             _write_atomic(self._pack_path(key), Pack.chunks(pack))
@@ -460,7 +461,7 @@ class Pack:
         self._starts: list[tuple[int, str]] | None = None
 
     @classmethod
-    def in_memory(cls, blobs: Mapping[str, bytes]) -> "Pack":
+    def in_memory(cls, blobs: Mapping[str, bytes | memoryview]) -> "Pack":
         """A pack of `blobs` (path -> stored blob) held in memory, for `mentioning`: one search per
         needle over their bytes joined, not one per file (its index names no sha256)."""
         index, offset = {}, 0
@@ -470,7 +471,7 @@ class Pack:
         return cls(index, memoryview(b"".join(blobs.values())))
 
     @staticmethod
-    def chunks(pack: Mapping[str, tuple[str, bytes]]) -> list[bytes]:
+    def chunks(pack: Mapping[str, tuple[str, bytes | memoryview]]) -> list[bytes | memoryview]:
         """The pack file as a list of byte strings, written one after the other (the files' pickles
         are never copied into one buffer: a cold full scan's peak memory stays lower)."""
         index, parts, offset = {}, [], 0

@@ -55,15 +55,15 @@ def _resolver_functions(analysis: Analysis) -> set[str]:
     return found
 
 
+_NAME = itemgetter(1)  # a ref's name
+
+
 def _named(records: Iterable[tuple[str, FunctionRefs]], targets: set[str]) -> set[str]:
     """The names the records' refs hold that are one of `targets` or end with one's last part."""
     shorts = {_short(t) for t in targets}
     ends = tuple(f".{short}" for short in shorts)
     names = set(chain.from_iterable(map(_NAME, record.refs) for _path, record in records))
     return {name for name in names if name in targets or name in shorts or name.endswith(ends)}
-
-
-_NAME = itemgetter(1)  # a ref's name
 
 
 def normalisers(analysis: Analysis, records: Iterable[tuple[str, FunctionRefs]]) -> set[str]:

@@ -22,16 +22,15 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Seque
 
 from sgl_scan.analyzer.cache import (
     RECORDS_ONLY,
-    WALKED,
     FactsCache,
     Pack,
     TreeValues,
     dumps,
     facts_of,
     records_bytes,
+    records_apart,
     records_of,
     signature,
-    stored_records,
     tree_key,
     unwalked,
     walked_blob,
@@ -218,10 +217,11 @@ class LazyFiles(_KnownPaths):
         tree: Path | None = None,
         shas: Mapping[str, str] | None = None,
         jobs: int | None = None,
-        walked: Callable[[dict[str, tuple[str, bytes]]], None] | None = None,
+        walked: Callable[[dict[str, tuple[str, bytes | memoryview]]], None] | None = None,
     ) -> None:
         self._pack = blobs if isinstance(blobs, Pack) else None
-        self._blobs: dict[str, bytes] = {} if isinstance(blobs, Pack) else dict(blobs)  # a pack holds its own
+        # (a pack holds its own; views of one joined buffer once searched: `_facts_mentioning`)
+        self._blobs: dict[str, bytes | memoryview] = {} if isinstance(blobs, Pack) else dict(blobs)
         self._paths = self._pack.index if self._pack is not None else self._blobs
         self._ready: dict[str, FileFacts] = dict(ready or {})
         if self._pack is not None:
@@ -315,7 +315,7 @@ class LazyFiles(_KnownPaths):
                     raise AnalysisError(f"files under {self._tree} changed while they were analysed; run again")
                 stored = self._raw(rel)
                 if stored:  # the records made with the rest of the file's facts, put back in their place
-                    blob = walked_blob(replace(facts_of(blob), extras=stored_records(stored)), records_bytes(stored))
+                    blob = walked_blob(replace(facts_of(blob), extras=records_of(stored)), records_bytes(stored))
                 self._walked[rel] = blob  # unpickled when read (a prefetched file may never be)
                 self._deferred.discard(rel)
                 self._unstored = True
@@ -339,7 +339,7 @@ class LazyFiles(_KnownPaths):
             return walked
         return self._pack.blob(path) if self._pack is not None else self._blobs[path]
 
-    def _blob(self, path: str) -> bytes:
+    def _blob(self, path: str) -> bytes | memoryview:
         walked = self._walked.get(path)
         if walked is not None:
             return walked
@@ -363,11 +363,12 @@ class LazyFiles(_KnownPaths):
         """The files walked already whose facts may hold one of `words`: those read, and those whose
         pickled facts (in the pack or blobs, or kept from a walk) hold the word's bytes."""
         needles = [word.encode("utf-8") for word in words]
-        if self._pack is None and self._joined is None:
-            self._joined = Pack.in_memory(self._blobs)
+        pack = self._pack or self._joined
+        if pack is None:
+            pack = self._joined = Pack.in_memory(self._blobs)
             for path in self._blobs:  # the bytes held once: each blob a view of the joined ones
-                self._blobs[path] = self._joined.blob(path)  # type: ignore[assignment]
-        found = set((self._pack or self._joined).mentioning(needles))  # type: ignore[union-attr]
+                self._blobs[path] = pack.blob(path)
+        found = set(pack.mentioning(needles))
         found.update(path for path, blob in self._walked.items() if any(needle in blob for needle in needles))
         found.update(self._ready)
         return found
@@ -445,7 +446,7 @@ class FileNote(NamedTuple):
         (`DEFERRED`, `RECORDS_ONLY` and `WALKED` blobs: such a file parsed cleanly). `has_records` is
         then true for any records stored, even lists left empty: the inventory reads them and finds
         nothing, as it would not have read them."""
-        if unwalked(blob) or blob[:1] == WALKED:
+        if records_apart(blob):
             return cls(records_bytes(blob) is not None, None)
         return cls.of(facts_of(blob))
 
@@ -625,7 +626,7 @@ def collect_facts(
     return FactsRun(files, tuple(sorted(parsed)), False, key, notes)
 
 
-def _repack(cache: FactsCache | None, key: str) -> Callable[[dict[str, tuple[str, bytes]]], None] | None:
+def _repack(cache: FactsCache | None, key: str) -> Callable[[dict[str, tuple[str, bytes | memoryview]]], None] | None:
     """Stores the complete facts of tree `key` once its deferred files are walked."""
     if cache is None:
         return None
