@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from sgl_scan.analyzer.facts import (
     TEXT_LIMIT,
@@ -408,8 +408,14 @@ class Builder:
             classes=tuple(classes),
             functions=functions,
             assignments=tuple(self._assigns(self._assignments)),
-            extras=dict(extras or {}),
+            extras=found_records(extras),
             module_calls=self._calls(self._stack[0].calls),
             all_names=all_names,
             source=parser,
         )
+
+
+def found_records(extras: Mapping[str, tuple] | None) -> dict[str, tuple]:
+    """Extractor name -> records, without the extractors that found none: a file whose words set an
+    extractor's trigger off and one whose words did not hold the same records (`FileFacts.extras`)."""
+    return {name: records for name, records in (extras or {}).items() if records}

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections import defaultdict
 from itertools import chain
 from operator import itemgetter
-from typing import Iterable
+from typing import Any, Iterable
 
 from sgl_scan.analyzer.extractors.sequence import FunctionRefs
 from sgl_scan.analyzer.model import Analysis, Location
-from sgl_scan.analyzer.query import facts_in_passing, facts_mentioning, files_with_records, records_in_passing
+from sgl_scan.analyzer.query import files_with_records, projected, projected_mentioning, records_in_passing
 from sgl_scan.analyzer.kinds import Via
 
 SEQUENCE = "spec_call_sequence"
@@ -141,19 +141,16 @@ def _calls(analysis: Analysis):
                 return module, ".".join(parts[cut:])
         return None
 
-    callees_of: dict[str, dict[str, list[str]]] = {}  # module -> qualname -> callees (its facts are not kept)
+    tables: dict[str, Any] = {}  # module -> its `callee_table`, read by key (its facts are not kept)
 
     def callees(name: str) -> list[str]:
         found = split(name)
         if found is None:
             return []
         module, qualname = found
-        if module not in callees_of:
-            table: dict[str, list[str]] = {}
-            for function in facts_in_passing(analysis, modules.path_of(module)).functions:
-                table.setdefault(function.qualname, [c.resolved for c in function.calls if c.resolved])
-            callees_of[module] = table
-        return callees_of[module].get(qualname, [])
+        if module not in tables:
+            tables[module] = projected(analysis, modules.path_of(module), callee_table)
+        return list(tables[module].get(qualname, ()))
 
     def prefetch(names: Iterable[str]) -> None:
         read = getattr(analysis.files, "prefetch", None)
@@ -161,6 +158,28 @@ def _calls(analysis: Analysis):
             read({modules.path_of(found[0]) for found in map(split, names) if found is not None})
 
     return callees, prefetch
+
+
+def callee_table(facts) -> dict[str, tuple[str, ...]]:
+    """function qualname -> its resolved callees, of one file (the first of a repeated name)."""
+    table: dict[str, tuple[str, ...]] = {}
+    for function in facts.functions:
+        table.setdefault(function.qualname, tuple(c.resolved for c in function.calls if c.resolved))
+    return table
+
+
+def registered(facts, registrars: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """(registrar, function) for each function of `facts` decorated with one of `registrars` (by its
+    qualified name, else its last part). Empty for facts that mention none of their last parts."""
+    shorts = {_short(n): n for n in registrars}
+    names = set(registrars)
+    found = []
+    for function in facts.functions:
+        for decorator in function.decorators:
+            registrar = decorator if decorator in names else shorts.get(_short(decorator))
+            if registrar is not None:
+                found.append((registrar, f"{facts.module}.{function.qualname}"))
+    return tuple(found)
 
 
 def _registries(analysis: Analysis, records: list[tuple[str, FunctionRefs]]) -> dict[str, list[str]]:
@@ -197,15 +216,11 @@ def _registries(analysis: Analysis, records: list[tuple[str, FunctionRefs]]) -> 
     out: dict[str, list[str]] = defaultdict(list)
     if not registrars:
         return out
-    shorts = {_short(n): n for n in registrars}
-    for _path, facts in facts_mentioning(analysis, sorted(shorts)):
-        for function in facts.functions:
-            for decorator in function.decorators:
-                registrar = decorator if decorator in registrars else shorts.get(_short(decorator))
-                if registrar is None:
-                    continue
-                for container in registrars[registrar]:
-                    out[container].append(f"{facts.module}.{function.qualname}")
+    shorts = sorted({_short(n) for n in registrars})
+    for _path, found in projected_mentioning(analysis, shorts, registered, (tuple(sorted(registrars)),)):
+        for registrar, function in found:
+            for container in registrars[registrar]:
+                out[container].append(function)
     return out
 
 

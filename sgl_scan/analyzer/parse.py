@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Any, Iterable, Sequence, cast
 
 from sgl_scan.analyzer.astnodes import child_nodes
-from sgl_scan.analyzer.builder import Builder, char_column, module_name, slice_text, split_lines
+from sgl_scan.analyzer.builder import Builder, char_column, found_records, module_name, slice_text, split_lines
 from sgl_scan.analyzer.extraction import ExtractorContext, ExtractorFailed, run_extractor, uses_ast
 from sgl_scan.analyzer.facts import FileFacts, Param
 from sgl_scan.analyzer.model import Location, ParseError
@@ -349,7 +349,7 @@ def records_only(path: str, data: bytes, extractors: Sequence[Any]) -> dict | No
     try:
         text = decode_source(data)
         tree = ast.parse(text)
-        return run_ast_extractors(path, tree, extractors, text, split_lines(text))
+        return found_records(run_ast_extractors(path, tree, extractors, text, split_lines(text)))
     except (SourceError, SyntaxError, ValueError, MemoryError, RecursionError, ExtractorFailed):
         return None
 

@@ -233,6 +233,7 @@ class LazyFiles(_KnownPaths):
         self._walked: dict[str, bytes] = {}
         self._joined: Pack | None = None  # `_blobs` joined, for `_facts_mentioning` (made when first asked)
         self._unstored = False  # files were walked since the pack was stored
+        self._records_key: str | None = None
 
     @property
     def deferred(self) -> frozenset[str]:
@@ -250,13 +251,20 @@ class LazyFiles(_KnownPaths):
     def records_key(self) -> str:
         """A digest of every file's extractor records (its path and pickled records, as stored): all
         `build_inventory` reads, so facts with the same key have the same inventory. Nothing is
-        unpickled but the facts of a file with a parse error (stored whole: `walked_blob`)."""
-        digest = hashlib.sha256()
-        for path in sorted(self._paths):
-            raw = records_bytes(self._raw(path))
-            if raw is not None:
-                digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(raw).digest())
-        return digest.hexdigest()
+        unpickled but the facts of a file with a parse error (stored whole: `walked_blob`). Walking a
+        deferred file keeps its records' bytes, so the key is computed once."""
+        if self._records_key is None:
+            digest = hashlib.sha256()
+            for path in sorted(self._paths):
+                raw = records_bytes(self._raw(path))
+                if raw is not None:
+                    digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(raw).digest())
+            self._records_key = digest.hexdigest()
+        return self._records_key
+
+    def sha(self, path: str) -> str | None:
+        """The sha256 of the content `path`'s facts were made from (None: not known here)."""
+        return self._sha(path)
 
     def with_records(self) -> list[str]:
         """Paths that may hold extractor records: all but the files deferred without any."""
@@ -373,14 +381,25 @@ class LazyFiles(_KnownPaths):
         found.update(self._ready)
         return found
 
-    def source_mentioning(self, words: Sequence[str]) -> list[str] | None:
-        """Paths whose source holds one of `words` (ASCII identifiers) anywhere, comments included: who
-        may read a name (`analyzer/reach.py`). None when the tree is not known here or a word is not such."""
+    def mentions(self, path: str, words: Sequence[str]) -> bool:
+        """Whether `path` is among `paths_mentioning(words)` (one file's check)."""
+        if path in self._ready:
+            return True
+        if path in self._deferred:
+            return path in self._deferred_mentioning(words, [path])
+        needles = [word.encode("utf-8") for word in words]
+        blob = self._raw(path)
+        return any(bytes(blob).find(needle) >= 0 for needle in needles)
+
+    def source_mentioning(self, words: Sequence[str], paths: Iterable[str] | None = None) -> list[str] | None:
+        """Paths (of `paths`, default all) whose source holds one of `words` (ASCII identifiers) anywhere,
+        comments included: who may read a name (`analyzer/reach.py`). None when the tree is not known
+        here or a word is not such."""
         if self._tree is None or not words or not all(word.isascii() and word.isidentifier() for word in words):
             return None
         needles = [word.encode("ascii") for word in words]
         found = []
-        for path in self._paths:
+        for path in self._paths if paths is None else paths:
             try:
                 data = (self._tree / path).read_bytes()
             except OSError:
@@ -389,18 +408,18 @@ class LazyFiles(_KnownPaths):
                 found.append(path)
         return found
 
-    def _deferred_mentioning(self, words: Sequence[str]) -> set[str]:
+    def _deferred_mentioning(self, words: Sequence[str], paths: Iterable[str] | None = None) -> set[str]:
         """The deferred files whose facts may hold one of `words`. Every string in such facts is a
         slice of the source (names, expression texts), a name made from the path (module, package),
         "builtins." and ".<locals>." joining such names, or a kind the builder names (`_MADE_UP`): an
         identifier not in the source, the path or those is in none of them (`__all__`'s evaluated
         strings would be: such files are never deferred). Their records, if any, are searched apart."""
         if any(not word.isidentifier() or word in _MADE_UP for word in words):
-            return set(self._deferred)
+            return set(self._deferred if paths is None else paths)
         # ASCII words: the same bytes in every encoding Python source may use
         needles = [word.encode("ascii") for word in words] if all(word.isascii() for word in words) else None
         found = set()
-        for path in self._deferred:
+        for path in self._deferred if paths is None else paths:
             if any(word in path for word in words):
                 found.add(path)
                 continue

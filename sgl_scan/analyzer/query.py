@@ -10,7 +10,7 @@ unpickles only that file's facts (a warm scan keeps facts lazy).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Sequence, cast
+from typing import Any, Callable, Iterator, Mapping, Sequence, cast
 
 from sgl_scan.analyzer.builder import module_name
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact, Param
@@ -101,6 +101,28 @@ def facts_mentioning(analysis: Analysis, words: Sequence[str]) -> Iterator[tuple
         yield path, facts_in_passing(analysis, path)
 
 
+def projected(analysis: Analysis, path: str, table: Callable[[FileFacts], Mapping[Any, Any]]) -> Any:
+    """`table(facts of path)`, to be read by key (`.get`): a mapping made from a file's facts (function
+    -> its callees, class -> its methods). `table` is a module-level function; the keys a rule reads
+    are all its findings depend on of that file (`rules/reads.py`), so an edit elsewhere in the file
+    keeps them."""
+    project = getattr(analysis.files, "project", None)
+    if project is not None:
+        return project(path, table)
+    return table(facts_in_passing(analysis, path))
+
+
+def projected_mentioning(
+    analysis: Analysis, words: Sequence[str], fn: Callable[..., Any], args: tuple = ()
+) -> list[tuple[str, Any]]:
+    """(path, `fn(facts, *args)`) for the files that may mention one of `words` (`files_mentioning`).
+    `fn` is a module-level function whose value is empty (falsy) for facts mentioning none of them."""
+    project = getattr(analysis.files, "project_mentioning", None)
+    if project is not None:
+        return project(words, fn, args)
+    return [(path, fn(facts, *args)) for path, facts in facts_mentioning(analysis, words)]
+
+
 def records_in_passing(analysis: Analysis, path: str) -> Mapping[str, tuple]:
     """The extractor records of `path` (`FileFacts.extras`), read without walking or keeping the rest
     of its facts where the facts allow (`LazyFiles.records`)."""
@@ -157,12 +179,23 @@ def find_method(
     return None
 
 
-def class_methods(
-    analysis: Analysis, qualname: str
-) -> tuple[dict[str, tuple[FileFacts, FunctionFact]], tuple[str, ...]]:
-    """Every method a class offers, its own and its bases' (nearest first), and the bases that are not
-    in the snapshot (whose methods are unknown: `object` and other builtins are not listed)."""
-    found: dict[str, tuple[FileFacts, FunctionFact]] = {}
+def class_table(facts: FileFacts) -> dict[str, tuple[ClassFact, tuple[FunctionFact, ...]]]:
+    """class qualname -> (its fact, the methods defined in its body), of one file (`projected`)."""
+    methods: dict[str, list[FunctionFact]] = {}
+    for fn in facts.functions:
+        if fn.owner is not None:
+            methods.setdefault(fn.owner, []).append(fn)
+    table: dict[str, tuple[ClassFact, tuple[FunctionFact, ...]]] = {}
+    for cls in facts.classes:
+        table.setdefault(cls.qualname, (cls, tuple(methods.get(cls.qualname, ()))))
+    return table
+
+
+def class_methods(analysis: Analysis, qualname: str) -> tuple[dict[str, tuple[str, FunctionFact]], tuple[str, ...]]:
+    """Every method a class offers, its own and its bases' (nearest first), each with the module that
+    defines it, and the bases that are not in the snapshot (whose methods are unknown: `object` and
+    other builtins are not listed). Reads only those classes of their files (`class_table`)."""
+    found: dict[str, tuple[str, FunctionFact]] = {}
     outside: list[str] = []
     modules = files_by_module(analysis)
     queue, seen = [qualname], set()
@@ -171,17 +204,31 @@ def class_methods(
         if name in seen:
             continue
         seen.add(name)
-        hit = find_class(analysis, name, modules)
+        hit = _class_entry(analysis, modules, name)
         if hit is None:
             if name not in ("object", "builtins.object") and name != qualname:
                 outside.append(name)
             continue
-        facts, cls = hit
-        for fn in facts.functions:
-            if fn.owner == cls.qualname:
-                found.setdefault(fn.name, (facts, fn))
+        module, (cls, methods) = hit
+        for fn in methods:
+            found.setdefault(fn.name, (module, fn))
         queue.extend(cls.bases)
     return found, tuple(outside)
+
+
+def _class_entry(
+    analysis: Analysis, modules: ModuleFiles, qualname: str
+) -> tuple[str, tuple[ClassFact, tuple[FunctionFact, ...]]] | None:
+    """(module, `class_table` entry) of a fully qualified class name, as `find_class` finds it."""
+    parts = qualname.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:cut])
+        if module not in modules:
+            continue
+        entry = projected(analysis, modules.path_of(module), class_table).get(".".join(parts[cut:]))
+        if entry is not None:
+            return module, entry
+    return None
 
 
 def resolve_class(analysis: Analysis, facts: FileFacts, name: str, hops: int = 4) -> tuple[FileFacts, ClassFact] | None:
@@ -206,11 +253,14 @@ __all__ = [
     "ModuleFiles",
     "Signature",
     "class_methods",
+    "class_table",
     "files_by_module",
     "files_mentioning",
     "find_class",
     "find_method",
     "method",
+    "projected",
+    "projected_mentioning",
     "resolve_class",
     "signature",
 ]

@@ -36,7 +36,7 @@ def run_rules(
     each statement's neighbours (`rules/identity.py`); without, repeats are numbered in line order.
     What the rules return is kept with a cached analysis's facts (`rules/memo.py`)."""
     ruleset = rules if rules is not None else load_rules()
-    findings = recall(analysis, ruleset, lambda: sorted(check_all(analysis, ruleset), key=sort_key))
+    findings = recall(analysis, ruleset, lambda logged: sorted(check_all(logged, ruleset), key=sort_key))
     if source_lines is not None:
         return identify(findings, source_lines)
     return unique_fingerprints(list(findings))

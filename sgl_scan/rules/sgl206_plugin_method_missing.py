@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from sgl_scan.analyzer.model import Analysis
+from sgl_scan.analyzer.model import Analysis, Location
 from sgl_scan.rules.base import Example, Rule
 from sgl_scan.rules.common import literals_of
 from sgl_scan.rules.finding import Finding
@@ -189,7 +189,7 @@ class Scheduler:
 
     def check(self, analysis: Analysis) -> Iterable[Finding]:
         # here: the query API loads the per-file fact classes, and a warm scan runs no rule (rules/memo.py)
-        from sgl_scan.analyzer.query import class_methods, facts_mentioning
+        from sgl_scan.analyzer.query import class_methods, projected_mentioning
 
         inventory = analysis.inventory
         if not inventory.plugin_base or inventory.algorithm_class is None:
@@ -201,9 +201,9 @@ class Scheduler:
         algo_class = inventory.algorithm_class.qualname
         missing = {
             name
-            for name, (_facts, fn) in own.items()
+            for name, (module, fn) in own.items()
             if fn.owner is not None
-            and f"{_facts.module}.{fn.owner}" == algo_class
+            and f"{module}.{fn.owner}" == algo_class
             and not name.startswith(CONTRACT_PREFIXES)
             and not name.startswith("__")
             and name not in offered
@@ -212,30 +212,41 @@ class Scheduler:
         if not missing:
             return
         base_name = inventory.plugin_base.rsplit(".", 1)[-1]
-        algo_name = algo_class.rpartition(".")[2]
         guards = _allow_list_guards(inventory)
-        for path, facts in facts_mentioning(analysis, sorted(missing)):
-            for fn in getattr(facts, "functions", ()):
-                function = f"{facts.module}.{fn.qualname}"
-                if fn.owner is not None and f"{facts.module}.{fn.owner}" == algo_class:
-                    continue  # the algorithm class's own methods run on members, never on plugins
-                seen = set()
-                for call in fn.calls:
-                    receiver, _, name = call.callee.rpartition(".")
-                    if name not in missing or (call.line, name) in seen or not _is_algorithm(receiver, algo_name):
-                        continue
-                    seen.add((call.line, name))
-                    if any(line < call.line for line in guards.get((path, function), ())):
-                        continue  # behind an allow-list of built-in names
-                    yield self.finding(
-                        analysis,
-                        facts.location(call),
-                        f"{name}() is called on the algorithm here, but {base_name} (plugin-registered "
-                        "algorithms) does not define it: AttributeError for any plugin algorithm",
-                        symbol=f"{function}:{name}",
-                        data={"method": name, "function": function, "plugin_base": inventory.plugin_base},
-                        hint=f"define {name}() on {base_name} with a conservative default",
-                    )
+        words = tuple(sorted(missing))
+        for path, calls in projected_mentioning(analysis, words, algorithm_calls, (words, algo_class)):
+            for location, name, function in calls:
+                if any(line < location.line for line in guards.get((path, function), ())):
+                    continue  # behind an allow-list of built-in names
+                yield self.finding(
+                    analysis,
+                    location,
+                    f"{name}() is called on the algorithm here, but {base_name} (plugin-registered "
+                    "algorithms) does not define it: AttributeError for any plugin algorithm",
+                    symbol=f"{function}:{name}",
+                    data={"method": name, "function": function, "plugin_base": inventory.plugin_base},
+                    hint=f"define {name}() on {base_name} with a conservative default",
+                )
+
+
+def algorithm_calls(facts, names: tuple[str, ...], algo_class: str) -> tuple[tuple[Location, str, str], ...]:
+    """(location, method, function) of each call of one of `names` on an algorithm object in `facts`,
+    outside the algorithm class's own methods (which run on members, never on plugins); one per
+    line and method. Empty for facts that mention none of `names` (`projected_mentioning`)."""
+    algo_name = algo_class.rpartition(".")[2]
+    found = []
+    for fn in getattr(facts, "functions", ()):
+        if fn.owner is not None and f"{facts.module}.{fn.owner}" == algo_class:
+            continue
+        function = f"{facts.module}.{fn.qualname}"
+        seen = set()
+        for call in fn.calls:
+            receiver, _, name = call.callee.rpartition(".")
+            if name not in names or (call.line, name) in seen or not _is_algorithm(receiver, algo_name):
+                continue
+            seen.add((call.line, name))
+            found.append((facts.location(call), name, function))
+    return tuple(found)
 
 
 def _is_algorithm(receiver: str, algo_name: str) -> bool:
