@@ -5,17 +5,17 @@ only copy into each finding) and of code; they read the tree only through `analy
 `analysis.inventory`. The facts are named by their tree key (`TreeValues` lives in the analyzer
 signature's folder, which also covers the analyzer's code, Python and libcst); the stamp names the
 rest: a digest of every `sgl_scan` source, the rules' classes and the release version. (The rules
-import nothing but `sgl_scan` and the standard library.) A rule defined outside `sgl_scan`, or whose `check` was
-replaced, is not covered by that digest: then the rules run every time. Findings are stored only
-when no source changed since this process loaded sgl_scan (else the code that ran may not be the
-code the digest names). Only what the rules return is kept; fingerprints (from the source lines),
-selection, suppression and baselines are applied to it on every run.
+import nothing but `sgl_scan` and the standard library.) A rule defined outside `sgl_scan`, or
+whose `check` was replaced, is not covered by that digest: then the rules run every time. Findings
+are stored only when no source changed since this process loaded sgl_scan (else the code that ran
+may not be the code the digest names). Only what the rules return is kept; fingerprints (from the
+source lines), selection, suppression and baselines are applied to it on every run.
 
 A tree the rules have not run on (an edit, a PR) may still get the findings of a tree they ran on:
 each run also stores its findings with what they read (`rules/reads.py`) and every file's sha256,
-under a name that holds the stamp, the files' records key and their paths.
-A tree with that name whose changed files give every read the same value gets those findings (with
-its own snapshot id): an edit that adds a helper to a file the rules read keeps them.
+under a name that holds the stamp, the files' records key and their paths. A tree with that name
+whose changed files give every read the same value gets those findings (with its own snapshot id):
+an edit that adds a helper to a file the rules read keeps them.
 """
 
 from __future__ import annotations
