@@ -233,7 +233,6 @@ class LazyFiles(_KnownPaths):
         self._walked: dict[str, bytes] = {}
         self._joined: Pack | None = None  # `_blobs` joined, for `_facts_mentioning` (made when first asked)
         self._unstored = False  # files were walked since the pack was stored
-        self._records_key: str | None = None
 
     @property
     def deferred(self) -> frozenset[str]:
@@ -251,16 +250,13 @@ class LazyFiles(_KnownPaths):
     def records_key(self) -> str:
         """A digest of every file's extractor records (its path and pickled records, as stored): all
         `build_inventory` reads, so facts with the same key have the same inventory. Nothing is
-        unpickled but the facts of a file with a parse error (stored whole: `walked_blob`). Walking a
-        deferred file keeps its records' bytes, so the key is computed once."""
-        if self._records_key is None:
-            digest = hashlib.sha256()
-            for path in sorted(self._paths):
-                raw = records_bytes(self._raw(path))
-                if raw is not None:
-                    digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(raw).digest())
-            self._records_key = digest.hexdigest()
-        return self._records_key
+        unpickled but the facts of a file with a parse error (stored whole: `walked_blob`)."""
+        digest = hashlib.sha256()
+        for path in sorted(self._paths):
+            raw = records_bytes(self._raw(path))
+            if raw is not None:
+                digest.update(path.encode("utf-8", "surrogateescape") + b"\0" + hashlib.sha256(raw).digest())
+        return digest.hexdigest()
 
     def sha(self, path: str) -> str | None:
         """The sha256 of the content `path`'s facts were made from (None: not known here)."""

@@ -77,6 +77,19 @@ def test_an_edit_that_changes_a_record_builds_the_inventory_again(speculative, t
     assert _analyse(speculative, cache).inventory == first.inventory and len(builds) == built
 
 
+def test_a_word_that_only_sets_off_a_trigger_keeps_every_record(speculative, tmp_path, builds):
+    """An extractor that found nothing leaves no entry in the records (`builder.found_records`): a
+    parameter named `spec_algorithm` sets off the alias resolver's trigger in eagle_utils.py, which
+    finds nothing there, so the records key and the stored inventory stay."""
+    cache = tmp_path / "cache"
+    first = _analyse(speculative, cache)
+    edited = speculative / "sglang" / "srt" / "speculative" / "eagle_utils.py"
+    edited.write_text(edited.read_text() + "\n\ndef _added(spec_algorithm):\n    return spec_algorithm.create_future_map(None)\n")
+    second = _analyse(speculative, cache)
+    assert second.files.records_key() == first.files.records_key() and len(builds) == 1
+    assert not any(records == () for records in second.files["sglang/srt/speculative/eagle_utils.py"].extras.values())
+
+
 def test_walking_a_deferred_file_keeps_its_records_byte_for_byte(speculative, tmp_path, monkeypatch):
     """A pool stores a file's records alone (`RECORDS_ONLY`); walking it later stores its facts with
     those same bytes. Pickled again they can differ (scheduler.py's do: the memo's numbering), and the
