@@ -35,7 +35,8 @@ _DIGEST = 32
 _PACK_PREFIX = len(PACK_MAGIC) + 2 * _DIGEST + 8  # a pack's magic, sha256 of its index and of its blobs, index length
 KEEP_PACKS = 12
 PACK_READ_SHARE = 64  # another tree's pack is read for its files when they are this share of its files or more
-KEEP_VALUES = 5 * KEEP_PACKS  # a tree has up to five (analysis, inventory by records, findings, graph, stat index)
+# a tree has up to six: analysis, inventory by records, findings, findings with their reads, graph, stat index
+KEEP_VALUES = 6 * KEEP_PACKS
 
 
 def signature(extractors: Sequence[Any] | None, root: Path | None = None) -> str:
