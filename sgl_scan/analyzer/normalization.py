@@ -26,7 +26,14 @@ from typing import Any, Iterable
 
 from sgl_scan.analyzer.extractors.sequence import FunctionRefs
 from sgl_scan.analyzer.model import Analysis, Location
-from sgl_scan.analyzer.query import files_with_records, projected, projected_mentioning, records_in_passing
+from sgl_scan.analyzer.query import (
+    files_by_module,
+    files_with_records,
+    module_splits,
+    projected,
+    projected_mentioning,
+    records_in_passing,
+)
 from sgl_scan.analyzer.kinds import Via
 
 SEQUENCE = "spec_call_sequence"
@@ -129,17 +136,10 @@ def raw_before_normalisation(analysis: Analysis) -> dict[Location, str]:
 def _calls(analysis: Analysis):
     """(name -> the resolved callees of that function, from the general facts read on demand;
     names -> read the files defining them now, together)."""
-    from sgl_scan.analyzer.query import files_by_module
-
     modules = files_by_module(analysis)
 
     def split(name: str) -> tuple[str, str] | None:
-        parts = name.split(".")
-        for cut in range(len(parts) - 1, 0, -1):
-            module = ".".join(parts[:cut])
-            if module in modules:
-                return module, ".".join(parts[cut:])
-        return None
+        return next(module_splits(modules, name), None)
 
     tables: dict[str, Any] = {}  # module -> its `callee_table`, read by key (its facts are not kept)
 

@@ -378,14 +378,12 @@ class LazyFiles(_KnownPaths):
         return found
 
     def mentions(self, path: str, words: Sequence[str]) -> bool:
-        """Whether `path` is among `paths_mentioning(words)` (one file's check)."""
-        if path in self._ready:
+        """Whether `path` is among `paths_mentioning(words)` (one file's check): read, a deferred file
+        whose source may mention one, or a stored blob (records included) holding one's bytes."""
+        if path in self._ready or (path in self._deferred and self._deferred_mentioning(words, [path])):
             return True
-        if path in self._deferred:
-            return path in self._deferred_mentioning(words, [path])
-        needles = [word.encode("utf-8") for word in words]
-        blob = self._raw(path)
-        return any(bytes(blob).find(needle) >= 0 for needle in needles)
+        blob = bytes(self._raw(path))
+        return any(word.encode("utf-8") in blob for word in words)
 
     def source_mentioning(self, words: Sequence[str], paths: Iterable[str] | None = None) -> list[str] | None:
         """Paths (of `paths`, default all) whose source holds one of `words` (ASCII identifiers) anywhere,

@@ -10,7 +10,7 @@ unpickles only that file's facts (a warm scan keeps facts lazy).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence, cast
+from typing import Any, Callable, Container, Iterator, Mapping, Sequence, cast
 
 from sgl_scan.analyzer.builder import module_name
 from sgl_scan.analyzer.facts import ClassFact, FileFacts, FunctionFact, Param
@@ -132,17 +132,23 @@ def records_in_passing(analysis: Analysis, path: str) -> Mapping[str, tuple]:
     return facts_in_passing(analysis, path).extras or {}
 
 
+def module_splits(modules: Container[str], dotted: str) -> Iterator[tuple[str, str]]:
+    """(module, the rest) for each leading part of a dotted name that is one of `modules`, longest
+    first: `a.b.C.f` -> (`a.b`, `C.f`), then (`a`, `b.C.f`)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:cut])
+        if module in modules:
+            yield module, ".".join(parts[cut:])
+
+
 def find_class(
     analysis: Analysis, qualname: str, modules: Mapping[str, FileFacts] | None = None
 ) -> tuple[FileFacts, ClassFact] | None:
     """The file and class fact of a fully qualified class name (module prefix + class qualname)."""
     modules = modules if modules is not None else files_by_module(analysis)
-    parts = qualname.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        facts = modules.get(".".join(parts[:cut]))
-        if facts is None:
-            continue
-        inner = ".".join(parts[cut:])
+    for module, inner in module_splits(modules, qualname):
+        facts = modules[module]
         for cls in facts.classes:
             if cls.qualname == inner:
                 return facts, cls
@@ -220,12 +226,8 @@ def _class_entry(
     analysis: Analysis, modules: ModuleFiles, qualname: str
 ) -> tuple[str, tuple[ClassFact, tuple[FunctionFact, ...]]] | None:
     """(module, `class_table` entry) of a fully qualified class name, as `find_class` finds it."""
-    parts = qualname.split(".")
-    for cut in range(len(parts) - 1, 0, -1):
-        module = ".".join(parts[:cut])
-        if module not in modules:
-            continue
-        entry = projected(analysis, modules.path_of(module), class_table).get(".".join(parts[cut:]))
+    for module, inner in module_splits(modules, qualname):
+        entry = projected(analysis, modules.path_of(module), class_table).get(inner)
         if entry is not None:
             return module, entry
     return None
@@ -259,6 +261,7 @@ __all__ = [
     "find_class",
     "find_method",
     "method",
+    "module_splits",
     "projected",
     "projected_mentioning",
     "resolve_class",

@@ -118,3 +118,20 @@ def test_a_new_file_runs_the_rules(tree, tmp_path, checks):
     (tree / "sglang/srt/speculative/added.py").write_text("def helper(value):\n    return value\n")
     _scan(tree, cache, "s1")
     assert checks == [1, 1]
+
+
+def test_one_files_mention_check_agrees_with_the_search(tree, tmp_path, monkeypatch):
+    """`holds` asks `mentions` of each changed file; it must answer as `paths_mentioning` does for
+    read, deferred (records only, or none) and walked files alike."""
+    from sgl_scan.analyzer import pipeline
+
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN_FILES", 2)  # a pool, which leaves files unwalked
+    monkeypatch.setattr(pipeline, "POOL_MIN_BYTES", 0)
+    files = pipeline.collect_facts(tree, cache_dir=tmp_path / "cache", jobs=2).files
+    files.prefetch(sorted(files.deferred)[:40])
+    files.peek(SPEC_INFO)
+    files[OTHER]
+    assert files.deferred and len(files.deferred) < len(files)  # every kind is asked about
+    for words in (["need_topk"], ["plan_stream_for_flashinfer"], ["register_model_override"], ["EAGLE", "eagle"]):
+        found = set(files.paths_mentioning(words))
+        assert {path for path in files if files.mentions(path, words)} == found, words
