@@ -166,6 +166,12 @@ def issue33_targets(g) -> list[Target]:
         _ratio_target(f"issue 33: {RELEASE} after {PREVIOUS} (store holding it) ≤ 0.35 × a cold {RELEASE} scan", 0.35,
                       g("upgrade_after_old"), g("upgrade_cold")),
         _ratio_target("issue 33: one-file change ≤ 2 × a warm scan", 2.0, g("upgrade_one_file"), g("upgrade_warm")),
+        # bounds, not sgl-scan's work: an upgrade parses at least the files whose content changed
+        _ratio_target(f"bound: read + parse of the files {RELEASE} changed ≤ 0.35 × a cold {RELEASE} scan", 0.35,
+                      g("upgrade_floor_changed"), g("upgrade_cold")),
+        _ratio_target("bound: read + parse of the files it changed ≤ 0.525 × read + parse of them all "
+                      "(0.35 × 1.5: the upgrade and default-scope cold targets met together)", 0.525,
+                      g("upgrade_floor_changed"), g("upgrade_floor_new")),
         _ratio_target("issue 33: no-change re-pull ≤ 1.1 × Python + paramiko connect, exec true", 1.1,
                       g("pull_sgl_full_nochange"), g("paramiko_true")),
     ]

@@ -8,19 +8,38 @@ Issue 33's cases, each in the same rounds as a cold scan of the new tree (its ba
 - `upgrade_one_file`: a copy of the new tree with one file edited (a PR-sized change, new bytes each
   round, so no round finds a snapshot an earlier one stored) after the
   unedited copy was scanned (untimed): one file is parsed, the inventory and the rules run again.
+
+And two floors (`parse_floor.py`), which bound what an upgrade can cost whatever sgl-scan does:
+- `upgrade_floor_new`: read + `ast.parse` of every file of the new tree's default scope;
+- `upgrade_floor_changed`: the same for the files whose content the old tree's default scope lacks.
+  Facts are reused by content, so an upgrade parses at least these.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
-from bench.analysis_bench import SCAN_OK, _fresh, env_for, sgl_scan_command
+from bench.analysis_bench import SCAN_OK, _fresh, code_env, env_for, floor_command, scope_listing, sgl_scan_command
 from bench.measure import Stats, Step, run_checked, unavailable
 
 EDITED = "sglang/srt/speculative/spec_info.py"  # the algorithm's own module: every release has it
 EDIT = "\n\ndef _bench_added_helper_{round}(value):\n    return value\n"  # new bytes every round
-KEYS = ("upgrade_cold", "upgrade_after_old", "upgrade_warm", "upgrade_one_file")
+KEYS = ("upgrade_cold", "upgrade_after_old", "upgrade_warm", "upgrade_one_file", "upgrade_floor_new",
+        "upgrade_floor_changed")
+
+
+def changed_listing(new_listing: Path, old_listing: Path, out: Path) -> Path:
+    """A `parse_floor.py` listing of the files in `new_listing` whose content no file in `old_listing` has."""
+    def shas(listing: Path) -> dict[str, str]:
+        paths = [line for line in listing.read_text().splitlines() if line]
+        return {path: hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in paths}
+
+    held = set(shas(old_listing).values())
+    out.write_text("".join(f"{path}\n" for path, sha in shas(new_listing).items() if sha not in held))
+    return out
+
 
 
 def upgrade_steps(new: Path, old: Path | None, work: Path, old_label: str) -> tuple[list[Step], dict[str, Stats]]:
@@ -56,7 +75,17 @@ def upgrade_steps(new: Path, old: Path | None, work: Path, old_label: str) -> tu
         run_checked(scan_copy, env=env_for(edit_home), ok_codes=SCAN_OK)
         edited.write_bytes(original + EDIT.format(round=next(rounds)).encode())
 
+    new_listing = scope_listing(new, work / "floor-new", "speculative")
+    changed = changed_listing(new_listing, scope_listing(old, work / "floor-old", "speculative"),
+                              work / "floor-changed.txt")
+
+    def floor(listing: Path):
+        return lambda: run_checked(floor_command(listing), env=code_env())
+
     steps = [
+        Step("upgrade_floor_new", "floor: read + ast.parse of the new tree's default-scope files", floor(new_listing)),
+        Step("upgrade_floor_changed", f"floor: read + ast.parse of those files whose content {old_label}'s lacks",
+             floor(changed)),
         Step("upgrade_cold", "upgrade baseline: new tree, default scope, cold", scan(scan_new, cold_home),
              before=lambda: _fresh(cold_home)),
         Step("upgrade_after_old", f"new tree after {old_label} (store holding it), default scope",

@@ -114,10 +114,12 @@ def test_quick_run_on_a_tiny_tree(tiny_tree, tmp_path):
 
     # Every target is listed with a verdict, and the Markdown table says the same.
     verdicts = {t["name"]: t["verdict"] for t in document["targets"]}
-    # 12 + issue 17's 4 + 4 floors + issue 33's 5 + its 256-host fleet time and RSS
-    assert len(verdicts) == 27 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}
-    # the upgrade section: the new tree cold, after the old one (here the same tree), warm, one file edited
-    for key in ("upgrade_cold", "upgrade_after_old", "upgrade_warm", "upgrade_one_file"):
+    # 12 + issue 17's 4 + 4 floors + issue 33's 5, its two upgrade bounds and its 256-host fleet time and RSS
+    assert len(verdicts) == 29 and set(verdicts.values()) <= {"PASS", "MISS", "n/a"}
+    # the upgrade section: the new tree cold, after the old one (here the same tree), warm, one file edited,
+    # and the parse floors of the new tree's files and of those the old one lacks (here none)
+    for key in ("upgrade_cold", "upgrade_after_old", "upgrade_warm", "upgrade_one_file", "upgrade_floor_new",
+                "upgrade_floor_changed"):
         assert results[key]["runs"] == 1, (key, results[key])
     # the fleet section ran over its loopback daemons: one host, eight, and 64 host entries; --quick
     # leaves out the 256 entries, and says so
@@ -194,8 +196,14 @@ def test_issue_33_targets_are_ratios_to_floors_and_to_scans_of_the_same_run():
         "upgrade_cold": _stats("cold", 3.0), "upgrade_after_old": _stats("after", 0.9),
         "upgrade_warm": _stats("warm", 0.2), "upgrade_one_file": _stats("one", 0.5),
         "pull_sgl_full_nochange": _stats("re-pull", 0.5), "paramiko_true": _stats("py", 0.44),
+        "upgrade_floor_new": _stats("floor new", 0.6), "upgrade_floor_changed": _stats("floor changed", 0.54),
     }
     goals = {t.name: t for t in targets(results, None)}
+    # the bounds: what parsing the changed files alone costs, against a cold scan and against the whole floor
+    least = goals["bound: read + parse of the files 0.5.23 changed ≤ 0.35 × a cold 0.5.23 scan"]
+    assert (least.value, least.verdict) == (pytest.approx(0.18), "PASS")
+    together = next(t for name, t in goals.items() if name.startswith("bound: read + parse of the files it changed"))
+    assert (together.value, together.verdict) == (pytest.approx(0.9), "MISS")
     spec = goals["issue 33: default-scope cold scan ≤ 1.5 × its read + parse floor"]
     assert (spec.value, spec.verdict) == (3.0, "MISS")
     assert goals["issue 33: full-tree cold scan ≤ 1.5 × its read + parse floor"].verdict == "PASS"  # 6 / 4.5
