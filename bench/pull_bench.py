@@ -5,6 +5,8 @@ else is ever contacted. Every measurement starts from a known state: a cold pull
 `$SGLSCAN_HOME` (or an empty rsync/scp destination), a re-pull starts from a completed pull, and a
 change set is applied before the timed re-pull and undone (with an untimed re-sync) after it.
 
+The cold pulls run round by round too (rsync, scp, sgl-scan's default scope, sgl-scan's full scope,
+then again): the disk's write-back after each round's copies drifts as much as the load does.
 The no-change re-pulls of both tools run round by round (rsync, sgl-scan, then again), beside two
 floors measured in the same rounds: `ssh HOST true` (what any tool that runs a remote command pays:
 the OpenSSH handshake and the remote login shell's start-up) and `bench/paramiko_floor.py` (the
@@ -145,13 +147,25 @@ def measure_pull(remote: Remote, work: Path, runs: int, have_sgl_scan_pull: bool
     def timed(command_for: Callable[[int], list[str]], env=None) -> Callable[[int], float]:
         return lambda i: run_checked(command_for(i), env=env)
 
-    # --- baselines: rsync and scp, full srt ---
-    results["rsync_full_cold"] = repeat(
-        "rsync -a, full, cold", runs, timed(lambda i: rsync_command(remote, dest)), before=lambda i: _fresh(dest)
-    )
-    results["scp_full_cold"] = repeat(
-        "scp -r, full, cold", runs, timed(lambda i: scp_command(remote, dest)), before=lambda i: _fresh(dest)
-    )
+    # --- cold pulls, round by round (rsync, scp, sgl-scan's two scopes), so a load spike or the disk's
+    # write-back of an earlier round hits all alike ---
+    def fresh_dest() -> None:
+        _fresh(dest)
+
+    cold = [
+        Step("rsync_full_cold", "rsync -a, full, cold", lambda: run_checked(rsync_command(remote, dest)),
+             before=fresh_dest),
+        Step("scp_full_cold", "scp -r, full, cold", lambda: run_checked(scp_command(remote, dest)), before=fresh_dest),
+    ]
+    if have_sgl_scan_pull:
+        for scope in ("speculative", "full"):
+            home = work / f"home-cold-{scope}"
+            cold.append(Step(
+                f"pull_sgl_{scope}_cold", _SGL_PULL_NAMES[f"pull_sgl_{scope}_cold"],
+                lambda scope=scope, home=home: run_checked(sgl_scan_pull(remote, scope), env=_env(home)),
+                before=lambda home=home: _fresh(home),
+            ))
+    results.update(interleave(cold, runs))
     _fresh(dest)
     run_checked(rsync_command(remote, dest))
 
@@ -171,15 +185,6 @@ def measure_pull(remote: Remote, work: Path, runs: int, have_sgl_scan_pull: bool
             results[key] = unavailable(name, reason)
         results.update(_no_change_rounds(remote, work, runs, None))
         return results
-
-    # --- sgl-scan ---
-    for scope in ("speculative", "full"):
-        home = work / f"home-cold-{scope}"
-        results[f"pull_sgl_{scope}_cold"] = repeat(
-            _SGL_PULL_NAMES[f"pull_sgl_{scope}_cold"], runs,
-            timed(lambda i, scope=scope: sgl_scan_pull(remote, scope), env=_env(home)),
-            before=lambda i, home=home: _fresh(home),
-        )
 
     # rsync of exactly the files the default scope took (an include list is the best rsync can do).
     try:
