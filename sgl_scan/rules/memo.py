@@ -71,7 +71,7 @@ def recall(analysis: Analysis, ruleset: RuleSet, run: Callable[[Analysis], Seque
     found = analysis.derived.get(KIND, key)
     if isinstance(found, tuple) and all(isinstance(f, Finding) for f in found):
         return _as_of(found, analysis.snapshot_id)
-    near = _near_name(analysis, ruleset)
+    near = _near_name(analysis, key)
     settled = sources_settled(sgl_scan.LOADED_NS, sgl_scan.LOADED_SOURCES)
     findings = _near_findings(analysis, near) if near is not None else None
     if findings is None:
@@ -87,13 +87,11 @@ def recall(analysis: Analysis, ruleset: RuleSet, run: Callable[[Analysis], Seque
     return findings
 
 
-def _near_name(analysis: Analysis, ruleset: RuleSet) -> str | None:
-    """The name of the `Near` value of trees with `analysis`'s records and paths (None: not kept)."""
+def _near_name(analysis: Analysis, code: str) -> str | None:
+    """The name of the `Near` value of trees with `analysis`'s records and paths, under the rules'
+    stamp `code` (None: not kept)."""
     files: Any = analysis.files
     if not all(hasattr(files, name) for name in ("records_key", "sha", "mentions", "source_mentioning")):
-        return None
-    code = stamp(analysis, ruleset)
-    if code is None:
         return None
     digest = hashlib.sha256(f"{code}\n{files.records_key()}\n".encode())
     for path in sorted(files):
